@@ -1,0 +1,5 @@
+"""`python -m scalelab ...` (what `torchrun -m scalelab train ...` runs)."""
+
+from scalelab.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""scalelab.sweeps."""

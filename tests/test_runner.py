@@ -1,0 +1,51 @@
+"""The shared sweep runner: resumable at run granularity, one row per finished run."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from scalelab.errors import ConfigError
+from scalelab.sweeps.runner import RunSpec, open_sweep, run_sweep
+
+
+def square_worker(params: dict, run_dir: Path) -> dict:
+    """Counts its calls in a file, so a test can see which runs were redone."""
+    calls = run_dir.parent.parent / "calls.txt"
+    with open(calls, "a") as f:
+        f.write(f"{params['x']}\n")
+    if params["x"] == 3 and not (run_dir.parent.parent / "allow3").exists():
+        raise RuntimeError("simulated crash")
+    return {"y": params["x"] ** 2}
+
+
+def test_sweep_resumes_without_redoing_finished_runs(tmp_path: Path) -> None:
+    specs = [RunSpec(f"x{x}", {"x": x}) for x in (1, 2, 3, 4)]
+    open_sweep(tmp_path, "toy", {"xs": [1, 2, 3, 4]})
+    with pytest.raises(RuntimeError):
+        run_sweep(tmp_path, specs, square_worker, quiet=True)
+    partial = pd.read_csv(tmp_path / "runs.csv")
+    assert list(partial["x"]) == [1, 2]
+    (tmp_path / "allow3").touch()
+    table = run_sweep(tmp_path, specs, square_worker, quiet=True)
+    assert list(table["y"]) == [1, 4, 9, 16]
+    assert (tmp_path / "calls.txt").read_text().split() == ["1", "2", "3", "3", "4"]
+    assert len(pd.read_csv(tmp_path / "runs.csv")) == 4
+    assert json.loads((tmp_path / "runs" / "x4" / "result.json").read_text()) == {"y": 16}
+
+
+def test_parallel_workers_give_the_same_table(tmp_path: Path) -> None:
+    (tmp_path / "allow3").touch()
+    specs = [RunSpec(f"x{x}", {"x": x}) for x in (1, 2, 3, 4)]
+    open_sweep(tmp_path, "toy", {})
+    table = run_sweep(tmp_path, specs, square_worker, workers=2, quiet=True)
+    assert list(table["y"]) == [1, 4, 9, 16]
+
+
+def test_sweep_folder_from_other_config_is_refused(tmp_path: Path) -> None:
+    open_sweep(tmp_path, "toy", {"xs": [1, 2]})
+    with pytest.raises(ConfigError, match="different config"):
+        open_sweep(tmp_path, "toy", {"xs": [1, 3]})
+    with pytest.raises(ConfigError, match="not 'other'"):
+        open_sweep(tmp_path, "other", {"xs": [1, 2]})
