@@ -1,7 +1,120 @@
-"""CLI commands for corpus (see register)."""
+"""`scalelab corpus list|prepare|info`: built-in corpora and token stores."""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
+from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
+from scalelab.text.corpora import list_corpora, load_corpus
+from scalelab.text.split import SPLITS
+from scalelab.text.store import TokenStore, prepare_corpus
+
+corpus_app = typer.Typer(
+    help="Corpora: list the built-ins, tokenise one into a token store.", no_args_is_help=True
+)
+
+
+def _summary(data_dir: Path) -> dict:
+    meta = TokenStore(data_dir, "train").meta
+    return {
+        "data_dir": str(data_dir.resolve()),
+        "corpus": meta["corpus"]["name"],
+        "license": meta["corpus"]["license"],
+        "vocab_size": meta["vocab_size"],
+        "dtype": meta["dtype"],
+        "splits": {
+            s: {k: meta["splits"][s][k] for k in ("n_documents", "n_tokens", "n_chars")}
+            for s in SPLITS
+        },
+    }
+
+
+def _print_summary(summary: dict) -> None:
+    rows = [{"split": s, **v} for s, v in summary["splits"].items()]
+    print_table(f"{summary['corpus']} → {summary['data_dir']}", rows)
+    typer.echo(f"license: {summary['license']}; vocab {summary['vocab_size']} ({summary['dtype']})")
+
+
+@corpus_app.command("list")
+def list_cmd(as_json: bool = JSON) -> None:
+    """List the built-in corpora, their licenses, what a document is, and if installed."""
+    rows = list_corpora()
+    if as_json:
+        print_json(rows)
+        return
+    short = [{k: r[k] for k in ("name", "license", "available")} for r in rows]
+    print_table("built-in corpora", short)
+    for r in rows:
+        typer.echo(f"{r['name']}: {r['documents']}\n  source: {r['source']}")
+
+
+@corpus_app.command("prepare")
+def prepare_cmd(
+    corpus: str = typer.Argument(
+        ...,
+        help="A built-in name (see `corpus list`), or a path: a text file, a directory, "
+        "a .jsonl or a .parquet file.",
+    ),
+    out: Path = typer.Option(..., "--out", help="Folder to create for the token store."),
+    vocab_size: int = typer.Option(
+        4096, "--vocab-size", help="BPE vocabulary size, including <|endoftext|>."
+    ),
+    seed: int = SEED,
+    split_on: str = typer.Option(
+        "blank", "--split-on", help="Text files: documents split on 'blank' lines, or one a 'line'."
+    ),
+    glob: str = typer.Option("**/*.txt", "--glob", help="Directories: files to read."),
+    text_field: str = typer.Option(
+        "text", "--text-field", help="JSONL field / Parquet column holding the text."
+    ),
+    tokenizer: Path | None = typer.Option(
+        None,
+        "--tokenizer",
+        help="Use this tokenizer.json or HF tokenizer folder instead of training a BPE.",
+    ),
+    val_fraction: float = typer.Option(
+        0.05, "--val-fraction", help="Share of documents for validation."
+    ),
+    test_fraction: float = typer.Option(
+        0.1, "--test-fraction", help="Share of documents for test (fixed as train grows)."
+    ),
+    quiet: bool = QUIET,
+    as_json: bool = JSON,
+) -> None:
+    """Split a corpus by document, train a byte-level BPE on the train split (or load one),
+    and write memory-mapped token files + meta.json to --out."""
+    loaded = load_corpus(corpus, split_on=split_on, glob=glob, text_field=text_field)
+    data_dir = prepare_corpus(
+        loaded,
+        out,
+        vocab_size=vocab_size,
+        tokenizer=tokenizer,
+        seed=seed,
+        val_fraction=val_fraction,
+        test_fraction=test_fraction,
+        quiet=quiet,
+    )
+    summary = _summary(data_dir)
+    if as_json:
+        print_json(summary)
+    else:
+        _print_summary(summary)
+
+
+@corpus_app.command("info")
+def info_cmd(
+    data_dir: Path = typer.Argument(..., help="A token store folder."), as_json: bool = JSON
+) -> None:
+    """Show what a token store holds: corpus, license, vocabulary and split sizes."""
+    summary = _summary(data_dir)
+    if as_json:
+        print_json(summary)
+    else:
+        _print_summary(summary)
+
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the top-level app."""
+    """Add the `corpus` command group to the top-level app."""
+    app.add_typer(corpus_app, name="corpus")
