@@ -1,0 +1,281 @@
+"""The seed paper's embedding protocol: one random window per document, a few random positions
+per window, the hidden states of one (or several) layers at those positions.
+
+Documents are held as one flat token array plus offsets (the token store's layout), so windows
+and positions are drawn for all documents at once, without Python loops over tokens. Sampling
+depends only on the documents, the options and the seed, never on how the model is batched, so
+the same seed gives the same positions on any device and with any batch size.
+
+Layer indices follow `GPT.hidden_states`: ``0`` is the embedding output (token + position),
+``1 … n_layer`` the residual stream after each block (before the final LayerNorm), and
+``n_layer + 1`` the output of the final LayerNorm, the tensor the language-model head reads.
+The protocol's "final layer" is that last tensor (alias ``final``); ``final-pre-ln`` names the
+residual stream after the last block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from scalelab.errors import ConfigError, InputError
+from scalelab.progress import progress
+
+LAYER_ALIASES: dict[str, int] = {"final": -1, "final-pre-ln": -2, "embeddings": 0}
+
+# hidden_states(idx [b, t] int64, attention_mask [b, t] bool) -> n_layer + 2 tensors [b, t, c]
+StatesFn = Callable[[Tensor, Tensor], Sequence[Tensor]]
+
+
+def resolve_layer(layer: int | str, n_states: int) -> int:
+    """A layer given as an index (negative counts from the end) or an alias, as an index in
+    ``[0, n_states)``; out of range is a ConfigError naming the valid range."""
+    if isinstance(layer, str):
+        key = layer.strip().lower()
+        if key in LAYER_ALIASES:
+            layer = LAYER_ALIASES[key]
+        else:
+            try:
+                layer = int(key)
+            except ValueError:
+                raise ConfigError(
+                    f"layer {layer!r} is neither an index nor one of {sorted(LAYER_ALIASES)}"
+                ) from None
+    if not -n_states <= layer < n_states:
+        raise ConfigError(
+            f"layer {layer} is out of range: this model has {n_states} hidden states "
+            f"(0 = embeddings … {n_states - 1} = after the final LayerNorm); "
+            f"use an index in [{-n_states}, {n_states - 1}] or one of {sorted(LAYER_ALIASES)}"
+        )
+    return layer % n_states
+
+
+def layer_name(index: int, n_states: int) -> str:
+    """Human name of a hidden-state index (for tables and plots)."""
+    if index == 0:
+        return "embeddings"
+    if index == n_states - 1:
+        return "final (after final LN)"
+    if index == n_states - 2:
+        return f"block {index} (final, before LN)"
+    return f"block {index}"
+
+
+@dataclass(frozen=True)
+class TokenDocuments:
+    """Tokenised documents: `tokens[offsets[i]:offsets[i + 1]]` is document i, with no
+    separator tokens at its ends."""
+
+    tokens: np.ndarray
+    offsets: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.offsets.ndim != 1 or len(self.offsets) < 1 or self.offsets[0] != 0:
+            raise InputError("offsets must be a 1-D array starting at 0")
+        if self.offsets[-1] != len(self.tokens) or np.any(np.diff(self.offsets) < 0):
+            raise InputError("offsets must be non-decreasing and end at len(tokens)")
+
+    @classmethod
+    def from_list(cls, docs: Sequence[np.ndarray | Sequence[int]]) -> TokenDocuments:
+        lengths = np.array([len(d) for d in docs], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        flat = [np.asarray(d, dtype=np.int64) for d in docs]
+        tokens = np.concatenate(flat) if flat else np.zeros(0, dtype=np.int64)
+        return cls(tokens.astype(np.int64), offsets)
+
+    @property
+    def n_documents(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def select(self, index: np.ndarray) -> TokenDocuments:
+        """The documents `index` (in that order), copied into a new flat array."""
+        lengths = self.lengths[index]
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        gather = _ragged_arange(self.offsets[index], lengths)
+        return TokenDocuments(np.asarray(self.tokens[gather], dtype=np.int64), offsets)
+
+
+def _ragged_arange(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of `arange(s, s + n)` for each (s, n), vectorised."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    seg_start = np.cumsum(lengths) - lengths
+    within = np.arange(total, dtype=np.int64) - np.repeat(seg_start, lengths)
+    return np.repeat(np.asarray(starts, dtype=np.int64), lengths) + within
+
+
+@dataclass(frozen=True)
+class Windows:
+    """One window per document: tokens `[start, start + length)` of document `doc`."""
+
+    doc: np.ndarray
+    start: np.ndarray
+    length: np.ndarray
+
+
+def sample_windows(lengths: np.ndarray, context_len: int, rng: np.random.Generator) -> Windows:
+    """One uniformly placed window of `context_len` tokens per non-empty document; a shorter
+    document is taken whole (step 2 of the protocol)."""
+    if context_len < 1:
+        raise ConfigError(f"context_len must be a positive integer, got {context_len}")
+    lengths = np.asarray(lengths, dtype=np.int64)
+    doc = np.flatnonzero(lengths > 0)
+    n = lengths[doc]
+    room = np.maximum(n - context_len, 0) + 1
+    start = np.floor(rng.random(len(doc)) * room).astype(np.int64)
+    return Windows(doc=doc, start=start, length=np.minimum(n, context_len))
+
+
+@dataclass(frozen=True)
+class Positions:
+    """Sampled positions: `offset` inside window `window` (an index into `Windows`), and the
+    position group it was drawn for (0 unless positions are grouped by context range)."""
+
+    window: np.ndarray
+    offset: np.ndarray
+    group: np.ndarray
+
+
+def sample_positions(
+    window_lengths: np.ndarray,
+    valid: np.ndarray,
+    per_doc: int,
+    rng: np.random.Generator,
+    *,
+    groups: int = 1,
+    context_len: int | None = None,
+) -> Positions:
+    """Up to `per_doc` distinct random valid positions per window (per window and group when
+    `groups > 1`: group g covers offsets [g·T/G, (g+1)·T/G) of a T = `context_len` window).
+
+    `valid` is the concatenation of the windows' masks (False at separator/special tokens).
+    A window with fewer valid positions gives all of them. Vectorised: one random key per valid
+    position, sorted within (window, group), the first `per_doc` kept.
+    """
+    if per_doc < 1:
+        raise ConfigError(f"per_doc must be a positive integer, got {per_doc}")
+    if groups < 1:
+        raise ConfigError(f"groups must be a positive integer, got {groups}")
+    window_lengths = np.asarray(window_lengths, dtype=np.int64)
+    window = np.repeat(np.arange(len(window_lengths), dtype=np.int64), window_lengths)
+    offset = _ragged_arange(np.zeros(len(window_lengths), dtype=np.int64), window_lengths)
+    if len(valid) != len(window):
+        raise InputError("valid mask length differs from the total window length")
+    keys = rng.random(len(window))  # drawn for every position so masks do not shift the stream
+    keep = np.asarray(valid, dtype=bool)
+    window, offset, keys = window[keep], offset[keep], keys[keep]
+    span = int(context_len or (window_lengths.max() if len(window_lengths) else 1))
+    group = np.minimum(offset * groups // span, groups - 1)
+    order = np.lexsort((keys, group, window))
+    window, offset, group = window[order], offset[order], group[order]
+    cell = window * groups + group
+    first = np.r_[True, cell[1:] != cell[:-1]] if len(cell) else np.zeros(0, dtype=bool)
+    cell_start = np.maximum.accumulate(np.where(first, np.arange(len(cell)), 0))
+    rank = np.arange(len(cell)) - cell_start
+    take = rank < per_doc
+    window, offset, group = window[take], offset[take], group[take]
+    order = np.lexsort((offset, window))
+    return Positions(window=window[order], offset=offset[order], group=group[order])
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Windows and positions drawn from documents, with the window tokens (flat, ragged)."""
+
+    windows: Windows
+    positions: Positions
+    window_tokens: np.ndarray
+    window_offsets: np.ndarray
+
+    @property
+    def n_points(self) -> int:
+        return len(self.positions.window)
+
+
+def sample_protocol(
+    docs: TokenDocuments,
+    *,
+    context_len: int,
+    per_doc: int,
+    seed: int,
+    special_ids: Sequence[int] = (),
+    groups: int = 1,
+) -> Sample:
+    """Steps 2–3 of the protocol without the model: a window per document, then positions
+    that are not special (EOS/padding) tokens."""
+    rng = np.random.default_rng(seed)
+    windows = sample_windows(docs.lengths, context_len, rng)
+    gather = _ragged_arange(docs.offsets[windows.doc] + windows.start, windows.length)
+    window_tokens = np.asarray(docs.tokens[gather], dtype=np.int64)
+    valid = ~np.isin(window_tokens, np.asarray(list(special_ids), dtype=np.int64))
+    positions = sample_positions(
+        windows.length, valid, per_doc, rng, groups=groups, context_len=context_len
+    )
+    window_offsets = np.concatenate([[0], np.cumsum(windows.length)]).astype(np.int64)
+    return Sample(windows, positions, window_tokens, window_offsets)
+
+
+@torch.no_grad()
+def extract(
+    states_fn: StatesFn,
+    sample: Sample,
+    layers: Sequence[int],
+    *,
+    batch_tokens: int = 4096,
+    device: torch.device | str = "cpu",
+    quiet: bool = True,
+) -> np.ndarray:
+    """Hidden states at the sampled positions: float32 `[len(layers), n_points, width]`.
+
+    Windows are run longest first in batches of about `batch_tokens` tokens, right-padded
+    (causal attention: padding never reaches earlier positions, and padded positions are
+    never sampled)."""
+    pos = sample.positions
+    lengths = sample.windows.length
+    order = np.argsort(-lengths, kind="stable")  # longest first: little padding per batch
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    point_order = np.argsort(rank[pos.window], kind="stable")
+    point_window_rank = rank[pos.window][point_order]
+    out: np.ndarray | None = None
+    with progress("embedding windows", len(order), quiet=quiet) as advance:
+        i = 0
+        while i < len(order):
+            t = int(lengths[order[i]])
+            b = max(1, batch_tokens // max(t, 1))
+            rows = order[i : i + b]
+            idx, mask = _pad_batch(sample, rows, t)
+            states = states_fn(idx.to(device), mask.to(device))
+            lo, hi = np.searchsorted(point_window_rank, [i, i + len(rows)])
+            sel = point_order[lo:hi]
+            r = torch.as_tensor(point_window_rank[lo:hi] - i)
+            c = torch.as_tensor(pos.offset[sel])
+            for j, layer in enumerate(layers):
+                h = states[layer][r.to(device), c.to(device)].float().cpu().numpy()
+                if out is None:
+                    out = np.empty((len(layers), sample.n_points, h.shape[1]), np.float32)
+                out[j, sel] = h
+            advance(len(rows), info=f"{int(lengths[rows].sum())} tokens")
+            i += len(rows)
+    if out is None:
+        raise InputError("no positions were sampled: the corpus has no usable tokens")
+    return out
+
+
+def _pad_batch(sample: Sample, rows: np.ndarray, t: int) -> tuple[Tensor, Tensor]:
+    """Right-padded token ids `[len(rows), t]` and the mask of real tokens."""
+    lengths = sample.windows.length[rows]
+    mask = np.arange(t)[None, :] < lengths[:, None]
+    idx = np.zeros((len(rows), t), dtype=np.int64)
+    idx[mask] = sample.window_tokens[_ragged_arange(sample.window_offsets[rows], lengths)]
+    return torch.from_numpy(idx), torch.from_numpy(mask)
