@@ -1,0 +1,124 @@
+"""Token stores: contents equal re-tokenising the documents; atomic, idempotent, checked."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer, models, pre_tokenizers
+
+from scalelab.errors import InputError
+from scalelab.text.corpora import Corpus, Document, load_corpus
+from scalelab.text.split import SPLITS, split_documents
+from scalelab.text.store import TokenStore, prepare_corpus
+
+
+@pytest.fixture(scope="module")
+def corpus() -> Corpus:
+    docs = load_corpus("python-stdlib").documents[:200]
+    docs = [Document(d.name, d.text[:1500]) for d in docs]
+    # a literal end-of-text marker inside a document must stay text, not become a boundary
+    docs.append(Document("eot-inside", "before <|endoftext|> after\n" * 3))
+    return Corpus("mini", "PSF-2.0", "test", tuple(docs))
+
+
+@pytest.fixture(scope="module")
+def store_dir(corpus: Corpus, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("stores") / "mini"
+    return prepare_corpus(corpus, out, vocab_size=512, seed=5, test_fraction=0.2, quiet=True)
+
+
+def test_store_equals_retokenising_every_document(corpus: Corpus, store_dir: Path) -> None:
+    tok = Tokenizer.from_file(str(store_dir / "tokenizer.json"))
+    tok.encode_special_tokens = True
+    expected = split_documents(corpus.documents, seed=5, test_fraction=0.2)
+    for split in SPLITS:
+        store = TokenStore(store_dir, split)
+        docs = expected[split]
+        assert store.n_documents == len(docs) > 0
+        assert store.document_names() == [d.name for d in docs]
+        assert store.tokens.dtype == np.uint16 and store.offsets.dtype == np.int64
+        eot = store.eot_id
+        want = np.concatenate([np.array([*tok.encode(d.text).ids, eot]) for d in docs])
+        np.testing.assert_array_equal(np.asarray(store.tokens), want)
+        for i, d in enumerate(docs):
+            assert tok.decode(store.document(i).tolist()) == d.text
+        assert (np.asarray(store.tokens) == eot).sum() == len(docs)  # EOT only as separator
+        info = store.meta["splits"][split]
+        h = hashlib.sha256()
+        for d in docs:
+            data = d.text.encode()
+            h.update(len(data).to_bytes(8, "little") + data)
+        assert info["sha256"] == h.hexdigest()
+        assert info["n_chars"] == sum(len(d.text) for d in docs)
+
+
+def test_meta_records_corpus_and_tokenizer(corpus: Corpus, store_dir: Path) -> None:
+    store = TokenStore(store_dir)
+    meta = store.meta
+    assert meta["corpus"]["name"] == "mini" and meta["corpus"]["license"] == "PSF-2.0"
+    assert meta["corpus"]["sha256"] == corpus.sha256()
+    assert store.vocab_size == 512 and store.eot_id == 0 and meta["dtype"] == "uint16"
+    assert store.tokenizer_path == store_dir / "tokenizer.json"
+    assert store.tokenizer().get_vocab_size() == 512
+    assert "git_revision" in meta["provenance"]
+
+
+def test_prefix_is_nested_and_bounded(store_dir: Path) -> None:
+    store = TokenStore(store_dir, "train")
+    np.testing.assert_array_equal(store.prefix(1000), store.prefix(5000)[:1000])
+    assert len(store.prefix(store.n_tokens)) == store.n_tokens
+    with pytest.raises(InputError, match="holds"):
+        store.prefix(store.n_tokens + 1)
+
+
+def test_rerun_is_a_no_op_and_a_different_request_is_refused(
+    corpus: Corpus, store_dir: Path
+) -> None:
+    before = (store_dir / "train.bin").stat().st_mtime_ns
+    again = prepare_corpus(corpus, store_dir, vocab_size=512, seed=5, test_fraction=0.2, quiet=True)
+    assert again == store_dir and (store_dir / "train.bin").stat().st_mtime_ns == before
+    with pytest.raises(InputError, match="already exists"):
+        prepare_corpus(corpus, store_dir, vocab_size=512, seed=6, test_fraction=0.2, quiet=True)
+
+
+def test_failures_leave_nothing_behind(corpus: Corpus, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="more than this corpus supports"):
+        prepare_corpus(corpus, tmp_path / "s", vocab_size=200_000, quiet=True)
+    tiny = Corpus("tiny", "x", "x", (Document("a", "one"), Document("b", "two")))
+    with pytest.raises(InputError, match="split of 'tiny' is empty"):
+        prepare_corpus(tiny, tmp_path / "t", vocab_size=300, quiet=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_uint32_when_the_vocabulary_does_not_fit_16_bits(tmp_path: Path) -> None:
+    words = [f"w{i}" for i in range(70_000)]
+    vocab = {"<unk>": 0, **{w: i + 1 for i, w in enumerate(words)}, "<|endoftext|>": 70_001}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    docs = tuple(Document(str(i), f"w{i} w{69_999 - i} w{(7 * i) % 70_000}") for i in range(400))
+    out = prepare_corpus(Corpus("big", "x", "x", docs), tmp_path / "s", tokenizer=tok, quiet=True)
+    store = TokenStore(out, "train")
+    assert store.tokens.dtype == np.uint32 and store.vocab_size == 70_002
+    assert store.eot_id == 70_001
+    names = store.document_names()
+    for i in range(store.n_documents):
+        j = int(names[i])
+        assert store.document(i).tolist() == [j + 1, 70_000 - j, (7 * j) % 70_000 + 1]
+
+
+def test_damaged_stores_are_refused(store_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not a token store"):
+        TokenStore(tmp_path)
+    with pytest.raises(InputError, match="no split 'dev'"):
+        TokenStore(store_dir, "dev")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for f in store_dir.iterdir():
+        (broken / f.name).write_bytes(f.read_bytes())
+    data = (broken / "val.bin").read_bytes()
+    (broken / "val.bin").write_bytes(data[:-2])
+    with pytest.raises(InputError, match="damaged"):
+        TokenStore(broken, "val")
