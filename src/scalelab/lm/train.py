@@ -1,0 +1,502 @@
+"""The training engine: AdamW with warm-up + cosine decay, gradient accumulation, clipping,
+bf16 autocast, fixed-interval validation, early stopping, a final test evaluation, exact
+resume after a kill at any moment, and data parallelism under torchrun.
+
+Batch semantics do not depend on the number of processes: every optimizer step draws the same
+`batch_size * grad_accum` windows from one seeded stream, and each of the `world_size`
+processes takes `grad_accum / world_size` of the micro-batches. So one process and N processes
+with the same config see the same data and follow the same loss curve (up to float rounding).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+from scalelab.config import Config, check_same_config
+from scalelab.errors import CheckpointError, ConfigError, EstimationError, InputError, ScalelabError
+from scalelab.io import append_jsonl, atomic_write_json, atomic_write_text, provenance, read_json
+from scalelab.lm import checkpoint as ckpt
+from scalelab.lm.data import (
+    WindowSampler,
+    check_long_enough,
+    spaced_starts,
+    tiling_starts,
+    unigram_loss,
+    windows,
+)
+from scalelab.lm.distributed import DistContext, init_distributed
+from scalelab.lm.model import GPT, GPTConfig
+from scalelab.progress import progress
+
+DTYPES = ("auto", "float32", "bfloat16")
+STOP_REASONS = ("patience", "max_steps", "max_tokens")
+METRICS = "metrics.jsonl"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig(Config):
+    """How to train. `batch_size` is windows per micro-batch; `grad_accum` micro-batches make
+    one optimizer step, shared out over all processes (global batch = batch_size * grad_accum
+    windows, whatever the number of processes)."""
+
+    seed: int = 0
+    batch_size: int = 8
+    grad_accum: int = 1
+    lr: float = 1e-3
+    min_lr: float = 1e-4
+    warmup_steps: int = 100
+    max_steps: int = 2000
+    max_tokens: int | None = None  # stop after this many training tokens (if sooner)
+    train_tokens: int | None = None  # train on the first n tokens only (nested data subsets)
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    grad_clip: float = 1.0  # 0 disables clipping
+    eval_interval: int = 100  # steps between validations (and checkpoints)
+    eval_batches: int = 8  # validation windows = eval_batches * batch_size, fixed positions
+    test_tokens: int | None = None  # cap on test tokens scored (None: the whole test split)
+    patience: int | None = None  # stop after this many validations without improvement
+    dtype: str = "auto"  # auto: bf16 autocast where supported (faster, same curve), else fp32
+
+    def validate(self) -> None:
+        for name in ("batch_size", "grad_accum", "max_steps", "eval_interval", "eval_batches"):
+            _positive_int(self, name)
+        for name in ("max_tokens", "train_tokens", "test_tokens", "patience"):
+            if getattr(self, name) is not None:
+                _positive_int(self, name)
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
+            raise ConfigError(f"warmup_steps must be >= 0, got {self.warmup_steps!r}")
+        if not 0.0 < self.lr <= 1.0 or not math.isfinite(self.lr):
+            raise ConfigError(
+                f"learning rate {self.lr} is out of range; use 0 < lr <= 1 (e.g. 1e-3)"
+            )
+        if not 0.0 <= self.min_lr <= self.lr:
+            raise ConfigError(f"min_lr {self.min_lr} must be in [0, lr={self.lr}]; lower --min-lr")
+        if not (0.0 <= self.beta1 < 1.0 and 0.0 <= self.beta2 < 1.0):
+            raise ConfigError(f"Adam betas must be in [0, 1), got {self.beta1}, {self.beta2}")
+        if self.weight_decay < 0 or self.grad_clip < 0:
+            raise ConfigError("weight_decay and grad_clip must be >= 0 (grad_clip 0 = off)")
+        if self.dtype not in DTYPES:
+            raise ConfigError(f"dtype {self.dtype!r} is not one of {DTYPES}")
+
+    @property
+    def windows_per_step(self) -> int:
+        return self.batch_size * self.grad_accum
+
+
+def _positive_int(cfg: Config, name: str) -> None:
+    value = getattr(cfg, name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+
+
+# Training defaults per model preset. paper-125m follows the seed paper (nanoGPT's GPT-2 run:
+# 0.5M-token batches, lr 6e-4 -> 6e-5, 2000 warm-up steps, cosine decay).
+TRAIN_PRESETS: dict[str, TrainConfig] = {
+    "tiny": TrainConfig(batch_size=16, lr=2e-3, min_lr=2e-4, warmup_steps=100),
+    "small": TrainConfig(batch_size=8, lr=1e-3, min_lr=1e-4, warmup_steps=100),
+    "medium": TrainConfig(batch_size=8, lr=6e-4, min_lr=6e-5, warmup_steps=200),
+    "paper-125m": TrainConfig(
+        batch_size=12,
+        grad_accum=40,
+        lr=6e-4,
+        min_lr=6e-5,
+        warmup_steps=2000,
+        max_steps=600_000,
+        eval_interval=2000,
+        eval_batches=200,
+    ),
+}
+
+
+def lr_at(step: int, cfg: TrainConfig, total_steps: int) -> float:
+    """Linear warm-up to `lr`, then cosine decay reaching `min_lr` at the last step."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / (cfg.warmup_steps + 1)
+    span = max(total_steps - cfg.warmup_steps - 1, 1)
+    frac = min((step - cfg.warmup_steps) / span, 1.0)
+    return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * frac)) * (cfg.lr - cfg.min_lr)
+
+
+def planned_steps(cfg: TrainConfig, block_size: int) -> tuple[int, str]:
+    """Steps to run and the stop reason if nothing stops the run earlier."""
+    if cfg.max_tokens is not None:
+        by_tokens = math.ceil(cfg.max_tokens / (cfg.windows_per_step * block_size))
+        if by_tokens < cfg.max_steps:
+            return by_tokens, "max_tokens"
+    return cfg.max_steps, "max_steps"
+
+
+def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    """bf16 autocast by default on CPUs (measured faster with the same loss curve; see
+    docs/benchmarks/training.md) and on GPUs that support it."""
+    if dtype == "float32":
+        return torch.float32
+    if dtype == "bfloat16":
+        return torch.bfloat16
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
+    return torch.bfloat16 if device.type == "cpu" else torch.float32
+
+
+@dataclasses.dataclass
+class _Data:
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+    vocab_size: int
+
+
+def _open_data(data_dir: Path, model_cfg: GPTConfig, cfg: TrainConfig) -> _Data:
+    """Open the token stores and check they fit the model, before anything is written."""
+    from scalelab.text.store import TokenStore
+
+    if not data_dir.is_dir():
+        raise InputError(f"data folder {data_dir} does not exist; run `scalelab corpus prepare`")
+    try:
+        stores = {s: TokenStore(data_dir, s) for s in ("train", "val", "test")}
+    except ScalelabError:
+        raise
+    except (OSError, ValueError, KeyError) as err:
+        raise InputError(
+            f"{data_dir} is not a prepared token store ({err}); run `scalelab corpus prepare`"
+        ) from err
+    vocab = stores["train"].vocab_size
+    if model_cfg.vocab_size < vocab:
+        raise ConfigError(
+            f"model vocab_size {model_cfg.vocab_size} is smaller than the data's {vocab}; "
+            "leave the vocabulary size to be read from the data"
+        )
+    block = model_cfg.block_size
+    train = stores["train"]
+    if cfg.train_tokens is not None and cfg.train_tokens > train.n_tokens:
+        raise ConfigError(
+            f"train_tokens={cfg.train_tokens} exceeds the {train.n_tokens} training tokens "
+            f"in {data_dir}; use at most {train.n_tokens}"
+        )
+    train_tokens = train.tokens if cfg.train_tokens is None else train.prefix(cfg.train_tokens)
+    check_long_enough(len(train_tokens), block, "training data")
+    check_long_enough(stores["val"].n_tokens, block, "validation split")
+    check_long_enough(stores["test"].n_tokens, block, "test split")
+    return _Data(train_tokens, stores["val"].tokens, stores["test"].tokens, vocab)
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _make_optimizer(model: GPT, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW; weight decay on matrices only (not biases, LayerNorms)."""
+    params = list(model.parameters())
+    groups = [
+        {"params": [p for p in params if p.ndim >= 2], "weight_decay": cfg.weight_decay},
+        {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=True)
+
+
+@torch.no_grad()
+def evaluate(
+    model: GPT,
+    tokens: np.ndarray,
+    starts: np.ndarray,
+    batch_size: int,
+    ctx: DistContext,
+    dtype: torch.dtype,
+) -> float:
+    """Mean next-token cross-entropy (nats/token) over the windows at `starts`, split over
+    the processes and summed."""
+    was_training = model.training
+    model.eval()
+    block = model.config.block_size
+    mine = starts[ctx.rank :: ctx.world_size]
+    total = torch.zeros(2, dtype=torch.float64, device=ctx.device)
+    for i in range(0, len(mine), batch_size):
+        x, y = windows(tokens, mine[i : i + batch_size], block)
+        x, y = x.to(ctx.device), y.to(ctx.device)
+        with _autocast(ctx.device, dtype):
+            _, loss = model(x, y)
+        total[0] += loss.double() * y.numel()
+        total[1] += y.numel()
+    ctx.all_reduce_sum(total)
+    model.train(was_training)
+    return (total[0] / total[1]).item()
+
+
+def _autocast(device: torch.device, dtype: torch.dtype) -> contextlib.AbstractContextManager:
+    if dtype == torch.float32:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def _truncate_metrics(path: Path, last_step: int) -> None:
+    """Keep only metric lines at or before the checkpointed step (and drop a torn last line)."""
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and row.get("step", math.inf) <= last_step:
+            kept.append(line)
+    atomic_write_text(path, "".join(f"{line}\n" for line in kept))
+
+
+def _log(ctx: DistContext, message: str) -> None:
+    if ctx.is_main:
+        print(message, file=sys.stderr, flush=True)
+
+
+def train(
+    model_cfg: GPTConfig,
+    train_cfg: TrainConfig,
+    data_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    quiet: bool = False,
+    device: str | None = None,
+) -> dict[str, Any]:
+    """Train (or resume, or return the result of a finished run in `out_dir`) and return the
+    result dict that is also written to `out_dir/result.json`."""
+    ctx = init_distributed(device)
+    data_dir, out_dir = Path(data_dir).resolve(), Path(out_dir)
+    run_cfg = {
+        "model": model_cfg.to_dict(),
+        "train": train_cfg.to_dict(),
+        "data_dir": str(data_dir),
+    }
+    if (out_dir / ckpt.CONFIG).exists():
+        saved = ckpt.read_run_config(out_dir)
+        check_same_config(_flat(saved), _flat(run_cfg), out_dir)
+        if (out_dir / "result.json").exists():
+            return read_json(out_dir / "result.json")
+    if train_cfg.grad_accum % ctx.world_size:
+        raise ConfigError(
+            f"grad_accum={train_cfg.grad_accum} is not a multiple of the {ctx.world_size} "
+            "processes; set --grad-accum to a multiple of --nproc_per_node"
+        )
+    data = _open_data(data_dir, model_cfg, train_cfg)
+    if ctx.is_main:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if not (out_dir / ckpt.CONFIG).exists():
+            atomic_write_json(out_dir / ckpt.CONFIG, run_cfg)
+            atomic_write_json(out_dir / "provenance.json", provenance())
+    ctx.barrier()
+    with torch.random.fork_rng(devices=[ctx.device] if ctx.device.type == "cuda" else []):
+        torch.manual_seed(train_cfg.seed + ctx.rank)  # dropout only; data has its own stream
+        return _Trainer(model_cfg, train_cfg, data, out_dir, ctx).run(quiet)
+
+
+class _Trainer:
+    """One training session of a run folder: fresh, or continued from its `state.pt`."""
+
+    def __init__(
+        self, model_cfg: GPTConfig, cfg: TrainConfig, data: _Data, out_dir: Path, ctx: DistContext
+    ) -> None:
+        self.cfg, self.data, self.out_dir, self.ctx = cfg, data, out_dir, ctx
+        self.session_start = time.perf_counter()
+        self.session_train_time = 0.0
+        self.block = model_cfg.block_size
+        self.dtype = resolve_dtype(cfg.dtype, ctx.device)
+        self.model = GPT(model_cfg, seed=cfg.seed).to(ctx.device)
+        self.opt = _make_optimizer(self.model, cfg)
+        self.sampler = WindowSampler(data.train, self.block, seed=cfg.seed)
+        self.total_steps, self.planned_reason = planned_steps(cfg, self.block)
+        self.val_starts = spaced_starts(
+            len(data.val), self.block, cfg.eval_batches * cfg.batch_size
+        )
+        self.tokens_per_step = cfg.windows_per_step * self.block
+        # The loop's scalar state: saved in state.pt with the tensors.
+        self.s: dict[str, Any] = {
+            "step": 0,
+            "best_val": math.inf,
+            "best_step": -1,
+            "bad_evals": 0,
+            "stop_reason": None,
+            "wall_time_s": 0.0,
+            "train_time_s": 0.0,
+            "loss_sum": 0.0,
+            "loss_count": 0,
+        }
+        if (out_dir / ckpt.STATE).exists():
+            self._restore()
+        if ctx.is_main:
+            _truncate_metrics(out_dir / METRICS, self.s["step"])
+
+    def _restore(self) -> None:
+        path = self.out_dir / ckpt.STATE
+        saved = ckpt.load_state(path)
+        try:
+            self.model.load_state_dict(saved["model"])
+            self.opt.load_state_dict(saved["optimizer"])
+            self.sampler.load_state(saved["sampler"])
+            torch.set_rng_state(saved["torch_rng"])
+            if self.ctx.device.type == "cuda" and saved.get("cuda_rng") is not None:
+                torch.cuda.set_rng_state(saved["cuda_rng"], self.ctx.device)
+            self.s.update(saved["loop"])
+        except (KeyError, RuntimeError, ValueError, TypeError) as err:
+            raise CheckpointError(
+                f"{path} does not match this run ({err}); delete it to restart from step 0"
+            ) from err
+        _log(self.ctx, f"resuming {self.out_dir} at step {self.s['step']}")
+
+    def run(self, quiet: bool) -> dict[str, Any]:
+        s, ctx = self.s, self.ctx
+        net = DistributedDataParallel(self.model) if ctx.active else self.model
+        with progress("train", self.total_steps, quiet=quiet or not ctx.is_main) as advance:
+            advance(s["step"])
+            while s["stop_reason"] is None and s["step"] < self.total_steps:
+                t0 = time.perf_counter()
+                loss = self._step(net)
+                dt = time.perf_counter() - t0
+                self.session_train_time += dt
+                advance(1, info=f"loss {loss:.3f} {self.tokens_per_step / dt / 1e3:.1f}k tok/s")
+                if s["step"] % self.cfg.eval_interval == 0 or s["step"] == self.total_steps:
+                    self._eval_and_checkpoint()
+        if s["stop_reason"] is None:
+            s["stop_reason"] = self.planned_reason
+        return self._finish()
+
+    def _step(self, net: torch.nn.Module) -> float:
+        """One optimizer step over this process's share of the global batch; returns the
+        global mean training loss."""
+        cfg, ctx, dev, s = self.cfg, self.ctx, self.ctx.device, self.s
+        lr = lr_at(s["step"], cfg, self.total_steps)
+        for group in self.opt.param_groups:
+            group["lr"] = lr
+        x_all, y_all = self.sampler.sample(cfg.windows_per_step)
+        local_accum = cfg.grad_accum // ctx.world_size
+        step_loss = torch.zeros((), device=dev)
+        for micro in range(local_accum):
+            lo = (ctx.rank * local_accum + micro) * cfg.batch_size
+            x = x_all[lo : lo + cfg.batch_size].to(dev, non_blocking=True)
+            y = y_all[lo : lo + cfg.batch_size].to(dev, non_blocking=True)
+            sync = micro == local_accum - 1 or not ctx.active
+            with contextlib.nullcontext() if sync else net.no_sync(), _autocast(dev, self.dtype):
+                _, loss = net(x, y)
+            (loss / local_accum).backward()
+            step_loss += loss.detach() / local_accum
+        if cfg.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        value = ctx.all_reduce_sum(step_loss).item() / ctx.world_size
+        if not math.isfinite(value):
+            raise EstimationError(
+                f"training diverged at step {s['step']} (loss {value}); lower --lr"
+            )
+        s["step"] += 1
+        s["loss_sum"] += value
+        s["loss_count"] += 1
+        s["lr"] = lr
+        return value
+
+    def _eval_and_checkpoint(self) -> None:
+        """Validate, log, keep the best weights, decide on early stopping, save the state. The
+        order makes a kill at any moment safe: metrics line, best weights, then state.pt (the
+        commit point; a resume drops metric lines after it and replays the same steps)."""
+        cfg, ctx, s = self.cfg, self.ctx, self.s
+        val = evaluate(self.model, self.data.val, self.val_starts, cfg.batch_size, ctx, self.dtype)
+        if not math.isfinite(val):
+            raise EstimationError(f"validation loss is {val} at step {s['step']}; lower --lr")
+        s["wall_time_s"] += time.perf_counter() - self.session_start
+        s["train_time_s"] += self.session_train_time
+        self.session_start, self.session_train_time = time.perf_counter(), 0.0
+        tokens = s["step"] * self.tokens_per_step
+        row = {
+            "step": s["step"],
+            "tokens": tokens,
+            "lr": s["lr"],
+            "train_loss_nats": s["loss_sum"] / max(s["loss_count"], 1),
+            "val_loss_nats": val,
+            "wall_time_s": round(s["wall_time_s"], 3),
+            "tokens_per_s": tokens / max(s["train_time_s"], 1e-9),
+        }
+        s["loss_sum"], s["loss_count"] = 0.0, 0
+        improved = val < s["best_val"]
+        if improved:
+            s["best_val"], s["best_step"], s["bad_evals"] = val, s["step"], 0
+        else:
+            s["bad_evals"] += 1
+            if cfg.patience is not None and s["bad_evals"] >= cfg.patience:
+                s["stop_reason"] = "patience"
+        _log(
+            ctx,
+            f"step {s['step']}/{self.total_steps} train {row['train_loss_nats']:.4f} "
+            f"val {val:.4f} lr {s['lr']:.2e} {row['tokens_per_s'] / 1e3:.2f}k tok/s"
+            + (" *" if improved else ""),
+        )
+        if ctx.is_main:
+            append_jsonl(self.out_dir / METRICS, row)
+            if improved:
+                ckpt.save_weights(
+                    self.model, self.out_dir / ckpt.WEIGHTS, step=s["step"], val_loss_nats=val
+                )
+            cuda = ctx.device.type == "cuda"
+            state = {
+                "model": self.model.state_dict(),
+                "optimizer": self.opt.state_dict(),
+                "sampler": self.sampler.state(),
+                "torch_rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state(ctx.device) if cuda else None,
+                "loop": dict(s),
+            }
+            ckpt.save_state(self.out_dir / ckpt.STATE, state)
+        ctx.barrier()
+
+    def _finish(self) -> dict[str, Any]:
+        """Load the best weights, score the test split, write result.json (last)."""
+        cfg, ctx, s, data = self.cfg, self.ctx, self.s, self.data
+        ckpt.load_weights(self.model, self.out_dir / ckpt.WEIGHTS)
+        test_starts = tiling_starts(len(data.test), self.block, cfg.test_tokens)
+        test = evaluate(self.model, data.test, test_starts, cfg.batch_size, ctx, self.dtype)
+        wall = s["wall_time_s"] + time.perf_counter() - self.session_start
+        tokens_seen = s["step"] * self.tokens_per_step
+        result = {
+            "test_loss_nats": test,
+            "best_val_loss_nats": s["best_val"],
+            "best_step": s["best_step"],
+            "unigram_val_loss_nats": unigram_loss(data.train, data.val, data.vocab_size),
+            "test_tokens_scored": len(test_starts) * self.block,
+            "tokens_seen": tokens_seen,
+            "train_tokens_available": len(data.train),
+            "steps": s["step"],
+            "params": self.model.num_params(non_embedding=False),
+            "params_non_embedding": self.model.num_params(non_embedding=True),
+            "wall_time_s": wall,
+            "train_time_s": s["train_time_s"],
+            "tokens_per_s": tokens_seen / max(s["train_time_s"], 1e-9),
+            "stop_reason": s["stop_reason"],
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "device": ctx.device.type,
+            "world_size": ctx.world_size,
+            "model": self.model.config.to_dict(),
+            "train": cfg.to_dict(),
+            "provenance": provenance(),
+        }
+        if ctx.is_main:
+            atomic_write_json(self.out_dir / "result.json", result)
+        ctx.barrier()
+        _log(ctx, f"done: test loss {test:.4f} nats/token ({s['stop_reason']}, step {s['step']})")
+        return result
