@@ -122,3 +122,9 @@ def test_damaged_stores_are_refused(store_dir: Path, tmp_path: Path) -> None:
     (broken / "val.bin").write_bytes(data[:-2])
     with pytest.raises(InputError, match="damaged"):
         TokenStore(broken, "val")
+    (broken / "test.offsets.npy").unlink()
+    with pytest.raises(InputError, match=r"damaged token store.*test\.offsets\.npy"):
+        TokenStore(broken, "test")
+    (broken / "meta.json").write_text('{"format": "scalelab-token-store/1", "spl')
+    with pytest.raises(InputError, match=r"damaged token store.*JSONDecodeError"):
+        TokenStore(broken, "train")

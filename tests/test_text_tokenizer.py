@@ -71,6 +71,15 @@ def test_load_tokenizer_file_and_folder(tmp_path: Path, tok: Tokenizer) -> None:
         load_tokenizer(tmp_path / "broken.json")
 
 
+def test_gpt2_style_vocab_and_merges_folder(tmp_path: Path, tok: Tokenizer) -> None:
+    tok.model.save(str(tmp_path))  # writes vocab.json + merges.txt
+    loaded = load_tokenizer(tmp_path)
+    sample = "def f(x):\n    return x + 1  # ünïcode"
+    assert loaded.encode(sample).ids == tok.encode(sample).ids
+    assert loaded.decode(loaded.encode(sample).ids) == sample
+    assert eot_id(loaded) == 0
+
+
 def test_eot_id_of_foreign_tokenizers(tmp_path: Path) -> None:
     vocab = {"<unk>": 0, "</s>": 1, "<|im_end|>": 2, "hello": 3}
     foreign = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))

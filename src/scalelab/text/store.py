@@ -227,12 +227,21 @@ class TokenStore:
                 f"{self.data_dir} is not a token store (no meta.json); "
                 "make one with `scalelab corpus prepare NAME --out DIR`"
             )
-        self.meta: dict[str, Any] = read_json(meta_path)
-        if self.meta.get("format") != FORMAT:
-            raise InputError(f"{meta_path} is not a {FORMAT} store; re-run `corpus prepare`")
-        if split not in self.meta["splits"]:
-            raise InputError(f"no split {split!r} in {self.data_dir}; use one of {SPLITS}")
-        info = self.meta["splits"][split]
+        try:
+            self.meta: dict[str, Any] = read_json(meta_path)
+            if self.meta.get("format") != FORMAT:
+                raise InputError(f"{meta_path} is not a {FORMAT} store; prepare it again")
+            if split not in self.meta["splits"]:
+                raise InputError(f"no split {split!r} in {self.data_dir}; use one of {SPLITS}")
+            self.tokens, self.offsets = self._open(self.meta["splits"][split])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            raise InputError(
+                f"{self.data_dir} is a damaged token store ({type(err).__name__}: {err}); "
+                "prepare it again"
+            ) from err
+
+    def _open(self, info: dict[str, Any]) -> tuple[np.memmap, np.ndarray]:
+        """Memory-map the split's tokens and load its offsets, checking both against meta."""
         dtype = np.dtype(self.meta["dtype"])
         tokens_path = self.data_dir / info["tokens_file"]
         expected = info["n_tokens"] * dtype.itemsize
@@ -242,10 +251,10 @@ class TokenStore:
                 f"{tokens_path} holds {size} bytes, meta.json says {expected}: the store is "
                 "damaged; prepare it again"
             )
-        self.tokens: np.memmap = np.memmap(tokens_path, dtype=dtype, mode="r")
-        self.offsets: np.ndarray = np.load(self.data_dir / info["offsets_file"])
-        if len(self.offsets) != info["n_documents"] + 1 or self.offsets[-1] != info["n_tokens"]:
+        offsets = np.load(self.data_dir / info["offsets_file"], allow_pickle=False)
+        if len(offsets) != info["n_documents"] + 1 or offsets[-1] != info["n_tokens"]:
             raise InputError(f"{info['offsets_file']} does not match meta.json; prepare again")
+        return np.memmap(tokens_path, dtype=dtype, mode="r"), offsets
 
     @property
     def n_documents(self) -> int:

@@ -56,17 +56,33 @@ def train_bpe(texts: Iterable[str], vocab_size: int, *, quiet: bool = True) -> T
 
 
 def load_tokenizer(path: str | Path) -> Tokenizer:
-    """A `tokenizer.json`, or a HF tokenizer folder holding one (fast tokenizers only)."""
+    """A `tokenizer.json`, or a HF tokenizer folder holding one, or a GPT-2 style folder
+    holding `vocab.json` + `merges.txt` (read as a byte-level BPE)."""
     path = Path(path)
+    gpt2_files = [path / "vocab.json", path / "merges.txt"]
+    if not (path / "tokenizer.json").is_file() and all(f.is_file() for f in gpt2_files):
+        return _load_vocab_merges(path)
     file = path / "tokenizer.json" if path.is_dir() else path
     if not file.is_file():
         raise InputError(
-            f"no tokenizer at {path}: give a tokenizer.json file or a folder holding one"
+            f"no tokenizer at {path}: give a tokenizer.json file or a folder holding one "
+            "(or vocab.json + merges.txt)"
         )
     try:
         return Tokenizer.from_file(str(file))
     except Exception as err:  # tokenizers raises a bare Exception on malformed files
         raise InputError(f"{file} is not a valid tokenizer.json ({err}); re-create it") from err
+
+
+def _load_vocab_merges(folder: Path) -> Tokenizer:
+    try:
+        model = models.BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt"))
+    except Exception as err:  # tokenizers raises a bare Exception on malformed files
+        raise InputError(f"{folder}: unreadable vocab.json/merges.txt ({err})") from err
+    tok = Tokenizer(model)
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    return tok
 
 
 def eot_id(tok: Tokenizer, folder: str | Path | None = None) -> int:
