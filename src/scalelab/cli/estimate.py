@@ -1,7 +1,352 @@
-"""CLI commands for estimate (see register)."""
+"""`scalelab estimate` (a model + a corpus → d and predicted exponents) and `scalelab ablate
+layers|positions|models|batch-size` (the seed paper's Figure 4)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
 
 import typer
 
+from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
+from scalelab.errors import ConfigError
+from scalelab.lm.estimate import (
+    EMBEDDINGS,
+    EstimateConfig,
+    ablate_batch_size,
+    ablate_layers,
+    ablate_models,
+    ablate_positions,
+    estimate,
+)
+
+MODEL = typer.Option(
+    ..., "--model", help="A scalelab run folder, or a local Hugging Face model folder."
+)
+CORPUS = typer.Option(
+    None,
+    "--corpus",
+    help="A built-in corpus name (python-stdlib, shakespeare), a text file/folder, or a "
+    "prepared token store. Default for a scalelab run: the run's own token store.",
+)
+LAYER = typer.Option(
+    "final",
+    "--layer",
+    help="Hidden state: 'final' (after the final LayerNorm, default), 'final-pre-ln' "
+    "(residual after the last block), 'embeddings', or an index 0..n_layer+1 (negative "
+    "counts from the end).",
+)
+CONTEXT = typer.Option(
+    None, "--context-len", help="Window length in tokens (default: min(1024, model maximum))."
+)
+PER_DOC = typer.Option(32, "--per-doc", help="Random positions kept per document.")
+BATCH = typer.Option(4096, "--batch-size", help="Points per MLE batch.")
+MAX_DOCS = typer.Option(
+    None, "--max-docs", help="Use a seeded random subset of this many documents (default: all)."
+)
+MAX_POINTS = typer.Option(1_000_000, "--max-points", help="Cap on the points kept.")
+K = typer.Option(20, "--k", help="Neighbours for the MLE.")
+AGGREGATE = typer.Option("mean", "--aggregate", help="'mean' (paper) or 'harmonic'.")
+METRIC = typer.Option("euclidean", "--metric", help="euclidean, cosine or angular.")
+BETA = typer.Option(1.0, "--beta", help="Hölder smoothness β in the predicted exponents.")
+SPLIT = typer.Option("test", "--split", help="Corpus split: test (paper), val, train or all.")
+SPLIT_SEED = typer.Option(
+    0, "--split-seed", help="Seed of the train/val/test split of a text corpus."
+)
+BATCH_TOKENS = typer.Option(
+    4096, "--batch-tokens", help="Tokens per forward pass when embedding (memory vs speed)."
+)
+DEVICE = typer.Option("auto", "--device", help="auto (CUDA if present), cpu, cuda, cuda:1 ...")
+GGUF = typer.Option(
+    None, "--gguf", help="GGUF file name inside an HF folder (default: the only one)."
+)
+
+
+def _config(**kwargs: Any) -> EstimateConfig:
+    layer = kwargs.pop("layer")
+    return EstimateConfig(layer=str(layer), **kwargs)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "x"
+
+
+def _default_out(kind: str, model: str, corpus: str | None) -> Path:
+    name = _slug(Path(model).resolve().name)
+    if corpus is not None:
+        name += "__" + _slug(Path(corpus).name)
+    return Path(kind) / name
+
+
+def _fmt_ci(ci: list[float] | None) -> str:
+    return f"[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "(one batch: no interval)"
+
+
+def estimate_cmd(
+    model: str = MODEL,
+    corpus: str | None = CORPUS,
+    layer: str = LAYER,
+    context_len: int | None = CONTEXT,
+    per_doc: int = PER_DOC,
+    batch_size: int = BATCH,
+    max_docs: int | None = MAX_DOCS,
+    max_points: int = MAX_POINTS,
+    k: int = K,
+    aggregate: str = AGGREGATE,
+    metric: str = METRIC,
+    beta: float = BETA,
+    split: str = SPLIT,
+    split_seed: int = SPLIT_SEED,
+    seed: int = SEED,
+    batch_tokens: int = BATCH_TOKENS,
+    device: str = DEVICE,
+    gguf: str | None = GGUF,
+    out: Path | None = typer.Option(
+        None, "--out", help="Output folder (default: estimates/<model>__<corpus>)."
+    ),
+    as_json: bool = JSON,
+    quiet: bool = QUIET,
+) -> None:
+    """Estimate the intrinsic dimension of a corpus with a language model (the seed paper's
+    protocol) and predict the data and model scaling exponents from it.
+
+    Writes OUT/estimate.json and OUT/embeddings.safetensors (re-estimate those with
+    `scalelab id`). Example: scalelab estimate --model runs/shk --corpus shakespeare
+    """
+    cfg = _config(
+        layer=layer,
+        context_len=context_len,
+        per_doc=per_doc,
+        batch_size=batch_size,
+        max_documents=max_docs,
+        max_points=max_points,
+        k=k,
+        aggregate=aggregate,
+        metric=metric,
+        beta=beta,
+        split=split,
+        split_seed=split_seed,
+        seed=seed,
+        batch_tokens=batch_tokens,
+    )
+    out = out or _default_out("estimates", model, corpus)
+    doc = estimate(model, corpus, cfg, out, device=device, gguf_file=gguf, quiet=quiet)
+    if as_json:
+        print_json(doc)
+        return
+    se = doc["dimension_se"]
+    typer.echo(
+        f"d = {doc['dimension']:.3f}"
+        + (f" ± {se:.3f} (SE)" if se is not None else "")
+        + f"  [{doc['layer_name']}, {doc['estimate']['n_batches']} batches of "
+        f"≥ {doc['estimate']['batch_size']} points, K = {doc['estimate']['k']}, "
+        f"{doc['estimate']['metric']}]"
+    )
+    typer.echo(f"alpha_D = 2β/(2β+d) = {doc['alpha_D']:.4f}  95% {_fmt_ci(doc['alpha_D_ci95'])}")
+    typer.echo(f"alpha_N = 2β/d      = {doc['alpha_N']:.4f}  95% {_fmt_ci(doc['alpha_N_ci95'])}")
+    c = doc["counts"]
+    typer.echo(
+        f"{c['documents_used']} documents, {c['points_kept']} points "
+        f"({doc['estimate']['n_duplicates_removed']} duplicates removed); "
+        f"wrote {out / 'estimate.json'} and {out / EMBEDDINGS}"
+    )
+
+
+ablate_app = typer.Typer(
+    help="How the estimated dimension moves with layer, position, model and batch size "
+    "(the seed paper's Figure 4). Each writes a CSV table, a PNG plot and a JSON record.",
+    no_args_is_help=True,
+)
+
+
+def _print_rows(doc: dict[str, Any], as_json: bool, out: Path) -> None:
+    if as_json:
+        print_json(doc)
+        return
+    print_table(f"d vs {doc['ablation']}", doc["rows"])
+    files = doc["files"]
+    typer.echo(
+        f"wrote {out / files['table']}, {out / files['plot']}, {out / (doc['ablation'] + '.json')}"
+    )
+
+
+@ablate_app.command("layers")
+def layers_cmd(
+    model: str = MODEL,
+    corpus: str | None = CORPUS,
+    layers: str | None = typer.Option(
+        None, "--layers", help="Comma-separated layers (indices or aliases) (default: all)."
+    ),
+    context_len: int | None = CONTEXT,
+    per_doc: int = PER_DOC,
+    batch_size: int = BATCH,
+    max_docs: int | None = MAX_DOCS,
+    max_points: int = MAX_POINTS,
+    k: int = K,
+    metric: str = METRIC,
+    split: str = SPLIT,
+    seed: int = SEED,
+    batch_tokens: int = BATCH_TOKENS,
+    device: str = DEVICE,
+    gguf: str | None = GGUF,
+    out: Path | None = typer.Option(None, "--out", help="Output folder."),
+    as_json: bool = JSON,
+    quiet: bool = QUIET,
+) -> None:
+    """d at every hidden state of one model, on the same sampled positions."""
+    cfg = _config(
+        layer="final",
+        context_len=context_len,
+        per_doc=per_doc,
+        batch_size=batch_size,
+        max_documents=max_docs,
+        max_points=max_points,
+        k=k,
+        metric=metric,
+        split=split,
+        seed=seed,
+        batch_tokens=batch_tokens,
+    )
+    wanted = [v.strip() for v in layers.split(",") if v.strip()] if layers else None
+    out = out or _default_out("ablations/layers", model, corpus)
+    doc = ablate_layers(
+        model, corpus, cfg, out, layers=wanted, device=device, gguf_file=gguf, quiet=quiet
+    )
+    _print_rows(doc, as_json, out)
+
+
+@ablate_app.command("positions")
+def positions_cmd(
+    model: str = MODEL,
+    corpus: str | None = CORPUS,
+    groups: int = typer.Option(4, "--groups", help="Equal position ranges of the window."),
+    layer: str = LAYER,
+    context_len: int | None = CONTEXT,
+    per_doc: int = typer.Option(32, "--per-doc", help="Positions per document and range."),
+    batch_size: int = BATCH,
+    max_docs: int | None = MAX_DOCS,
+    max_points: int = MAX_POINTS,
+    k: int = K,
+    metric: str = METRIC,
+    split: str = SPLIT,
+    seed: int = SEED,
+    batch_tokens: int = BATCH_TOKENS,
+    device: str = DEVICE,
+    gguf: str | None = GGUF,
+    out: Path | None = typer.Option(None, "--out", help="Output folder."),
+    as_json: bool = JSON,
+    quiet: bool = QUIET,
+) -> None:
+    """d per context-position range (the window cut into G equal ranges)."""
+    if groups < 1:
+        raise ConfigError(f"--groups must be a positive integer, got {groups}")
+    cfg = _config(
+        layer=layer,
+        context_len=context_len,
+        per_doc=per_doc,
+        batch_size=batch_size,
+        max_documents=max_docs,
+        max_points=max_points,
+        k=k,
+        metric=metric,
+        split=split,
+        seed=seed,
+        batch_tokens=batch_tokens,
+    )
+    out = out or _default_out("ablations/positions", model, corpus)
+    doc = ablate_positions(
+        model, corpus, cfg, out, groups=groups, device=device, gguf_file=gguf, quiet=quiet
+    )
+    _print_rows(doc, as_json, out)
+
+
+@ablate_app.command("models")
+def models_cmd(
+    model: list[str] = typer.Option(
+        ..., "--model", help="A run or HF folder; repeat for each model of the comparison."
+    ),
+    corpus: str | None = CORPUS,
+    layer: str = LAYER,
+    context_len: int | None = CONTEXT,
+    per_doc: int = PER_DOC,
+    batch_size: int = BATCH,
+    max_docs: int | None = MAX_DOCS,
+    max_points: int = MAX_POINTS,
+    k: int = K,
+    metric: str = METRIC,
+    split: str = SPLIT,
+    seed: int = SEED,
+    batch_tokens: int = BATCH_TOKENS,
+    device: str = DEVICE,
+    gguf: str | None = GGUF,
+    out: Path = typer.Option(Path("ablations/models"), "--out", help="Output (sweep) folder."),
+    as_json: bool = JSON,
+    quiet: bool = QUIET,
+) -> None:
+    """d for a list of models on one corpus: against model size and against width.
+    Resumable: each model's estimate lives in OUT/runs/<model>/."""
+    cfg = _config(
+        layer=layer,
+        context_len=context_len,
+        per_doc=per_doc,
+        batch_size=batch_size,
+        max_documents=max_docs,
+        max_points=max_points,
+        k=k,
+        metric=metric,
+        split=split,
+        seed=seed,
+        batch_tokens=batch_tokens,
+    )
+    doc = ablate_models(model, corpus, cfg, out, device=device, gguf_file=gguf, quiet=quiet)
+    _print_rows(doc, as_json, out)
+
+
+@ablate_app.command("batch-size")
+def batch_size_cmd(
+    embeddings: Path | None = typer.Option(
+        None, "--embeddings", help="An embeddings.safetensors written by `scalelab estimate`."
+    ),
+    model: str | None = typer.Option(
+        None, "--model", help="Or: a model to run `estimate` with first (then --corpus)."
+    ),
+    corpus: str | None = CORPUS,
+    batch_sizes: str = typer.Option(
+        "512,1024,2048,4096,8192,16384", "--batch-sizes", help="Comma-separated batch sizes."
+    ),
+    k: int = K,
+    metric: str = METRIC,
+    seed: int = SEED,
+    device: str = DEVICE,
+    gguf: str | None = GGUF,
+    out: Path | None = typer.Option(None, "--out", help="Output folder."),
+    as_json: bool = JSON,
+    quiet: bool = QUIET,
+) -> None:
+    """d against the number of points per MLE batch, on one set of embeddings."""
+    try:
+        sizes = [int(v) for v in batch_sizes.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigError(
+            f"--batch-sizes must be integers separated by commas, not {batch_sizes!r}"
+        ) from None
+    cfg = _config(layer="final", k=k, metric=metric, seed=seed, batch_size=max(k + 1, min(sizes)))
+    if embeddings is None:
+        if model is None:
+            raise ConfigError("give --embeddings FILE, or --model (and --corpus) to embed first")
+        out = out or _default_out("ablations/batch-size", model, corpus)
+        run_cfg = EstimateConfig(k=k, metric=metric, seed=seed, batch_size=min(sizes))
+        estimate(
+            model, corpus, run_cfg, out / "estimate", device=device, gguf_file=gguf, quiet=quiet
+        )
+        embeddings = out / "estimate" / EMBEDDINGS
+    out = out or Path("ablations/batch-size") / _slug(embeddings.resolve().parent.name)
+    doc = ablate_batch_size(embeddings, cfg, out, batch_sizes=sizes)
+    _print_rows(doc, as_json, out)
+
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the top-level app."""
+    """Add `estimate` and the `ablate` group to the top-level app."""
+    app.command("estimate")(estimate_cmd)
+    app.add_typer(ablate_app, name="ablate")

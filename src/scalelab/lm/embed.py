@@ -201,6 +201,13 @@ class Sample:
     def n_points(self) -> int:
         return len(self.positions.window)
 
+    def subset(self, index: np.ndarray) -> Sample:
+        """The same windows with only the positions `index` (in that order): step 4's
+        shuffle and cap, applied before the model runs so capped points cost nothing."""
+        p = self.positions
+        kept = Positions(window=p.window[index], offset=p.offset[index], group=p.group[index])
+        return Sample(self.windows, kept, self.window_tokens, self.window_offsets)
+
 
 def sample_protocol(
     docs: TokenDocuments,
@@ -235,15 +242,21 @@ def extract(
     device: torch.device | str = "cpu",
     quiet: bool = True,
 ) -> np.ndarray:
-    """Hidden states at the sampled positions: float32 `[len(layers), n_points, width]`.
+    """Hidden states at the sampled positions, in the order of `sample.positions`: float32
+    `[len(layers), n_points, width]`.
 
-    Windows are run longest first in batches of about `batch_tokens` tokens, right-padded
-    (causal attention: padding never reaches earlier positions, and padded positions are
-    never sampled)."""
+    Only windows holding a sampled position run, each cut after its last sampled position
+    (exact: attention is causal, so later tokens never change earlier states). Windows run
+    longest first in batches of about `batch_tokens` tokens, right-padded; padded positions
+    are never sampled."""
     pos = sample.positions
-    lengths = sample.windows.length
-    order = np.argsort(-lengths, kind="stable")  # longest first: little padding per batch
-    rank = np.empty_like(order)
+    if len(pos.window) == 0:
+        raise InputError("no positions were sampled: the corpus has no usable tokens")
+    run_len = np.zeros(len(sample.windows.length), dtype=np.int64)
+    np.maximum.at(run_len, pos.window, pos.offset + 1)
+    active = np.flatnonzero(run_len)
+    order = active[np.argsort(-run_len[active], kind="stable")]  # longest first
+    rank = np.full(len(run_len), -1, dtype=np.int64)
     rank[order] = np.arange(len(order))
     point_order = np.argsort(rank[pos.window], kind="stable")
     point_window_rank = rank[pos.window][point_order]
@@ -251,30 +264,37 @@ def extract(
     with progress("embedding windows", len(order), quiet=quiet) as advance:
         i = 0
         while i < len(order):
-            t = int(lengths[order[i]])
-            b = max(1, batch_tokens // max(t, 1))
-            rows = order[i : i + b]
-            idx, mask = _pad_batch(sample, rows, t)
+            t = int(run_len[order[i]])
+            rows = order[i : i + max(1, batch_tokens // t)]
+            idx, mask = _pad_batch(sample, rows, run_len[rows], t)
             states = states_fn(idx.to(device), mask.to(device))
             lo, hi = np.searchsorted(point_window_rank, [i, i + len(rows)])
             sel = point_order[lo:hi]
-            r = torch.as_tensor(point_window_rank[lo:hi] - i)
-            c = torch.as_tensor(pos.offset[sel])
+            r = torch.as_tensor(point_window_rank[lo:hi] - i, device=device)
+            c = torch.as_tensor(pos.offset[sel], device=device)
             for j, layer in enumerate(layers):
-                h = states[layer][r.to(device), c.to(device)].float().cpu().numpy()
+                h = states[layer][r, c].float().cpu().numpy()
                 if out is None:
-                    out = np.empty((len(layers), sample.n_points, h.shape[1]), np.float32)
+                    out = np.empty((len(layers), len(pos.window), h.shape[1]), np.float32)
                 out[j, sel] = h
-            advance(len(rows), info=f"{int(lengths[rows].sum())} tokens")
+            advance(len(rows), info=f"{int(run_len[rows].sum())} tokens")
             i += len(rows)
-    if out is None:
-        raise InputError("no positions were sampled: the corpus has no usable tokens")
+    assert out is not None
     return out
 
 
-def _pad_batch(sample: Sample, rows: np.ndarray, t: int) -> tuple[Tensor, Tensor]:
-    """Right-padded token ids `[len(rows), t]` and the mask of real tokens."""
-    lengths = sample.windows.length[rows]
+def tokens_to_run(sample: Sample) -> int:
+    """Tokens `extract` feeds the model: each window with a sampled position, up to its last."""
+    run_len = np.zeros(len(sample.windows.length), dtype=np.int64)
+    np.maximum.at(run_len, sample.positions.window, sample.positions.offset + 1)
+    return int(run_len.sum())
+
+
+def _pad_batch(
+    sample: Sample, rows: np.ndarray, lengths: np.ndarray, t: int
+) -> tuple[Tensor, Tensor]:
+    """Right-padded token ids `[len(rows), t]` (the first `lengths` tokens of each window)
+    and the mask of real tokens."""
     mask = np.arange(t)[None, :] < lengths[:, None]
     idx = np.zeros((len(rows), t), dtype=np.int64)
     idx[mask] = sample.window_tokens[_ragged_arange(sample.window_offsets[rows], lengths)]

@@ -43,6 +43,7 @@ from scalelab.lm.embed import (
     layer_name,
     resolve_layer,
     sample_protocol,
+    tokens_to_run,
 )
 
 PAPER_CONTEXT = 1024
@@ -400,7 +401,8 @@ def prepare(
 
 
 def embed(
-    prep: Prepared,
+    model: LoadedModel,
+    sample: Sample,
     layers: list[int],
     *,
     batch_tokens: int = 4096,
@@ -409,22 +411,17 @@ def embed(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Run the model over the sampled windows: `[len(layers), n_points, width]` and timing."""
     t0, c0 = time.perf_counter(), time.process_time()
-    x = extract(
-        prep.model.states,
-        prep.sample,
-        layers,
-        batch_tokens=batch_tokens,
-        device=device,
-        quiet=quiet,
-    )
+    x = extract(model.states, sample, layers, batch_tokens=batch_tokens, device=device, quiet=quiet)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    n_tokens = int(prep.sample.windows.length.sum())
+    n_tokens = tokens_to_run(sample)
     return x, {
-        "tokens_embedded": n_tokens,
+        "tokens_run": n_tokens,
         "extract_wall_s": wall,
         "extract_cpu_s": cpu,
         "tokens_per_s": n_tokens / wall if wall > 0 else None,
         "tokens_per_cpu_s": n_tokens / cpu if cpu > 0 else None,
+        "device": str(device),
+        "torch_threads": torch.get_num_threads(),
     }
 
 
@@ -453,8 +450,15 @@ def estimate_dimension(x: np.ndarray, cfg: EstimateConfig, batch_size: int | Non
     pred = predict_exponents(float(est.dimension), se if math.isfinite(se) else 0.0, cfg.beta)
     if not math.isfinite(se):  # one batch: no spread, so no interval either
         pred = {k: (None if k.endswith(("_se", "_ci95")) else v) for k, v in pred.items()}
-    result.update({k: v for k, v in pred.items() if k.startswith("alpha") or k == "beta"})
+    result.update({k: v for k, v in pred.items() if k.startswith("alpha")})
     return result
+
+
+def _headline(result: dict[str, Any]) -> dict[str, Any]:
+    """The numbers a reader wants first: d ± se and both exponents with intervals."""
+    keys = ("dimension", "dimension_se", "alpha_D", "alpha_D_se", "alpha_D_ci95")
+    keys += ("alpha_N", "alpha_N_se", "alpha_N_ci95")
+    return {k: result[k] for k in keys}
 
 
 def estimate(
@@ -467,33 +471,29 @@ def estimate(
     gguf_file: str | None = None,
     quiet: bool = False,
 ) -> dict[str, Any]:
-    """The whole protocol: `out_dir/estimate.json` (written last) and the sampled embeddings
+    """The whole protocol: `out_dir/estimate.json` (written last) and the kept embeddings
     (`out_dir/embeddings.safetensors`). A finished folder with the same request is returned
-    as is; one made with another request is refused."""
+    as is; one made with another request is refused. Nothing is written before every input
+    has been checked and the estimate has succeeded."""
     out_dir = Path(out_dir)
-    request = {
-        "model": str(Path(model).resolve()),
-        "corpus": _corpus_key(corpus),
-        "gguf_file": gguf_file,
-        **cfg.to_dict(),
-    }
-    done = _finished(out_dir, request)
+    request = _request(model, corpus, gguf_file, cfg)
+    done = _finished(out_dir / RESULT, request)
     if done is not None:
         return done
     dev = resolve_device(device)
     loaded = load_model_for_embedding(model, device=dev, gguf_file=gguf_file)
     layer = resolve_layer(cfg.layer, loaded.n_states)
     prep = prepare(loaded, corpus, cfg)
-    x, timing = embed(prep, [layer], batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet)
     keep = shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed)
-    points = x[0, keep]
-    result = estimate_dimension(points, cfg)
+    sample = prep.sample.subset(keep)
+    x, timing = embed(
+        loaded, sample, [layer], batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet
+    )
+    result = estimate_dimension(x[0], cfg)
     doc = {
-        "dimension": result["dimension"],
-        "dimension_se": result["dimension_se"],
-        **{k: v for k, v in result.items() if k.startswith("alpha")},
+        **_headline(result),
         "beta": cfg.beta,
-        "estimate": {k: v for k, v in result.items() if not k.startswith(("alpha", "beta"))},
+        "estimate": {k: v for k, v in result.items() if not k.startswith("alpha")},
         "layer": layer,
         "layer_name": layer_name(layer, loaded.n_states),
         "settings": {**cfg.to_dict(), "context_len": prep.context_len},
@@ -505,9 +505,22 @@ def estimate(
         "request": request,
         "provenance": provenance(),
     }
-    save_embeddings(out_dir / EMBEDDINGS, points, prep, keep, layer, doc)
+    save_embeddings(out_dir / EMBEDDINGS, x[0], prep, sample, doc)
     atomic_write_json(out_dir / RESULT, doc)
     return doc
+
+
+def _request(
+    model: str | Path | list[str], corpus: str | Path | None, gguf: str | None, cfg: Config
+) -> dict[str, Any]:
+    models = model if isinstance(model, list) else [model]
+    resolved = [str(Path(m).resolve()) for m in models]
+    return {
+        "model": resolved if isinstance(model, list) else resolved[0],
+        "corpus": _corpus_key(corpus),
+        "gguf_file": gguf,
+        **cfg.to_dict(),
+    }
 
 
 def _corpus_key(corpus: str | Path | None) -> str | None:
@@ -517,12 +530,11 @@ def _corpus_key(corpus: str | Path | None) -> str | None:
     return str(path.resolve()) if path.exists() else str(corpus)
 
 
-def _finished(out_dir: Path, request: dict[str, Any]) -> dict[str, Any] | None:
-    path = out_dir / RESULT
+def _finished(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     saved = read_json(path)
-    check_same_config(saved.get("request", {}), request, out_dir)
+    check_same_config(saved.get("request", {}), request, path.parent)
     return saved
 
 
@@ -531,36 +543,36 @@ def _counts(prep: Prepared, kept: int) -> dict[str, int]:
         "documents_in_split": prep.corpus.docs.n_documents,
         "documents_used": prep.docs.n_documents,
         "windows": len(prep.sample.windows.doc),
-        "tokens_embedded": int(prep.sample.windows.length.sum()),
+        "window_tokens": int(prep.sample.windows.length.sum()),
         "points_sampled": prep.sample.n_points,
         "points_kept": kept,
     }
 
 
-def point_index(prep: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per sampled point: document index (in the split), position in the document, and
+def point_index(prep: Prepared, sample: Sample) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per point of `sample`: document index (in the split), position in the document, and
     position in its window."""
-    pos, win = prep.sample.positions, prep.sample.windows
+    pos, win = sample.positions, sample.windows
     doc = prep.doc_ids[win.doc[pos.window]]
     return doc, win.start[pos.window] + pos.offset, pos.offset
 
 
 def save_embeddings(
-    path: Path, points: np.ndarray, prep: Prepared, keep: np.ndarray, layer: int, doc: dict
+    path: Path, points: np.ndarray, prep: Prepared, sample: Sample, doc: dict
 ) -> None:
     """The kept vectors (in their shuffled order) with where each came from, so the ID can
     be re-estimated (`scalelab id embeddings.safetensors`) without running the model."""
     from safetensors.numpy import save_file
 
-    d, p, w = point_index(prep)
+    d, p, w = point_index(prep, sample)
     tensors = {
         "embeddings": np.ascontiguousarray(points, dtype=np.float32),
-        "document": d[keep].astype(np.int64),
-        "position": p[keep].astype(np.int64),
-        "window_position": w[keep].astype(np.int64),
+        "document": d.astype(np.int64),
+        "position": p.astype(np.int64),
+        "window_position": w.astype(np.int64),
     }
     meta = {
-        "layer": str(layer),
+        "layer": str(doc["layer"]),
         "layer_name": doc["layer_name"],
         "model": json.dumps(doc["model"]),
         "corpus": json.dumps(doc["corpus"]),
@@ -582,3 +594,305 @@ def load_embeddings(path: str | Path) -> tuple[np.ndarray, dict[str, str]]:
     except KeyError:
         raise InputError(f"{path} has no 'embeddings' tensor; give a file from estimate") from None
     return x, meta
+
+
+# --- ablations (the paper's Figure 4) -----------------------------------------------------
+
+
+def _write_ablation(
+    out_dir: Path, name: str, rows: list[dict[str, Any]], info: dict[str, Any], fig: Any
+) -> dict[str, Any]:
+    """`<name>.csv` (one row per setting), `<name>.png` and `<name>.json` (rows, settings,
+    fingerprints, provenance), the JSON written last: a folder without it is unfinished."""
+    import pandas as pd
+
+    table = pd.DataFrame(rows)
+    atomic_write(out_dir / f"{name}.csv", lambda p: table.to_csv(p, index=False))
+    atomic_write(out_dir / f"{name}.png", lambda p: fig.savefig(p, format="png", dpi=110))
+    doc = {"ablation": name, "rows": rows, **info, "provenance": provenance()}
+    doc["files"] = {"table": f"{name}.csv", "plot": f"{name}.png"}
+    atomic_write_json(out_dir / f"{name}.json", doc)
+    return doc
+
+
+def _figure(ncols: int = 1) -> tuple[Any, Any]:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(5.2 * ncols, 3.8), layout="constrained")
+    axes = fig.subplots(1, ncols, squeeze=False)[0]
+    return fig, axes
+
+
+def _errorbar(ax: Any, x: list, rows: list[dict[str, Any]], label: str | None = None) -> None:
+    d = [r["dimension"] for r in rows]
+    se = [r["dimension_se"] if r["dimension_se"] is not None else 0.0 for r in rows]
+    ax.errorbar(x, d, yerr=se, marker="o", capsize=3, label=label)
+    ax.set_ylabel("estimated intrinsic dimension d")
+    ax.grid(alpha=0.3)
+
+
+def _row(result: dict[str, Any]) -> dict[str, Any]:
+    keys = ("dimension", "dimension_se", "n_batches", "n_points", "n_duplicates_removed")
+    keys += ("alpha_D", "alpha_N")
+    return {k: result[k] for k in keys}
+
+
+def _prepare_ablation(
+    model: str | Path,
+    corpus: str | Path | None,
+    cfg: EstimateConfig,
+    device: str | None,
+    gguf_file: str | None,
+    groups: int = 1,
+    min_points: int | None = None,
+) -> tuple[LoadedModel, Prepared, torch.device]:
+    dev = resolve_device(device)
+    loaded = load_model_for_embedding(model, device=dev, gguf_file=gguf_file)
+    resolve_layer(cfg.layer, loaded.n_states)
+    prep = prepare(loaded, corpus, cfg, groups=groups, min_points=min_points)
+    return loaded, prep, dev
+
+
+def ablate_layers(
+    model: str | Path,
+    corpus: str | Path | None,
+    cfg: EstimateConfig,
+    out_dir: str | Path,
+    *,
+    layers: list[str] | None = None,
+    device: str | None = None,
+    gguf_file: str | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """d at every hidden state of one model (or the listed ones), on the same positions."""
+    out_dir = Path(out_dir)
+    request = {**_request(model, corpus, gguf_file, cfg), "layers": layers}
+    done = _finished(out_dir / "layers.json", request)
+    if done is not None:
+        return done
+    loaded, prep, dev = _prepare_ablation(model, corpus, cfg, device, gguf_file)
+    index = (
+        list(range(loaded.n_states))
+        if layers is None
+        else sorted({resolve_layer(v, loaded.n_states) for v in layers})
+    )
+    sample = prep.sample.subset(shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed))
+    x, timing = embed(loaded, sample, index, batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet)
+    rows = []
+    for j, layer in enumerate(index):
+        result = estimate_dimension(x[j], cfg)
+        rows.append(
+            {"layer": layer, "layer_name": layer_name(layer, loaded.n_states), **_row(result)}
+        )
+    fig, (ax,) = _figure()
+    _errorbar(ax, [r["layer"] for r in rows], rows)
+    ax.set_xlabel(f"hidden state (0 = embeddings, {loaded.n_states - 1} = after final LN)")
+    ax.set_title(f"d vs layer: {loaded.path.name} on {prep.corpus.info['name']}")
+    info = _ablation_info(loaded, prep, cfg, request, timing, sample.n_points)
+    return _write_ablation(out_dir, "layers", rows, info, fig)
+
+
+def ablate_positions(
+    model: str | Path,
+    corpus: str | Path | None,
+    cfg: EstimateConfig,
+    out_dir: str | Path,
+    *,
+    groups: int = 4,
+    device: str | None = None,
+    gguf_file: str | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """d per context-position range: the window split into `groups` equal ranges, `per_doc`
+    positions drawn in each range of each window, one estimate per range."""
+    out_dir = Path(out_dir)
+    request = {**_request(model, corpus, gguf_file, cfg), "groups": groups}
+    done = _finished(out_dir / "positions.json", request)
+    if done is not None:
+        return done
+    loaded, prep, dev = _prepare_ablation(model, corpus, cfg, device, gguf_file, groups=groups)
+    layer = resolve_layer(cfg.layer, loaded.n_states)
+    group = prep.sample.positions.group
+    rng = np.random.default_rng([cfg.seed, 0x5A1])
+    keep = np.concatenate(  # step 4 within each range: shuffle, cap
+        [rng.permutation(np.flatnonzero(group == g))[: cfg.max_points] for g in range(groups)]
+    )
+    counts = np.bincount(group[keep], minlength=groups)
+    if counts.max() < cfg.batch_size:
+        raise InputError(
+            f"no position range has {cfg.batch_size} points (most: {counts.max()}); use fewer "
+            "--groups, more documents, more --per-doc or a smaller --batch-size"
+        )
+    sample = prep.sample.subset(keep)
+    x, timing = embed(
+        loaded, sample, [layer], batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet
+    )
+    rows = []
+    span = prep.context_len
+    for g in range(groups):
+        lo, hi = -(-g * span // groups), -(-(g + 1) * span // groups)
+        row: dict[str, Any] = {"group": g, "position_from": lo, "position_to": hi}
+        sel = np.flatnonzero(group[keep] == g)
+        if len(sel) >= cfg.batch_size:
+            row.update(_row(estimate_dimension(x[0, sel], cfg)))
+        else:  # too few points for one batch: shown as a gap, not as a biased number
+            row.update({"dimension": None, "dimension_se": None, "n_points": len(sel)})
+        rows.append(row)
+    shown = [r for r in rows if r["dimension"] is not None]
+    fig, (ax,) = _figure()
+    _errorbar(ax, [(r["position_from"] + r["position_to"]) / 2 for r in shown], shown)
+    ax.set_xlabel(f"position in the window (centre of each of {groups} ranges)")
+    ax.set_title(f"d vs position: {loaded.path.name}, {layer_name(layer, loaded.n_states)}")
+    info = _ablation_info(loaded, prep, cfg, request, timing, sample.n_points)
+    return _write_ablation(out_dir, "positions", rows, {**info, "layer": layer}, fig)
+
+
+def _ablation_info(
+    loaded: LoadedModel,
+    prep: Prepared,
+    cfg: EstimateConfig,
+    request: dict[str, Any],
+    timing: dict[str, Any],
+    kept: int,
+) -> dict[str, Any]:
+    return {
+        "settings": {**cfg.to_dict(), "context_len": prep.context_len},
+        "model": loaded.describe(),
+        "corpus": prep.corpus.info,
+        "counts": _counts(prep, kept),
+        "timing": timing,
+        "request": request,
+    }
+
+
+def _models_worker(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """One model of `ablate_models` (module level: run_sweep may pickle it)."""
+    cfg = EstimateConfig.from_dict(params["config"])
+    doc = estimate(
+        params["model"],
+        params["corpus"],
+        cfg,
+        run_dir,
+        device=params["device"],
+        gguf_file=params["gguf_file"],
+        quiet=True,
+    )
+    m = doc["model"]
+    return {
+        "model": params["model"],
+        "kind": m["kind"],
+        "n_layer": m["n_layer"],
+        "width": m["width"],
+        "params": m["params"],
+        "params_non_embedding": m["params_non_embedding"],
+        **_row({**doc, **doc["estimate"]}),
+    }
+
+
+def ablate_models(
+    models: list[str],
+    corpus: str | Path | None,
+    cfg: EstimateConfig,
+    out_dir: str | Path,
+    *,
+    device: str | None = None,
+    gguf_file: str | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """d for each model of a list (the same corpus and protocol): against model size
+    (non-embedding parameters) and against width. A resumable sweep: one run folder per
+    model (its estimate.json), finished models are not redone."""
+    from scalelab.sweeps.runner import RunSpec, open_sweep, run_sweep
+
+    if not models:
+        raise ConfigError("give at least one --model")
+    for m in models:
+        if not Path(m).is_dir():
+            raise CheckpointError(f"model folder {m} does not exist; check the --model list")
+    out_dir = Path(out_dir)
+    request = _request(list(models), corpus, gguf_file, cfg)
+    done = _finished(out_dir / "models.json", request)
+    if done is not None:
+        return done
+    open_sweep(out_dir, "ablate-models", request)
+    specs = [
+        RunSpec(
+            f"{i:02d}-{Path(m).resolve().name}",
+            {
+                "model": str(Path(m).resolve()),
+                "corpus": _corpus_key(corpus),
+                "config": cfg.to_dict(),
+                "device": device,
+                "gguf_file": gguf_file,
+            },
+        )
+        for i, m in enumerate(models)
+    ]
+    table = run_sweep(out_dir, specs, _models_worker, quiet=quiet, description="models")
+    cols = ["run", "model", "kind", "n_layer", "width", "params", "params_non_embedding"]
+    cols += ["dimension", "dimension_se", "n_batches", "n_points", "alpha_D", "alpha_N"]
+    rows = [{k: _plain(r[k]) for k in cols} for r in table.to_dict("records")]
+    fig, (ax_n, ax_w) = _figure(2)
+    _errorbar(ax_n, [r["params_non_embedding"] for r in rows], rows)
+    ax_n.set_xscale("log")
+    ax_n.set_xlabel("non-embedding parameters")
+    _errorbar(ax_w, [r["width"] for r in rows], rows)
+    ax_w.set_xlabel("width (embedding dimension)")
+    fig.suptitle("d vs model size and width")
+    info = {"settings": cfg.to_dict(), "request": request}
+    return _write_ablation(out_dir, "models", rows, info, fig)
+
+
+def _plain(v: Any) -> Any:
+    """numpy scalars and NaN from a DataFrame, as JSON-friendly Python values."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+DEFAULT_BATCH_SIZES = (512, 1024, 2048, 4096, 8192, 16384)
+
+
+def ablate_batch_size(
+    embeddings: str | Path,
+    cfg: EstimateConfig,
+    out_dir: str | Path,
+    *,
+    batch_sizes: list[int] | None = None,
+) -> dict[str, Any]:
+    """d against the number of points per MLE batch, on one saved set of embeddings (from
+    `estimate`): the estimate moves with the batch size, so the protocol must state it."""
+    out_dir = Path(out_dir)
+    sizes = sorted(set(batch_sizes or DEFAULT_BATCH_SIZES))
+    request = {"embeddings": str(Path(embeddings).resolve()), "batch_sizes": sizes}
+    request.update({k: v for k, v in cfg.to_dict().items() if k in ("k", "aggregate", "metric")})
+    request["seed"] = cfg.seed
+    done = _finished(out_dir / "batch_size.json", request)
+    if done is not None:
+        return done
+    x, meta = load_embeddings(embeddings)
+    usable = [b for b in sizes if cfg.k < b <= len(x)]
+    if not usable:
+        raise InputError(
+            f"{embeddings} holds {len(x)} points: every batch size {sizes} is above that or "
+            f"not above k = {cfg.k}; give batch sizes between {cfg.k + 1} and {len(x)}"
+        )
+    rows = [{"batch_size": b, **_row(estimate_dimension(x, cfg, batch_size=b))} for b in usable]
+    fig, (ax,) = _figure()
+    _errorbar(ax, [r["batch_size"] for r in rows], rows)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("points per MLE batch")
+    ax.set_title(f"d vs batch size ({len(x)} points, K = {cfg.k})")
+    info = {
+        "skipped_batch_sizes": [b for b in sizes if b not in usable],
+        "source": {k: _maybe_json(v) for k, v in meta.items()},
+        "request": request,
+    }
+    return _write_ablation(out_dir, "batch_size", rows, info, fig)
+
+
+def _maybe_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
