@@ -1,0 +1,223 @@
+"""Small softmax-attention transformers for the induction-heads task.
+
+L layers of causal multi-head softmax attention (h heads, width m), learned or sinusoidal
+positions, optional MLP and LayerNorm (attention-only when both are off), and a linear
+read-out over S + 1 classes (the S symbols and ⊥, class index S).
+
+A BOS token (id S, position 0) is prepended by default and its output discarded: it gives
+attention a place to rest when σ_i has no previous occurrence (the ⊥ case). It is a
+constant input, so it is "known to both" parties in the communication argument and does
+not weaken the one-layer lower bound.
+
+Rounding (see `precision`) is applied where the paper counts bits: the embedding output,
+every query/key/value, and every head's attention output.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from scalelab.config import Config
+from scalelab.errors import ConfigError, InputError
+from scalelab.induction.precision import FULL, Precision
+
+POSITIONS = ("learned", "sinusoidal")
+
+
+@dataclass(frozen=True)
+class InductionConfig(Config):
+    """Architecture of an induction model; `d_head` defaults to d_model // n_head."""
+
+    alphabet_size: int = 8
+    max_len: int = 64
+    n_layer: int = 2
+    n_head: int = 2
+    d_model: int = 64
+    d_head: int | None = None
+    positions: str = "learned"
+    mlp: bool = False
+    layer_norm: bool = True
+    bos: bool = True
+    bias: bool = True
+
+    def validate(self) -> None:
+        for name in ("alphabet_size", "max_len", "n_layer", "n_head", "d_model"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.alphabet_size < 2:
+            raise ConfigError("alphabet_size must be >= 2")
+        if self.positions not in POSITIONS:
+            raise ConfigError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
+        if self.d_head is None and self.d_model % self.n_head:
+            raise ConfigError(
+                f"d_model {self.d_model} is not divisible by n_head {self.n_head}; "
+                "change one or set d_head"
+            )
+        if self.d_head is not None and self.d_head < 1:
+            raise ConfigError(f"d_head must be >= 1, got {self.d_head}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_head if self.d_head is not None else self.d_model // self.n_head
+
+    @property
+    def n_classes(self) -> int:
+        return self.alphabet_size + 1
+
+    @property
+    def n_positions(self) -> int:
+        return self.max_len + int(self.bos)
+
+
+def sinusoidal_table(n_positions: int, width: int) -> torch.Tensor:
+    """The fixed sin/cos position code of Vaswani et al. (2017)."""
+    pos = torch.arange(n_positions, dtype=torch.float64)[:, None]
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, width, 2, dtype=torch.float64) / width)
+    table = torch.zeros(n_positions, width, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq)[:, : width // 2]
+    return table.float()
+
+
+class Attention(nn.Module):
+    """Causal multi-head softmax attention, split into projection, mixing and output so the
+    communication protocol can reuse exactly the model's own pieces."""
+
+    def __init__(self, cfg: InductionConfig) -> None:
+        super().__init__()
+        self.n_head, self.d_head = cfg.n_head, cfg.head_dim
+        inner = cfg.n_head * cfg.head_dim
+        self.q = nn.Linear(cfg.d_model, inner, bias=cfg.bias)
+        self.k = nn.Linear(cfg.d_model, inner, bias=cfg.bias)
+        self.v = nn.Linear(cfg.d_model, inner, bias=cfg.bias)
+        self.o = nn.Linear(inner, cfg.d_model, bias=cfg.bias)
+        self.scale = 1.0 / math.sqrt(cfg.head_dim)
+
+    def project(
+        self, h: torch.Tensor, precision: Precision = FULL
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Rounded queries, keys and values, each [B, heads, T, d_head]."""
+        b, t, _ = h.shape
+
+        def split(x: torch.Tensor) -> torch.Tensor:
+            return precision(x.view(b, t, self.n_head, self.d_head).transpose(1, 2))
+
+        return split(self.q(h)), split(self.k(h)), split(self.v(h))
+
+    def scores(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return (q @ k.transpose(-1, -2)) * self.scale
+
+    def output(self, y: torch.Tensor, precision: Precision = FULL) -> torch.Tensor:
+        """Round each head's output [B, heads, T, d_head], concatenate and project."""
+        b, _, t, _ = y.shape
+        return self.o(precision(y).transpose(1, 2).reshape(b, t, -1))
+
+    def forward(self, h: torch.Tensor, precision: Precision = FULL) -> torch.Tensor:
+        q, k, v = self.project(h, precision)
+        # the fused kernel computes softmax(scores(q, k) + causal mask) @ v without
+        # materialising the T x T matrix (several times faster on CPU at T = 1024)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
+        return self.output(y, precision)
+
+
+class Block(nn.Module):
+    """Pre-LN block: x + attn(ln(x)), then x + mlp(ln(x)) if the MLP is on."""
+
+    def __init__(self, cfg: InductionConfig) -> None:
+        super().__init__()
+        norm = (lambda: nn.LayerNorm(cfg.d_model)) if cfg.layer_norm else nn.Identity
+        self.ln1 = norm()
+        self.attn = Attention(cfg)
+        self.mlp = (
+            nn.Sequential(
+                norm(),
+                nn.Linear(cfg.d_model, 4 * cfg.d_model, bias=cfg.bias),
+                nn.GELU(),
+                nn.Linear(4 * cfg.d_model, cfg.d_model, bias=cfg.bias),
+            )
+            if cfg.mlp
+            else None
+        )
+
+    def after_attention(self, x: torch.Tensor) -> torch.Tensor:
+        """The part of the block after the residual add of attention (the MLP, if any)."""
+        return x if self.mlp is None else x + self.mlp(x)
+
+    def forward(self, x: torch.Tensor, precision: Precision = FULL) -> torch.Tensor:
+        return self.after_attention(x + self.attn(self.ln1(x), precision))
+
+
+def _init_weights(module: nn.Module) -> None:
+    """GPT-2 style N(0, 0.02) weights and zero biases: token and position codes start at
+    the same scale, so the previous-token head's positional signal is not drowned out."""
+    if isinstance(module, nn.Linear | nn.Embedding):
+        nn.init.normal_(module.weight, std=0.02)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)
+
+
+class InductionTransformer(nn.Module):
+    """`forward(seqs [B, n]) -> logits [B, n, S + 1]`; class S is ⊥."""
+
+    def __init__(self, cfg: InductionConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.tok = nn.Embedding(cfg.alphabet_size + int(cfg.bos), cfg.d_model)
+        if cfg.positions == "learned":
+            self.pos = nn.Parameter(0.02 * torch.randn(cfg.n_positions, cfg.d_model))
+        else:
+            self.register_buffer("pos", sinusoidal_table(cfg.n_positions, cfg.d_model))
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.d_model) if cfg.layer_norm else nn.Identity()
+        self.head = nn.Linear(cfg.d_model, cfg.n_classes, bias=cfg.bias)
+        self.apply(_init_weights)
+
+    def with_bos(self, seqs: torch.Tensor) -> torch.Tensor:
+        """Validate token ids and prepend the BOS token if the model uses one."""
+        if seqs.ndim != 2:
+            raise InputError(f"expected token ids [batch, n], got shape {tuple(seqs.shape)}")
+        if seqs.shape[1] > self.cfg.max_len:
+            raise InputError(
+                f"sequence length {seqs.shape[1]} exceeds the model's max_len "
+                f"{self.cfg.max_len}; build a model with a larger --max-len"
+            )
+        if seqs.numel() and (seqs.min() < 0 or seqs.max() >= self.cfg.alphabet_size):
+            raise InputError(
+                f"token ids must lie in [0, {self.cfg.alphabet_size}); got "
+                f"[{int(seqs.min())}, {int(seqs.max())}]"
+            )
+        if not self.cfg.bos:
+            return seqs
+        bos = torch.full_like(seqs[:, :1], self.cfg.alphabet_size)
+        return torch.cat([bos, seqs], dim=1)
+
+    def embed(self, idx: torch.Tensor, precision: Precision = FULL) -> torch.Tensor:
+        """ψ_in: token + position embedding of already BOS-prefixed ids, rounded."""
+        return precision(self.tok(idx) + self.pos[: idx.shape[1]].to(self.tok.weight.dtype))
+
+    def readout(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.ln_f(x))
+
+    def forward(self, seqs: torch.Tensor, precision: Precision = FULL) -> torch.Tensor:
+        x = self.embed(self.with_bos(seqs), precision)
+        for block in self.blocks:
+            x = block(x, precision)
+        logits = self.readout(x)
+        return logits[:, 1:] if self.cfg.bos else logits
+
+    @torch.no_grad()
+    def predict(self, seqs: torch.Tensor, precision: Precision = FULL) -> torch.Tensor:
+        """Decoded answers [B, n] with ⊥ as −1 (the solver's convention)."""
+        pred = self.forward(seqs, precision).argmax(-1)
+        return torch.where(pred == self.cfg.alphabet_size, -1, pred)
+
+
+def loss_fn(logits: torch.Tensor, targets: torch.Tensor, n_symbols: int) -> torch.Tensor:
+    """Cross-entropy over all positions, with ⊥ (−1 in targets) as class `n_symbols`."""
+    cls = torch.where(targets < 0, n_symbols, targets)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), cls.reshape(-1))

@@ -1,0 +1,212 @@
+"""Training and evaluation of induction models on freshly sampled sequences.
+
+Every step draws a new batch (uniform sequences mixed with INDEX hard instances), so there
+is no over-fitting to watch for; the loss is cross-entropy over all positions with ⊥ as a
+class. Evaluation reports the four metrics of the issue on held-out samples from a separate
+seeded generator: accuracy over all positions, over non-⊥ positions and at the last position
+(uniform sequences), and at the last position of hard instances (the INDEX answer).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from scalelab.config import Config
+from scalelab.errors import CheckpointError, ConfigError
+from scalelab.induction.model import InductionConfig, InductionTransformer, loss_fn
+from scalelab.induction.precision import FULL, MODES, Precision
+from scalelab.induction.task import (
+    accuracy_metrics,
+    hard_instances,
+    mixture_instances,
+    solve,
+    uniform_instances,
+)
+from scalelab.io import append_jsonl, atomic_write, atomic_write_json, provenance, read_json
+from scalelab.progress import progress
+
+
+@dataclass(frozen=True)
+class InductionTrainConfig(Config):
+    """Optimiser and data settings (defaults from REFERENCE.md's measured recipe)."""
+
+    n: int = 32
+    seed: int = 0
+    max_steps: int = 2000
+    batch_size: int = 64
+    lr: float = 1e-3
+    beta1: float = 0.9
+    beta2: float = 0.98
+    weight_decay: float = 0.0
+    warmup_steps: int = 200
+    grad_clip: float = 1.0
+    hard_fraction: float = 0.25
+    eval_interval: int = 50
+    eval_samples: int = 512
+    target_acc: float | None = None  # stop once uniform all-position accuracy reaches it
+    train_bits: int | None = None  # straight-through rounding to p bits while training
+    precision_mode: str = "float"
+
+    def validate(self) -> None:
+        for name in ("n", "max_steps", "batch_size", "eval_interval", "eval_samples"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 <= self.hard_fraction <= 1.0:
+            raise ConfigError(f"hard_fraction must lie in [0, 1], got {self.hard_fraction}")
+        if self.lr <= 0 or self.warmup_steps < 0 or self.grad_clip <= 0:
+            raise ConfigError("need lr > 0, warmup_steps >= 0 and grad_clip > 0")
+        if self.target_acc is not None and not 0.0 < self.target_acc <= 1.0:
+            raise ConfigError(f"target_acc must lie in (0, 1], got {self.target_acc}")
+        if self.train_bits is not None and self.train_bits < 1:
+            raise ConfigError(f"train_bits must be >= 1, got {self.train_bits}")
+        if self.precision_mode not in MODES:
+            raise ConfigError(f"precision_mode must be one of {MODES}")
+
+
+@torch.no_grad()
+def evaluate(
+    model: InductionTransformer,
+    n: int,
+    rng: np.random.Generator,
+    samples: int = 512,
+    precision: Precision = FULL,
+) -> dict[str, float]:
+    """acc_all, acc_non_bottom, acc_last on uniform sequences; acc_hard on INDEX instances."""
+    model.eval()
+    s = model.cfg.alphabet_size
+    seqs = uniform_instances(samples, n, s, rng)
+    pred = model.predict(torch.from_numpy(seqs), precision).numpy()
+    metrics = accuracy_metrics(pred, solve(seqs))
+    if s >= 3 and n >= 3:
+        hard = hard_instances(samples, n, rng)
+        hp = model.predict(torch.from_numpy(hard.seqs), precision).numpy()[:, -1]
+        metrics["acc_hard"] = float((hp == hard.answers).mean())
+    return metrics
+
+
+def _lr_at(step: int, cfg: InductionTrainConfig) -> float:
+    """Linear warm-up, then cosine decay to 10% at max_steps."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    frac = (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps)
+    return cfg.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, frac))))
+
+
+def train_induction(
+    model_cfg: InductionConfig,
+    train_cfg: InductionTrainConfig,
+    out_dir: str | Path | None = None,
+    *,
+    quiet: bool = True,
+) -> tuple[InductionTransformer, dict[str, Any]]:
+    """Train from scratch; return the model and the result dict (also `result.json`).
+
+    With `out_dir`, writes config.json, metrics.jsonl, model.safetensors and, last,
+    result.json. A folder without result.json is unfinished and is trained again.
+    """
+    if train_cfg.n > model_cfg.max_len:
+        raise ConfigError(f"n={train_cfg.n} exceeds the model's max_len={model_cfg.max_len}")
+    if train_cfg.hard_fraction > 0 and model_cfg.alphabet_size < 3:
+        raise ConfigError("hard instances need alphabet_size >= 3; or set hard_fraction 0")
+    with torch.random.fork_rng(devices=[]):  # seeded init without touching the caller's RNG
+        torch.manual_seed(train_cfg.seed)
+        model = InductionTransformer(model_cfg)
+    opt = torch.optim.AdamW(
+        model.parameters(),
+        lr=train_cfg.lr,
+        betas=(train_cfg.beta1, train_cfg.beta2),
+        weight_decay=train_cfg.weight_decay,
+    )
+    data_rng = np.random.default_rng([train_cfg.seed, 1])
+    eval_seed = [train_cfg.seed, 2]
+    train_prec = (
+        Precision(train_cfg.train_bits, train_cfg.precision_mode, straight_through=True)
+        if train_cfg.train_bits
+        else FULL
+    )
+    out = Path(out_dir) if out_dir is not None else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "metrics.jsonl").unlink(missing_ok=True)
+        atomic_write_json(
+            out / "config.json", {"model": model_cfg.to_dict(), "train": train_cfg.to_dict()}
+        )
+    t0, c0 = time.perf_counter(), time.process_time()
+    metrics: dict[str, float] = {}
+    reached: dict[str, float] | None = None
+    step = 0
+    s = model_cfg.alphabet_size
+    with progress("induction train", train_cfg.max_steps, quiet=quiet) as advance:
+        for step in range(1, train_cfg.max_steps + 1):
+            model.train()
+            seqs = mixture_instances(
+                train_cfg.batch_size, train_cfg.n, s, data_rng, train_cfg.hard_fraction
+            )
+            x, y = torch.from_numpy(seqs), torch.from_numpy(solve(seqs))
+            for group in opt.param_groups:
+                group["lr"] = _lr_at(step - 1, train_cfg)
+            loss = loss_fn(model(x, train_prec), y, s)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), train_cfg.grad_clip)
+            opt.step()
+            if step % train_cfg.eval_interval == 0 or step == train_cfg.max_steps:
+                metrics = evaluate(
+                    model, train_cfg.n, np.random.default_rng(eval_seed), train_cfg.eval_samples
+                )
+                row = {
+                    "step": step,
+                    "loss": float(loss.detach()),
+                    **metrics,
+                    "wall_s": time.perf_counter() - t0,
+                    "cpu_s": time.process_time() - c0,
+                }
+                if out is not None:
+                    append_jsonl(out / "metrics.jsonl", row)
+                advance(train_cfg.eval_interval, info=f"loss {float(loss.detach()):.3f}")
+                target = train_cfg.target_acc
+                if target is not None and metrics["acc_all"] >= target:
+                    reached = row
+                    break
+    result = {
+        **metrics,
+        "steps": step,
+        "final_loss": float(loss.detach()),
+        "stop_reason": "target" if reached else "max_steps",
+        "wall_time_s": time.perf_counter() - t0,
+        "cpu_time_s": time.process_time() - c0,
+        "params": sum(p.numel() for p in model.parameters()),
+    }
+    if out is not None:
+        state = {k: v.contiguous() for k, v in model.state_dict().items()}
+        atomic_write(out / "model.safetensors", lambda p: save_file(state, str(p)))
+        atomic_write_json(out / "provenance.json", provenance())
+        atomic_write_json(out / "result.json", result)
+    return model.eval(), result
+
+
+def load_induction_model(run_dir: str | Path) -> InductionTransformer:
+    """Load a trained model from a run folder (config.json + model.safetensors)."""
+    run_dir = Path(run_dir)
+    try:
+        cfg = InductionConfig.from_dict(read_json(run_dir / "config.json")["model"])
+        state = load_file(str(run_dir / "model.safetensors"))
+    except (OSError, KeyError, ValueError) as err:
+        raise CheckpointError(
+            f"cannot load an induction model from {run_dir} ({err}); "
+            "point at a folder written by `scalelab induction train`"
+        ) from err
+    model = InductionTransformer(cfg)
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as err:
+        raise CheckpointError(f"{run_dir}/model.safetensors does not match its config") from err
+    return model.eval()
