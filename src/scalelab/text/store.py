@@ -159,7 +159,9 @@ def prepare_corpus(
     if _check_existing(out, request):
         return out
     if tok is None:
-        tok = train_bpe((d.text for d in splits["train"]), vocab_size, quiet=quiet)
+        with progress(f"training BPE {vocab_size}", 1, quiet=quiet) as advance:
+            tok = train_bpe((d.text for d in splits["train"]), vocab_size)
+            advance(1)
     folder = Path(tokenizer) if isinstance(tokenizer, str | Path) else None
     eot = eot_id(tok, folder if folder is not None and folder.is_dir() else None)
     n_vocab = max(tok.get_vocab().values()) + 1

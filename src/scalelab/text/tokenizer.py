@@ -28,7 +28,7 @@ MIN_VOCAB_SIZE = 257
 _EOT_CANDIDATES = (EOT, "</s>", "<eos>", "<|end_of_text|>", "[SEP]")
 
 
-def train_bpe(texts: Iterable[str], vocab_size: int, *, quiet: bool = True) -> Tokenizer:
+def train_bpe(texts: Iterable[str], vocab_size: int) -> Tokenizer:
     """Train a byte-level BPE with exactly `vocab_size` tokens (including `<|endoftext|>`)."""
     if not isinstance(vocab_size, int) or vocab_size < MIN_VOCAB_SIZE:
         raise ConfigError(
@@ -42,7 +42,7 @@ def train_bpe(texts: Iterable[str], vocab_size: int, *, quiet: bool = True) -> T
         min_frequency=MIN_FREQUENCY,
         special_tokens=[EOT],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=not quiet,
+        show_progress=False,  # its own bar writes blank lines to stdout off a terminal
     )
     tok.train_from_iterator(texts, trainer=trainer)
     got = tok.get_vocab_size()
