@@ -4,15 +4,17 @@ Why this shape: the Gram product `X @ X.T` dominates the cost, and bfloat16 runs
 than float32 on CPU, but its rounding can swap near-tied neighbours. So the search runs in three
 steps:
 
-1. candidates: on centred data, approximate squared distances `|x|^2 + |y|^2 - 2 x.y` in the
-   chosen `precision` (bf16/fp32/fp64), and keep the C > k smallest per row (`torch.topk`);
+1. candidates: on centred data, one product `[x, 1] @ [-2y, |y|^2]^T` in the chosen
+   `precision` (bf16/fp32/fp64) gives `|y|^2 - 2 x.y`, and `torch.topk` keeps the C > k
+   smallest per row;
 2. exact re-ranking: the C candidate distances are recomputed in float64 from the difference
-   vectors `x - y` of the original data (no cancellation), and the k smallest kept;
+   vectors `x - y` of the original data (no cancellation; a compiled numba kernel, because
+   gathering n*C rows in torch costs more than the Gram product), and the k smallest kept;
 3. proof: a rigorous bound `e_i` on the rounding error of step 1 gives, for every point that is
    not a candidate, `d^2 >= a_(C) - e_i` (`a_(C)` the largest candidate approximation). Where
    that lower bound exceeds the k-th exact candidate distance, the true k neighbours are among
    the candidates. Rows where it does not hold (near ties, duplicates) are searched again in
-   float64 with a candidate set that is sufficient by construction.
+   float32 with a candidate set that is sufficient by construction.
 
 The returned distances therefore equal a float64 brute-force reference to rounding (~1e-15
 relative) whatever the search precision.
@@ -23,6 +25,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import torch
 
@@ -94,8 +97,8 @@ def _as_matrix(X: np.ndarray | torch.Tensor) -> torch.Tensor:
         raise InputError(f"dtype {t.dtype} is not numeric: convert the data to floats")
     if t.dtype not in (torch.float32, torch.float64):
         t = t.to(torch.float64)
-    if not bool(torch.isfinite(t).all()):
-        bad = int((~torch.isfinite(t)).any(dim=1).sum())
+    if not np.isfinite(t.numpy()).all():
+        bad = int((~np.isfinite(t.numpy())).any(axis=1).sum())
         raise InputError(f"{bad} rows contain NaN or inf: drop or repair those rows first")
     return t.contiguous()
 
@@ -125,115 +128,137 @@ def _exact_knn_squared(
     if c < k:
         raise InputError(f"n_candidates = {c} < k = {k}: use n_candidates >= k")
     xc = _centred(x)
-    bound = _ErrorBound(xc, precision)
-    sq = torch.empty(n, k, dtype=torch.float64)
-    idx = torch.empty(n, k, dtype=torch.int64)
-    todo = []
+    xn = x.numpy()
+    search = _ApproxSearch(xc, precision)
+    sq = np.empty((n, k))
+    idx = np.empty((n, k), dtype=np.int64)
+    unproven = []
     for start in range(0, n, block_rows):
         r = torch.arange(start, min(n, start + block_rows))
         t0 = time.perf_counter()
-        a = bound.approx(r)
+        a = search.approx(r)
         if stats is not None:
             stats.gram_seconds += time.perf_counter() - t0
         a_c, cand = torch.topk(a, c, dim=1, largest=False, sorted=False)
-        sq[r], idx[r], kth = _rerank(x, r, cand, k)
-        # Every non-candidate j has a_ij >= max(a_c): its true distance is at least that - e_i.
-        lower = a_c.max(dim=1).values.to(torch.float64) - bound.error(r)
-        todo.append(r[~((lower > kth * (1 + 1e-12)) | (c >= n - 1))])
-    todo = torch.cat(todo)
+        sq[r], idx[r], kth = _rerank(xn, r.numpy(), cand.numpy(), k)
+        # Every non-candidate j has a_ij >= max(a_c): its true d^2 is at least that + |x_i|^2 - e.
+        lower = a_c.max(dim=1).values.to(torch.float64) + search.sqn[r] - search.error(r)
+        ok = (lower.numpy() > kth * (1 + 1e-12)) | (c >= n - 1)
+        unproven.append(r.numpy()[~ok])
+    todo = np.concatenate(unproven)
     if stats is not None:
         stats.n_rows += n
         stats.n_candidates = c
         stats.n_fallback += len(todo)
     if len(todo):
-        sq[todo], idx[todo] = _fallback(x, xc, todo, k, block_rows)
-    return sq.numpy(), idx.numpy()
+        sq[todo], idx[todo] = _fallback(xn, _ApproxSearch(xc, "fp32"), todo, k, block_rows)
+    return sq, idx
 
 
 def _centred(x: torch.Tensor) -> torch.Tensor:
-    """Centring (in float64, then rounded once) keeps |x| small relative to the distances."""
-    x64 = x.to(torch.float64)
-    return (x64 - x64.mean(dim=0, keepdim=True)).to(x.dtype)
+    """The data minus its mean (rounded once): keeps |x| small relative to the distances.
+
+    Subtracting one fixed vector changes no distance, so its own rounding does not matter;
+    the subtraction rounds each entry with relative error u32 (u64 for float64 data).
+    """
+    mean = x.mean(dim=0, keepdim=True, dtype=torch.float64).to(x.dtype)
+    return x - mean
 
 
-class _ErrorBound:
-    """Approximate squared distances in one precision, with a rigorous bound on their error.
+class _ApproxSearch:
+    """`a_ij = |x_j|^2 - 2 x_i.x_j` in one precision, with a rigorous bound on its error.
 
-    a_ij = |x_i|^2 + fl(|x_j|^2 - 2 fl(x~_i . x~_j)) with x~ the centred data rounded to the
-    search precision. Rounding the inputs (u_in, twice), the product's output (u_out), its
-    accumulation over `dim` terms and the final subtraction give
-    |a_ij - d_ij^2| <= c1 |x_i| |x_j| + c2 (|x_i|^2 + |x_j|^2); c1 and c2 carry 2x slack.
+    One product `[x~, 1] @ [-2 x~, s~]^T` (x~ the centred data and s~ = |x|^2 rounded to the
+    search precision, accumulated in `acc`, output rounded to the search precision) gives
+    `a~`. To first order in the unit roundoffs, rounding the inputs (u_in on each side), s~
+    (u), the accumulation over dim + 1 terms (u_acc) and the output (u) give
+    `|a~_ij - a_ij| <= c1 |x_i| |x_j| + c2 |x_j|^2`; a 10% margin covers the second order.
     """
 
     def __init__(self, xc: torch.Tensor, precision: str) -> None:
-        self.dtype = PRECISIONS[precision]
-        self.acc = torch.float64 if precision == "fp64" else torch.float32
-        self.xs = xc.to(self.dtype)
-        self.sqn64 = (xc.to(torch.float64) ** 2).sum(dim=1)
-        self.sqn = self.sqn64.to(self.acc)
-        self.norms = self.sqn64.sqrt()
-        u_in = _UNIT[precision] + _U32  # the centring's rounding plus the cast
-        u_acc = _U32 if self.acc == torch.float32 else 2.0**-53
+        dtype = PRECISIONS[precision]
         dim = xc.shape[1]
-        self.c1 = 2.0 * (2.0 * (2 * u_in + _UNIT[precision] + dim * u_acc) + 4 * u_acc)
-        self.c2 = 2.0 * 3 * u_acc
+        self.sqn = torch.from_numpy(_row_sq_norms(xc.numpy()))
+        ones = torch.ones(len(xc), 1, dtype=dtype)
+        self.left = torch.cat([xc.to(dtype), ones], dim=1)
+        self.right = torch.cat([-2.0 * xc.to(dtype), self.sqn.to(dtype)[:, None]], dim=1)
+        u = _UNIT[precision]
+        u_in = u + _U32  # the centring's rounding (float32 data) plus the cast
+        u_acc = 2.0**-53 if precision == "fp64" else _U32  # CPU bf16 GEMMs accumulate in fp32
+        self.c1 = 1.1 * (4 * u_in + 2 * (dim + 1) * u_acc + 2 * u)
+        self.c2 = 1.1 * (2 * u + (dim + 1) * u_acc)
+        self.norms = self.sqn.sqrt()
         self.max_norm = float(self.norms.max())
-        self.max_sq = float(self.sqn64.max())
 
     def approx(self, rows: torch.Tensor) -> torch.Tensor:
-        """a_ij for the given rows and every column, the point itself set to +inf."""
-        g = self.xs[rows] @ self.xs.T
-        a = self.sqn[None, :] - 2.0 * g.to(self.acc)
-        a += self.sqn[rows, None]
+        """a~ for the given rows against every column; the point itself set to +inf."""
+        a = self.left[rows] @ self.right.T
         a[torch.arange(len(rows)), rows] = torch.inf
         return a
 
     def error(self, rows: torch.Tensor) -> torch.Tensor:
-        """Per row, the largest possible error of a_ij over all columns j."""
-        return self.c1 * self.norms[rows] * self.max_norm + self.c2 * (
-            self.sqn64[rows] + self.max_sq
-        )
+        """Per row, the largest possible error of a~_ij over all columns j."""
+        return self.c1 * self.norms[rows] * self.max_norm + self.c2 * self.max_norm**2
 
 
 def _rerank(
-    x: torch.Tensor, rows: torch.Tensor, cand: torch.Tensor, k: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    x: np.ndarray, rows: np.ndarray, cand: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact distances of the candidates; the k smallest (ties by index) and the k-th value."""
-    cand, _ = torch.sort(cand, dim=1)  # index order first, so the stable sort breaks ties by it
-    exact = _squared_distances(x, rows[:, None].expand_as(cand), cand)
-    exact, order = torch.sort(exact, dim=1, stable=True)
-    return exact[:, :k], torch.gather(cand, 1, order[:, :k]), exact[:, k - 1]
+    cand = np.sort(cand, axis=1)  # index order first, so the stable sort breaks ties by it
+    exact = _pair_sq_distances(x, rows, cand)
+    order = np.argsort(exact, axis=1, kind="stable")[:, :k]
+    best = np.take_along_axis(exact, order, axis=1)
+    return best, np.take_along_axis(cand, order, axis=1), best[:, -1]
+
+
+@numba.njit(parallel=True, fastmath=True, cache=True)
+def _row_sq_norms(x: np.ndarray) -> np.ndarray:
+    """Float64 |x_i|^2 per row (products of float32 values are exact in float64)."""
+    out = np.empty(x.shape[0])
+    for i in numba.prange(x.shape[0]):
+        total = 0.0
+        for f in range(x.shape[1]):
+            total += np.float64(x[i, f]) * np.float64(x[i, f])
+        out[i] = total
+    return out
+
+
+@numba.njit(parallel=True, fastmath=True, cache=True)
+def _pair_sq_distances(x: np.ndarray, rows: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """Float64 |x_i - x_j|^2 for i = rows[r], j = cand[r, c], from difference vectors."""
+    n_rows, n_cand = cand.shape
+    out = np.empty((n_rows, n_cand))
+    for r in numba.prange(n_rows):
+        xi = x[rows[r]]
+        for c in range(n_cand):
+            xj = x[cand[r, c]]
+            total = 0.0
+            for f in range(x.shape[1]):
+                diff = np.float64(xi[f]) - np.float64(xj[f])
+                total += diff * diff
+            out[r, c] = total
+    return out
 
 
 def _fallback(
-    x: torch.Tensor, xc: torch.Tensor, rows: torch.Tensor, k: int, block_rows: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rows the first pass could not prove: float64 search with a provably sufficient set.
+    x: np.ndarray, search: _ApproxSearch, rows: np.ndarray, k: int, block_rows: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rows the first pass could not prove, searched again with a sufficient candidate set.
 
-    The k-th true distance is at most a_(k) + e, so every true neighbour has a <= a_(k) + 2e:
-    taking all those points as candidates needs no further proof (exact ties included).
+    The true k-th d^2 is at most a~_(k) + |x_i|^2 + e, so every true neighbour has
+    a~ <= a~_(k) + 2e: taking all those points as candidates needs no further proof, whatever
+    the precision (exact ties and duplicates included).
     """
-    bound = _ErrorBound(xc, "fp64")
-    sq = torch.empty(len(rows), k, dtype=torch.float64)
-    idx = torch.empty(len(rows), k, dtype=torch.int64)
+    sq = np.empty((len(rows), k))
+    idx = np.empty((len(rows), k), dtype=np.int64)
     for start in range(0, len(rows), block_rows):
-        r = rows[start : start + block_rows]
-        a = bound.approx(r)
-        kth = torch.topk(a, k, dim=1, largest=False).values[:, -1]
-        limit = kth + 2.0 * bound.error(r)
+        r = torch.from_numpy(rows[start : start + block_rows])
+        a = search.approx(r)
+        kth = torch.topk(a, k, dim=1, largest=False).values[:, -1].to(torch.float64)
+        limit = kth + 2.0 * search.error(r)
         width = int((a <= limit[:, None]).sum(dim=1).max())
-        _, cand = torch.topk(a, width, dim=1, largest=False, sorted=False)
+        _, cand = torch.topk(a, max(width, k), dim=1, largest=False, sorted=False)
         sl = slice(start, start + len(r))
-        sq[sl], idx[sl], _ = _rerank(x, r, cand, k)
+        sq[sl], idx[sl], _ = _rerank(x, r.numpy(), cand.numpy(), k)
     return sq, idx
-
-
-def _squared_distances(x: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
-    """Float64 |x_i - x_j|^2 for index arrays of equal shape, from difference vectors."""
-    i, j = rows.reshape(-1), cols.reshape(-1)
-    out = torch.empty(i.shape, dtype=torch.float64)
-    step = max(1, (1 << 21) // x.shape[1])  # pairs per chunk: ~16 MB of float64 differences
-    for s in range(0, len(i), step):
-        diff = x[i[s : s + step]].to(torch.float64) - x[j[s : s + step]].to(torch.float64)
-        out[s : s + step] = torch.einsum("ij,ij->i", diff, diff)
-    return out.view(cols.shape)
