@@ -1,16 +1,22 @@
-"""`scalelab corpus`: real subprocesses; bad input is one line on stderr, exit 2, no folder."""
+"""`scalelab corpus`: bad input is one line on stderr, exit 2, no folder.
+
+Most cases call the real entry point `scalelab.cli.main` in-process (a subprocess costs
+seconds of imports on a loaded machine); one of each kind also runs as a real subprocess.
+"""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from scalelab.cli import main
 from scalelab.text.store import TokenStore
 
 
@@ -19,12 +25,29 @@ def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "scalelab", "corpus", *map(str, args)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
 
 
-def test_list_shows_both_builtins() -> None:
-    result = run("list", "--json")
+@pytest.fixture
+def run_main(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`scalelab corpus ARGS` through the real `main()`, in this process."""
+
+    def call(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        argv = ["scalelab", "corpus", *map(str, args)]
+        monkeypatch.setattr(sys, "argv", argv)
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(argv, exit_info.value.code or 0, out, err)
+
+    return call
+
+
+def test_list_shows_both_builtins(run_main: Callable) -> None:
+    result = run_main("list", "--json")
     assert result.returncode == 0, result.stderr
     rows = {r["name"]: r for r in json.loads(result.stdout)}
     assert rows["python-stdlib"]["available"] is True
@@ -32,20 +55,20 @@ def test_list_shows_both_builtins() -> None:
     assert "shakespeare" in rows
 
 
-def test_prepare_a_line_per_document_file_then_info(tmp_path: Path) -> None:
+def test_prepare_a_line_per_document_file_then_info(tmp_path: Path, run_main: Callable) -> None:
     lines = [f"line {i}: a quick fox {i % 13} jumps over {i * 7 % 31} dogs" for i in range(300)]
     src = tmp_path / "lines.txt"
     src.write_text("\n".join(lines) + "\n")
     out = tmp_path / "store"
     options = ["--split-on", "line", "--vocab-size", "300", "--seed", "4", "--json", "-q"]
-    result = run("prepare", src, "--out", out, *options)
+    result = run_main("prepare", src, "--out", out, *options)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["vocab_size"] == 300 and summary["corpus"] == "lines"
     counts = summary["splits"]
     assert sum(s["n_documents"] for s in counts.values()) == 300
     assert counts["test"]["n_tokens"] == TokenStore(out, "test").n_tokens
-    info = run("info", out, "--json")
+    info = run_main("info", out, "--json")
     assert info.returncode == 0 and json.loads(info.stdout) == summary
 
 
@@ -73,10 +96,13 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[list[str | Path], str]]:
     "case",
     ["empty", "binary", "no-match", "vocab", "jsonl-field", "parquet-field", "unknown", "fraction"],
 )
-def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path: Path, case: str) -> None:
+def test_bad_input_is_one_line_exit_2_and_nothing_written(
+    tmp_path: Path, case: str, run_main: Callable
+) -> None:
     args, message = _bad_inputs(tmp_path)[case]
     before = sorted(p.name for p in tmp_path.iterdir())
-    result = run("prepare", *args, "--out", tmp_path / "out", "-q")
+    runner = run if case == "binary" else run_main  # one real subprocess, end to end
+    result = runner("prepare", *args, "--out", tmp_path / "out", "-q")
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
     assert message in result.stderr
