@@ -164,7 +164,9 @@ def _print_rows(doc: dict[str, Any], as_json: bool, out: Path) -> None:
     if as_json:
         print_json(doc)
         return
-    print_table(f"d vs {doc['ablation']}", doc["rows"])
+    hidden = {"n_batches", "n_duplicates_removed", "model", "kind"}
+    rows = [{k: v for k, v in r.items() if k not in hidden} for r in doc["rows"]]
+    print_table(f"d vs {doc['ablation']}", rows)
     files = doc["files"]
     typer.echo(
         f"wrote {out / files['table']}, {out / files['plot']}, {out / (doc['ablation'] + '.json')}"

@@ -181,9 +181,13 @@ def export_gpt_to_hf(
     zeros; nn.Linear weights are transposed into GPT-2's Conv1D layout. Written to a temporary
     folder and renamed into place, so a failed export leaves nothing behind."""
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+    from transformers.utils import logging as hf_logging
 
     cfg = gpt.config
+    eot = tokenizer.token_to_id(EOT) if tokenizer is not None else None
     hf_cfg = GPT2Config(
+        bos_token_id=eot,
+        eos_token_id=eot,
         vocab_size=cfg.vocab_size,
         n_positions=cfg.block_size,
         n_embd=cfg.n_embd,
@@ -202,17 +206,19 @@ def export_gpt_to_hf(
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    hf_logging.disable_progress_bar()
     try:
         hf.save_pretrained(tmp)
         if tokenizer is not None:
             fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer)
-            if tokenizer.token_to_id(EOT) is not None:
+            if eot is not None:
                 fast.eos_token = fast.bos_token = EOT
             fast.save_pretrained(tmp)
         if out_dir.exists():
             shutil.rmtree(out_dir)
         tmp.rename(out_dir)
     finally:
+        hf_logging.enable_progress_bar()
         shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
 
