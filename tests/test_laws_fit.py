@@ -3,12 +3,42 @@ Hoffmann constants, and the Epoch replication's grid fit on the digitised Chinch
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 import pytest
-from scipy import stats
+import torch
+from scipy import optimize, stats
 
 from scalelab.errors import InputError
-from scalelab.laws.fit import fit_power_law
+from scalelab.laws.fit import (
+    chinchilla_extrapolation_check,
+    compute_optimal,
+    epoch_starts,
+    extrapolation_check,
+    fit_chinchilla,
+    fit_power_law,
+)
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+HOFFMANN = {"A": 406.4, "B": 410.7, "E": 1.69, "alpha": 0.34, "beta": 0.28}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """The batched fits are small; one thread avoids contention on the shared 2 cores."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _hoffmann_grid() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n, d = np.meshgrid(np.geomspace(1e7, 1e10, 7), np.geomspace(1e9, 1e12, 7))
+    n, d = n.ravel(), d.ravel()
+    h = HOFFMANN
+    return n, d, h["E"] + h["A"] / n ** h["alpha"] + h["B"] / d ** h["beta"]
 
 
 def test_power_fit_is_ordinary_least_squares_on_logs() -> None:
@@ -92,3 +122,87 @@ def test_power_e_needs_four_points_and_known_form() -> None:
         fit_power_law([1, 2, 3], [3, 2, 1.5], form="power+E")
     with pytest.raises(InputError, match="unknown form"):
         fit_power_law([1, 2, 3], [3, 2, 1.5], form="exp")
+
+
+def test_epoch_grid_has_4500_starts() -> None:
+    starts = epoch_starts()
+    assert starts.shape == (5 * 5 * 6 * 6 * 5, 5) == (4500, 5)
+
+
+def test_joint_fit_recovers_hoffmann_constants_exactly_from_noiseless_law() -> None:
+    n, d, loss = _hoffmann_grid()
+    fit = fit_chinchilla(n, d, loss)
+    for key, truth in HOFFMANN.items():
+        assert getattr(fit, key) == pytest.approx(truth, rel=1e-4), key
+    assert fit.objective < 1e-10
+
+
+def test_joint_fit_on_noisy_hoffmann_law_stays_close_with_consistent_intervals() -> None:
+    n, d, loss = _hoffmann_grid()
+    noisy = loss * np.exp(np.random.default_rng(0).normal(0, 0.005, loss.size))
+    fit = fit_chinchilla(n, d, noisy, n_boot=50, seed=0)
+    assert fit.n_boot_used == 50
+    assert fit.alpha == pytest.approx(0.34, abs=0.02)
+    assert fit.beta == pytest.approx(0.28, abs=0.03)
+    for key in HOFFMANN:
+        lo, hi = fit.ci95[key]
+        assert lo <= getattr(fit, key) <= hi and fit.se[key] > 0, key
+
+
+@pytest.mark.skipif(not (DATA / "epoch_chinchilla.csv").exists(), reason="needs ../shared/data")
+def test_joint_fit_reproduces_epoch_grid_fit_and_bootstrap_errors() -> None:
+    df = pd.read_csv(DATA / "epoch_chinchilla.csv").sort_values("loss").iloc[:-5]
+    n = df["Model Size"].to_numpy()
+    d = df["Training FLOP"].to_numpy() / (6 * n)
+    fit = fit_chinchilla(n, d, df["loss"].to_numpy(), n_boot=100, seed=0)
+    assert fit.n_points == 240 and fit.n_starts == 4500
+    assert pytest.approx(477.84, rel=2e-3) == fit.A
+    assert pytest.approx(2143.86, rel=2e-3) == fit.B
+    assert pytest.approx(1.8172, abs=2e-4) == fit.E
+    assert fit.alpha == pytest.approx(0.34731, abs=2e-4)
+    assert fit.beta == pytest.approx(0.36718, abs=2e-4)
+    assert fit.objective == pytest.approx(0.00101827, rel=1e-4)
+    # Epoch's bootstrap standard errors (4000 resamples); 100 resamples agree within ~30%.
+    epoch_se = {"A": 124.5, "B": 1293, "E": 0.026, "alpha": 0.015, "beta": 0.021}
+    for key, se in epoch_se.items():
+        assert fit.se[key] == pytest.approx(se, rel=0.3), key
+
+
+def test_compute_optimal_matches_numerical_minimum() -> None:
+    h = HOFFMANN
+    for c in (1e20, 5.76e23):
+
+        def loss_at(log_n: float, c: float = c) -> float:
+            n = np.exp(log_n)
+            return h["A"] / n ** h["alpha"] + h["B"] / (c / (6 * n)) ** h["beta"]
+
+        best = optimize.minimize_scalar(
+            loss_at, bounds=(5, 40), method="bounded", options={"xatol": 1e-10}
+        )
+        n_opt, d_opt = compute_optimal(c, h["A"], h["B"], h["alpha"], h["beta"])
+        assert np.log(n_opt) == pytest.approx(best.x, abs=1e-5)
+        assert 6 * n_opt * d_opt == pytest.approx(c, rel=1e-12)
+
+
+def test_extrapolation_error_is_small_for_the_right_form() -> None:
+    rng = np.random.default_rng(5)
+    x = np.geomspace(1e4, 1e7, 8)
+    y = 2.0 + 30.0 * x**-0.3 * np.exp(rng.normal(0, 0.005, x.size))
+    with_e = extrapolation_check(x, y, form="power+E", holdout=2)
+    plain = extrapolation_check(x, y, form="power", holdout=2)
+    assert with_e["n_fit"] == 6 and len(with_e["predicted"]) == 2
+    assert with_e["x_heldout"] == x[-2:].tolist()
+    assert with_e["max_abs_rel_error"] < 0.01 < plain["max_abs_rel_error"]
+    with pytest.raises(InputError, match="hold out fewer"):
+        extrapolation_check(x, y, form="power+E", holdout=5)
+
+
+def test_chinchilla_extrapolation_holds_out_largest_compute() -> None:
+    n, d, loss = _hoffmann_grid()
+    coarse = {"a": (0.0, 5.0, 10.0), "b": (0.0, 5.0, 10.0), "e": (0.0, 1.0)}
+    starts = epoch_starts({**coarse, "alpha": (0.5,), "beta": (0.5,)})
+    out = chinchilla_extrapolation_check(n, d, loss, holdout=3, starts=starts)
+    compute = 6 * n * d
+    assert sorted(out["N_heldout"]) == sorted(n[np.argsort(compute)[-3:]].tolist())
+    assert out["n_fit"] == n.size - 3
+    assert out["max_abs_rel_error"] < 1e-4

@@ -241,3 +241,236 @@ def _fit_power_e(x: np.ndarray, y: np.ndarray, n_boot: int, rng, seed: int) -> P
         ci_method="percentile residual bootstrap",
         x_range=(float(x.min()), float(x.max())),
     )
+
+
+def compute_optimal(
+    compute: Any, A: float, B: float, alpha: float, beta: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """N_opt, D_opt minimising `A/N^α + B/D^β` subject to C = 6·N·D (closed form):
+    N_opt = G·(C/6)^(β/(α+β)), D_opt = G⁻¹·(C/6)^(α/(α+β)), G = (αA/(βB))^(1/(α+β))."""
+    c6 = np.asarray(compute, dtype=np.float64) / 6.0
+    s = alpha + beta
+    g = (alpha * A / (beta * B)) ** (1.0 / s)
+    return g * c6 ** (beta / s), c6 ** (alpha / s) / g
+
+
+_CH_PARAMS = ("A", "B", "E", "alpha", "beta")
+
+
+@dataclass(frozen=True)
+class ChinchillaFit:
+    """`L(N, D) = E + A/N^alpha + B/D^beta` fitted by summed Huber loss on log L.
+
+    `objective` is the summed Huber loss at the optimum (Epoch: 0.00101827 on their data);
+    `se`/`ci95` are point-bootstrap standard errors and percentile intervals per parameter.
+    """
+
+    A: float
+    B: float
+    E: float
+    alpha: float
+    beta: float
+    objective: float
+    n_points: int
+    n_starts: int
+    delta: float
+    n_boot: int = 0
+    n_boot_used: int = 0
+    seed: int = 0
+    se: dict[str, float] = field(default_factory=dict)
+    ci95: dict[str, list[float]] = field(default_factory=dict)
+
+    def predict(self, N: Any, D: Any) -> np.ndarray:
+        N, D = np.asarray(N, dtype=np.float64), np.asarray(D, dtype=np.float64)
+        return self.E + self.A / N**self.alpha + self.B / D**self.beta
+
+    def compute_optimal(self, compute: Any) -> tuple[np.ndarray, np.ndarray]:
+        return compute_optimal(compute, self.A, self.B, self.alpha, self.beta)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["form"] = "chinchilla"
+        return d
+
+
+def epoch_starts(grid: dict[str, tuple[float, ...]] = EPOCH_GRID) -> np.ndarray:
+    """All (a, b, e, alpha, beta) combinations of the grid (4500 for Epoch's)."""
+    return np.array(list(itertools.product(*(grid[k] for k in ("a", "b", "e", "alpha", "beta")))))
+
+
+def _huber(r: torch.Tensor, delta: float) -> torch.Tensor:
+    a = r.abs()
+    return torch.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))
+
+
+def _chinchilla_solve(
+    log_n: np.ndarray,
+    log_d: np.ndarray,
+    log_l: np.ndarray,
+    weights: np.ndarray,
+    starts: np.ndarray,
+    delta: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Minimise from every start for every weight row; returns all endpoints and objectives
+    shaped [n_weight_rows, n_starts, 5] and [n_weight_rows, n_starts]."""
+    n_w, n_s = weights.shape[0], starts.shape[0]
+    ln, ld, ll = (torch.from_numpy(v) for v in (log_n, log_d, log_l))
+    w = torch.from_numpy(weights)
+    data_row = torch.arange(n_w).repeat_interleave(n_s)
+
+    def objective(theta: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        a, b, e, alpha, beta = theta.unbind(1)
+        terms = torch.stack(
+            [
+                a[:, None] - alpha[:, None] * ln,
+                b[:, None] - beta[:, None] * ld,
+                e[:, None].expand(-1, ln.numel()),
+            ]
+        )
+        r = ll - torch.logsumexp(terms, dim=0)
+        return (w[data_row[rows]] * _huber(r, delta)).sum(1)
+
+    theta0 = torch.from_numpy(np.tile(starts, (n_w, 1)))
+    # scipy's relative-decrease test uses max(|f|, 1) as the scale; with f ~ 1e-3 that stops
+    # restarts near kinks of the (nearly L1) objective early, so ask for a tighter decrease.
+    res = minimize_batched(objective, theta0, max_iter=1000, ftol=1e-12)
+    return res.x.reshape(n_w, n_s, 5).numpy(), res.fun.reshape(n_w, n_s).numpy()
+
+
+def _to_named(theta: np.ndarray) -> dict[str, np.ndarray]:
+    a, b, e, alpha, beta = np.moveaxis(theta, -1, 0)
+    return {"A": np.exp(a), "B": np.exp(b), "E": np.exp(e), "alpha": alpha, "beta": beta}
+
+
+def _check_nld(N: Any, D: Any, L: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n_arr = _as_positive(N, "N (parameters)")
+    d_arr = _as_positive(D, "D (tokens)")
+    l_arr = _as_positive(L, "L (loss)")
+    if not n_arr.size == d_arr.size == l_arr.size:
+        raise InputError(f"N, D and L differ in length ({n_arr.size}, {d_arr.size}, {l_arr.size})")
+    return n_arr, d_arr, l_arr
+
+
+def fit_chinchilla(
+    N: Any,
+    D: Any,
+    L: Any,
+    *,
+    delta: float = 1e-3,
+    n_boot: int = 0,
+    seed: int = 0,
+    starts: np.ndarray | None = None,
+    boot_starts: int = 8,
+) -> ChinchillaFit:
+    """Fit `L = E + A/N^α + B/D^β` (N parameters, D tokens, L loss) from a grid of starts.
+
+    The objective is the SUM over points of Huber(δ) of `log L − LSE(a − α log N,
+    b − β log D, e)` (averaging makes L-BFGS stop early: a known trap). Bootstrap resamples
+    points (as multiplicity weights) and restarts from the `boot_starts` best full-data
+    endpoints.
+    """
+    n_arr, d_arr, l_arr = _check_nld(N, D, L)
+    if n_arr.size < 6:
+        raise InputError(f"{n_arr.size} point(s) given; the 5-parameter fit needs at least 6")
+    if np.unique(n_arr).size < 2 or np.unique(d_arr).size < 2:
+        raise InputError("N and D must each take at least two distinct values")
+    if n_boot < 0 or delta <= 0:
+        raise InputError(f"need n_boot >= 0 and delta > 0, got {n_boot} and {delta}")
+    start_grid = epoch_starts() if starts is None else np.asarray(starts, dtype=np.float64)
+    logs = np.log(n_arr), np.log(d_arr), np.log(l_arr)
+    n = n_arr.size
+    ends, objs = _chinchilla_solve(*logs, np.ones((1, n)), start_grid, delta)
+    ends, objs = ends[0], objs[0]
+    order = np.argsort(objs)
+    best = ends[order[0]]
+    if not np.isfinite(objs[order[0]]):
+        raise EstimationError("the joint fit did not converge from any start")
+    named = {k: float(v) for k, v in _to_named(best).items()}
+    se: dict[str, float] = {}
+    ci: dict[str, list[float]] = {}
+    used = 0
+    if n_boot > 0:
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, n, size=(n_boot, n))
+        weights = np.zeros((n_boot, n))
+        np.add.at(weights, (np.repeat(np.arange(n_boot), n), idx.ravel()), 1.0)
+        b_ends, b_objs = _chinchilla_solve(
+            *logs, weights, ends[order[: max(1, boot_starts)]], delta
+        )
+        pick = np.argmin(b_objs, axis=1)
+        b_best = _to_named(b_ends[np.arange(n_boot), pick])
+        ok = np.isfinite(b_objs[np.arange(n_boot), pick])
+        used = int(ok.sum())
+        for k, v in b_best.items():
+            se[k] = float(np.std(v[ok], ddof=1))
+            ci[k] = [float(q) for q in np.quantile(v[ok], [0.025, 0.975])]
+    return ChinchillaFit(
+        **named,
+        objective=float(objs[order[0]]),
+        n_points=n,
+        n_starts=int(start_grid.shape[0]),
+        delta=delta,
+        n_boot=n_boot,
+        n_boot_used=used,
+        seed=seed,
+        se=se,
+        ci95=ci,
+    )
+
+
+def _holdout_summary(observed: np.ndarray, predicted: np.ndarray) -> dict[str, Any]:
+    rel = (predicted - observed) / observed
+    return {
+        "observed": observed.tolist(),
+        "predicted": predicted.tolist(),
+        "rel_error": rel.tolist(),
+        "max_abs_rel_error": float(np.max(np.abs(rel))),
+    }
+
+
+def extrapolation_check(
+    x: Any, y: Any, *, form: str = "power", holdout: int = 1, n_boot: int = 0, seed: int = 0
+) -> dict[str, Any]:
+    """Fit on all but the `holdout` largest x and report the error predicting those."""
+    xa, ya = _check_xy(x, y, 1)
+    need = 3 if form == "power" else 4
+    if holdout < 1 or xa.size - holdout < need:
+        raise InputError(
+            f"holdout={holdout} leaves {xa.size - holdout} of {xa.size} points to fit; "
+            f"the {form} fit needs {need}: hold out fewer or add runs"
+        )
+    order = np.argsort(xa, kind="stable")
+    train, test = order[:-holdout], order[-holdout:]
+    fit = fit_power_law(xa[train], ya[train], form=form, n_boot=n_boot, seed=seed)
+    return {
+        "form": form,
+        "holdout": holdout,
+        "n_fit": int(train.size),
+        "x_heldout": xa[test].tolist(),
+        **_holdout_summary(ya[test], fit.predict(xa[test])),
+        "fit": fit.to_dict(),
+    }
+
+
+def chinchilla_extrapolation_check(
+    N: Any, D: Any, L: Any, *, holdout: int = 1, **fit_kwargs: Any
+) -> dict[str, Any]:
+    """Fit the joint law without the `holdout` largest-compute (6·N·D) points; report the
+    error predicting them."""
+    n_arr, d_arr, l_arr = _check_nld(N, D, L)
+    if holdout < 1 or n_arr.size - holdout < 6:
+        raise InputError(
+            f"holdout={holdout} leaves {n_arr.size - holdout} points; the joint fit needs 6"
+        )
+    order = np.argsort(6.0 * n_arr * d_arr, kind="stable")
+    train, test = order[:-holdout], order[-holdout:]
+    fit = fit_chinchilla(n_arr[train], d_arr[train], l_arr[train], **fit_kwargs)
+    return {
+        "form": "chinchilla",
+        "holdout": holdout,
+        "n_fit": int(train.size),
+        "N_heldout": n_arr[test].tolist(),
+        "D_heldout": d_arr[test].tolist(),
+        **_holdout_summary(l_arr[test], fit.predict(n_arr[test], d_arr[test])),
+        "fit": fit.to_dict(),
+    }
