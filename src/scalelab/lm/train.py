@@ -36,7 +36,7 @@ from scalelab.lm.data import (
     windows,
 )
 from scalelab.lm.distributed import DistContext, init_distributed
-from scalelab.lm.model import GPT, GPTConfig
+from scalelab.lm.model import GPT, GPTConfig, preset_config
 from scalelab.progress import progress
 
 DTYPES = ("auto", "float32", "bfloat16")
@@ -120,6 +120,34 @@ TRAIN_PRESETS: dict[str, TrainConfig] = {
         eval_batches=200,
     ),
 }
+
+
+def configs_for_preset(
+    preset: str, data_dir: str | Path, **overrides: Any
+) -> tuple[GPTConfig, TrainConfig]:
+    """Model and training configs for `preset` on the token store at `data_dir` (its vocabulary
+    size), with overrides given by field name (`None` values are ignored)."""
+    from scalelab.text.store import TokenStore
+
+    if preset not in TRAIN_PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(TRAIN_PRESETS)}")
+    vocab = TokenStore(Path(data_dir), "train").vocab_size
+    given = {k: v for k, v in overrides.items() if v is not None}
+    model_fields = {f.name for f in dataclasses.fields(GPTConfig)}
+    train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(given) - model_fields - train_fields)
+    if unknown:
+        raise ConfigError(
+            f"unknown option(s) {unknown}; model: {sorted(model_fields)}, "
+            f"training: {sorted(train_fields)}"
+        )
+    model_cfg = preset_config(
+        preset, vocab, **{k: v for k, v in given.items() if k in model_fields}
+    )
+    train_cfg = TRAIN_PRESETS[preset].replace(
+        **{k: v for k, v in given.items() if k in train_fields}
+    )
+    return model_cfg, train_cfg
 
 
 def lr_at(step: int, cfg: TrainConfig, total_steps: int) -> float:

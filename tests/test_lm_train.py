@@ -1,0 +1,283 @@
+"""The training engine: schedule, sampler state, early stopping, checkpoints, exact resume after
+SIGKILL of a real process, DDP with 2 gloo processes vs 1 process, and CLI errors (exit 2)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from scalelab.cli import main
+from scalelab.errors import CheckpointError, ConfigError
+from scalelab.lm.checkpoint import load_model, save_weights
+from scalelab.lm.data import WindowSampler, tiling_starts, unigram_loss
+from scalelab.lm.distributed import DistContext
+from scalelab.lm.model import GPT, GPTConfig
+from scalelab.lm.train import TrainConfig, evaluate, lr_at, train
+from scalelab.text.corpora import Corpus, Document
+from scalelab.text.store import TokenStore, prepare_corpus
+
+SINGLE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> object:
+    """One torch thread in-process: on a loaded 2-core machine two threads run many times
+    slower (spin-waiting), and the subprocesses here use one thread too."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small real token store: paragraphs of a few standard-library modules, BPE 384."""
+    import argparse
+    import json as json_mod
+    import textwrap as tw
+
+    paragraphs = []
+    for mod in (argparse, json_mod.decoder, json_mod.encoder, tw):
+        text = Path(mod.__file__).read_text(encoding="utf-8")
+        paragraphs += [p for p in text.split("\n\n") if p.strip()]
+    docs = tuple(Document(f"p{i}", p) for i, p in enumerate(paragraphs))
+    corpus = Corpus("stdlib-mini", "PSF-2.0", "test", docs)
+    out = tmp_path_factory.mktemp("lm") / "store"
+    return prepare_corpus(corpus, out, vocab_size=384, seed=0, test_fraction=0.1, quiet=True)
+
+
+def _train_args(store: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "train", "--data", str(store), "--preset", "tiny", "--out", str(out), "--context-len",
+        "32", "--batch-size", "4", "--eval-batches", "2", "--test-tokens", "2048",
+        "--warmup-steps", "5", "--quiet", *extra,
+    ]  # fmt: skip
+
+
+def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """Run `scalelab ...` in-process through `main()` (errors -> exit 2); (code, stderr)."""
+    old = sys.argv
+    sys.argv = ["scalelab", *args]
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+    finally:
+        sys.argv = old
+    return exit_info.value.code or 0, capsys.readouterr().err
+
+
+def _metrics(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_lr_schedule_warmup_then_cosine_to_min() -> None:
+    cfg = TrainConfig(lr=1e-3, min_lr=1e-4, warmup_steps=10, max_steps=110)
+    lrs = [lr_at(s, cfg, 110) for s in range(110)]
+    assert lrs[0] == pytest.approx(1e-3 / 11) and lrs[9] == pytest.approx(1e-3 * 10 / 11)
+    assert lrs[10] == pytest.approx(1e-3)
+    assert lrs[-1] == pytest.approx(1e-4)
+    mid = 10 + 99 // 2  # half-way through the decay: the mean of lr and min_lr
+    assert lr_at(10 + 99 / 2, cfg, 110) == pytest.approx(5.5e-4)
+    assert all(a >= b for a, b in itertools.pairwise(lrs[10:])) and lrs[mid] > 1e-4
+
+
+def test_config_rejects_out_of_range_values() -> None:
+    with pytest.raises(ConfigError, match="learning rate"):
+        TrainConfig(lr=2.0)
+    with pytest.raises(ConfigError, match="min_lr"):
+        TrainConfig(lr=1e-3, min_lr=1e-2)
+    with pytest.raises(ConfigError, match="batch_size"):
+        TrainConfig(batch_size=0)
+
+
+def test_sampler_state_continues_the_same_stream() -> None:
+    tokens = np.arange(1000, dtype=np.uint16)
+    a = WindowSampler(tokens, 16, seed=3)
+    a.sample(5)
+    saved = a.state()
+    x1, y1 = a.sample(7)
+    b = WindowSampler(tokens, 16, seed=3)
+    b.load_state(saved)
+    x2, y2 = b.sample(7)
+    assert torch.equal(x1, x2) and torch.equal(y1, y2)
+    assert torch.equal(x1[:, 1:], y1[:, :-1])  # targets are inputs shifted by one
+    assert torch.equal(y1 - x1, torch.ones_like(x1))  # contiguous windows of arange
+
+
+def test_unigram_loss_closed_form() -> None:
+    train_tokens = np.array([0, 0, 1, 2])  # add-one counts 3, 2, 2 over 3 tokens -> 7
+    got = unigram_loss(train_tokens, np.array([0, 1]), vocab_size=3)
+    assert got == pytest.approx(-(math.log(3 / 7) + math.log(2 / 7)) / 2)
+
+
+def test_checkpoint_round_trip_and_corruption(tmp_path: Path) -> None:
+    cfg = GPTConfig(vocab_size=40, block_size=16, n_layer=2, n_head=2, n_embd=32)
+    model = GPT(cfg, seed=7).eval()
+    (tmp_path / "config.json").write_text(json.dumps({"model": cfg.to_dict(), "train": {}}))
+    save_weights(model, tmp_path / "checkpoint.safetensors", step=3)
+    loaded, run_cfg = load_model(tmp_path)
+    x = torch.randint(0, 40, (2, 16), generator=torch.Generator().manual_seed(0))
+    assert torch.equal(loaded(x)[0], model(x)[0])
+    assert loaded.lm_head.weight is loaded.wte.weight and run_cfg["model"] == cfg.to_dict()
+    path = tmp_path / "checkpoint.safetensors"
+    path.write_bytes(path.read_bytes()[:-100])  # truncated
+    with pytest.raises(CheckpointError, match="corrupted or truncated"):
+        load_model(tmp_path)
+    path.write_bytes(b"\x00" * 64)  # garbage
+    with pytest.raises(CheckpointError, match="corrupted or truncated"):
+        load_model(tmp_path)
+
+
+def test_patience_keeps_and_tests_the_best_weights(store: Path, tmp_path: Path) -> None:
+    """Few training tokens and a high lr: the model memorises them, validation turns up, the run
+    stops by patience; checkpoint and test loss are those of the best validation step."""
+    model_cfg = GPTConfig(vocab_size=384, block_size=32, n_layer=2, n_head=2, n_embd=64)
+    cfg = TrainConfig(
+        batch_size=8, lr=1e-2, min_lr=1e-2, warmup_steps=0, max_steps=400, eval_interval=10,
+        eval_batches=2, train_tokens=300, patience=2, test_tokens=2048,
+    )  # fmt: skip
+    result = train(model_cfg, cfg, store, tmp_path / "run", quiet=True)
+    rows = _metrics(tmp_path / "run")
+    assert result["stop_reason"] == "patience" and result["steps"] < 400
+    assert [r["step"] for r in rows] == list(range(10, result["steps"] + 1, 10))
+    best = min(rows, key=lambda r: r["val_loss_nats"])
+    assert result["best_step"] == best["step"] and rows[-1]["val_loss_nats"] > best["val_loss_nats"]
+    assert result["best_val_loss_nats"] == best["val_loss_nats"]
+    model, _ = load_model(tmp_path / "run")
+    test = TokenStore(store, "test").tokens
+    ctx = DistContext(0, 1, torch.device("cpu"))
+    starts = tiling_starts(len(test), 32, 2048)
+    recomputed = evaluate(model, test, starts, 8, ctx, torch.bfloat16)
+    assert recomputed == result["test_loss_nats"]
+    # a finished run folder is not retrained: the same call returns the saved result
+    assert (
+        train(model_cfg, cfg, store, tmp_path / "run", quiet=True)["wall_time_s"]
+        == (result["wall_time_s"])
+    )
+
+
+def _weights(run: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(run / "checkpoint.safetensors"))
+
+
+def _scalelab(args: list[str], **kw: object) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "scalelab", *args], env=SINGLE_THREAD, stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, **kw,
+    )  # fmt: skip
+
+
+def test_sigkill_then_resume_is_bit_exact(store: Path, tmp_path: Path) -> None:
+    """Kill a real training process mid-run (twice), rerun the same command: final weights,
+    losses and metrics equal an uninterrupted run exactly."""
+    extra = ["--max-steps", "60", "--eval-interval", "5"]
+    ref_dir, run_dir = tmp_path / "ref", tmp_path / "killed"
+    ref = _scalelab(_train_args(store, ref_dir, *extra))
+    for min_lines in (2, 6):
+        proc = _scalelab(_train_args(store, run_dir, *extra))
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            metrics = run_dir / "metrics.jsonl"
+            if metrics.exists() and len(metrics.read_text().splitlines()) >= min_lines:
+                break
+            time.sleep(0.05)
+        time.sleep(0.15)  # land somewhere between checkpoints
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait() == -signal.SIGKILL, "the run finished before it could be killed"
+        assert not (run_dir / "result.json").exists()
+    final = _scalelab(_train_args(store, run_dir, *extra))
+    assert final.wait() == 0, final.stderr.read().decode()
+    assert b"resuming" in final.stderr.read()
+    assert ref.wait() == 0, ref.stderr.read().decode()
+    a, b = _weights(ref_dir), _weights(run_dir)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    ra, rb = (json.loads((d / "result.json").read_text()) for d in (ref_dir, run_dir))
+    assert ra["test_loss_nats"] == rb["test_loss_nats"] and ra["steps"] == rb["steps"] == 60
+    drop = ("wall_time_s", "tokens_per_s")
+    ma = [{k: v for k, v in r.items() if k not in drop} for r in _metrics(ref_dir)]
+    mb = [{k: v for k, v in r.items() if k not in drop} for r in _metrics(run_dir)]
+    assert ma == mb and len(ma) == 12
+
+
+def test_ddp_two_gloo_processes_match_one_process(store: Path, tmp_path: Path) -> None:
+    """torchrun with 2 CPU processes (gloo) follows the 1-process loss curve for the same global
+    batch (grad_accum 2 = one micro-batch per process)."""
+    extra = ["--max-steps", "30", "--eval-interval", "10", "--grad-accum", "2", "--dtype",
+             "float32"]  # fmt: skip
+    one = _scalelab(_train_args(store, tmp_path / "one", *extra))
+    two = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+         "-m", "scalelab", *_train_args(store, tmp_path / "two", *extra)],
+        env=SINGLE_THREAD, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert two.returncode == 0, two.stderr[-2000:]
+    assert one.wait() == 0, one.stderr.read().decode()
+    m1, m2 = _metrics(tmp_path / "one"), _metrics(tmp_path / "two")
+    assert [r["step"] for r in m1] == [r["step"] for r in m2] == [10, 20, 30]
+    for r1, r2 in zip(m1, m2, strict=True):
+        assert r2["train_loss_nats"] == pytest.approx(r1["train_loss_nats"], rel=1e-4)
+        assert r2["val_loss_nats"] == pytest.approx(r1["val_loss_nats"], rel=1e-4)
+    assert m1[-1]["val_loss_nats"] < m1[0]["val_loss_nats"]  # it did learn
+    r1, r2 = (json.loads((tmp_path / d / "result.json").read_text()) for d in ("one", "two"))
+    assert r2["world_size"] == 2 and r2["tokens_seen"] == r1["tokens_seen"]
+    assert r2["test_loss_nats"] == pytest.approx(r1["test_loss_nats"], rel=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--preset", "huge"], "unknown preset"),
+        (["--lr", "5"], "learning rate 5.0 is out of range"),
+        (["--context-len", "100000"], "fewer than context length 100000"),
+        (["--batch-size", "0"], "batch_size must be a positive integer"),
+        (["--dtype", "fp8"], "dtype 'fp8'"),
+    ],
+)
+def test_cli_bad_input_exits_2_and_writes_nothing(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    code, err = _cli([*_train_args(store, tmp_path / "run"), *extra], capsys)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_cli_missing_data_and_bad_resume(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = _cli(_train_args(tmp_path / "nowhere", tmp_path / "r"), capsys)
+    assert code == 2 and "not a token store" in err
+    run = tmp_path / "run"
+    code, _ = _cli(_train_args(store, run, "--max-steps", "4", "--eval-interval", "2"), capsys)
+    assert code == 0 and (run / "result.json").exists()
+    # a different config on the same folder: refused, nothing changed
+    before = (run / "result.json").read_bytes()
+    code, err = _cli(_train_args(store, run, "--max-steps", "4", "--lr", "3e-3"), capsys)
+    assert code == 2 and "different config" in err and "train.lr" in err
+    assert (run / "result.json").read_bytes() == before
+    # an unfinished run with a damaged state file: a one-line error naming the fix
+    (run / "result.json").unlink()
+    (run / "state.pt").write_bytes((run / "state.pt").read_bytes()[:200])
+    code, err = _cli(_train_args(store, run, "--max-steps", "4", "--eval-interval", "2"), capsys)
+    assert code == 2 and "state.pt is corrupted or truncated" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_train_module_has_no_global_rng_side_effects(store: Path, tmp_path: Path) -> None:
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    cfg = TrainConfig(batch_size=2, max_steps=2, eval_interval=2, eval_batches=1, test_tokens=64)
+    train(GPTConfig(vocab_size=384, block_size=16, n_layer=1, n_head=1, n_embd=16), cfg, store,
+          tmp_path / "r", quiet=True)  # fmt: skip
+    assert torch.equal(torch.get_rng_state(), before)
