@@ -63,7 +63,7 @@ def prepare_cmd(
     ),
     seed: int = SEED,
     split_on: str = typer.Option(
-        "blank", "--split-on", help="Text files: documents split on 'blank' lines, or one a 'line'."
+        "blank", "--split-on", help="Text files: documents end at 'blank' lines, or one per 'line'."
     ),
     glob: str = typer.Option("**/*.txt", "--glob", help="Directories: files to read."),
     text_field: str = typer.Option(
@@ -72,7 +72,8 @@ def prepare_cmd(
     tokenizer: Path | None = typer.Option(
         None,
         "--tokenizer",
-        help="Use this tokenizer.json or HF tokenizer folder instead of training a BPE.",
+        help="Use this tokenizer.json, HF tokenizer folder or vocab.json+merges.txt folder "
+        "instead of training a BPE (--vocab-size is then ignored).",
     ),
     val_fraction: float = typer.Option(
         0.05, "--val-fraction", help="Share of documents for validation."
