@@ -128,3 +128,18 @@ def test_damaged_stores_are_refused(store_dir: Path, tmp_path: Path) -> None:
     (broken / "meta.json").write_text('{"format": "scalelab-token-store/1", "spl')
     with pytest.raises(InputError, match=r"damaged token store.*JSONDecodeError"):
         TokenStore(broken, "train")
+
+
+def test_a_loaded_tokenizer_reproduces_the_store(
+    corpus: Corpus, store_dir: Path, tmp_path: Path
+) -> None:
+    again = prepare_corpus(
+        corpus, tmp_path / "again", tokenizer=store_dir, seed=5, test_fraction=0.2, quiet=True
+    )
+    for split in SPLITS:
+        a, b = TokenStore(store_dir, split), TokenStore(again, split)
+        np.testing.assert_array_equal(np.asarray(a.tokens), np.asarray(b.tokens))
+        np.testing.assert_array_equal(a.offsets, b.offsets)
+    meta = TokenStore(again).meta
+    assert meta["tokenizer_source"] == str(store_dir.resolve())
+    assert meta["request"]["tokenizer_sha256"] is not None
