@@ -1,7 +1,129 @@
-"""CLI commands for intrinsic (see register)."""
+"""CLI: `scalelab id PATH` (intrinsic dimension by the paper's protocol) and
+`scalelab exponents` (scaling exponents from d, or from one exponent to the other)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
 
 import typer
+
+from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
+from scalelab.errors import ConfigError
+from scalelab.intrinsic.arrays import FORMATS, load_points
+from scalelab.intrinsic.protocol import ESTIMATORS, estimate_in_batches, make_estimator
+from scalelab.io import atomic_write_json, provenance
+from scalelab.laws import theory
+
+
+def id_command(
+    path: Path = typer.Argument(..., help=f"Points [n, features]: {', '.join(FORMATS)}."),
+    estimator: str = typer.Option("mle", help=f"One of: {', '.join(ESTIMATORS)}."),
+    k: int | None = typer.Option(None, "--k", help="Neighbours (default: the estimator's)."),
+    metric: str = typer.Option("euclidean", help="euclidean, cosine (1 - cos) or angular."),
+    aggregate: str | None = typer.Option(
+        None, help="mean (skdim fit_transform, the paper's) or harmonic (skdim fit)."
+    ),
+    batch_size: int = typer.Option(4096, help="Points per batch (the paper's code used 3600)."),
+    unbiased: bool = typer.Option(False, help="MLE with k-2 instead of k-1."),
+    keep_duplicates: bool = typer.Option(
+        False, help="Keep exact duplicate rows (then any zero distance is an error)."
+    ),
+    key: str | None = typer.Option(None, help="Array name/column in a multi-array file."),
+    beta: float = typer.Option(1.0, help="Hölder smoothness β for the predicted exponents."),
+    out: Path | None = typer.Option(None, help="Also save the result + provenance as JSON."),
+    seed: int = SEED,
+    json_out: bool = JSON,
+    quiet: bool = QUIET,
+) -> None:
+    """Estimate the intrinsic dimension of a point cloud and the exponents it predicts."""
+    est = make_estimator(
+        estimator,
+        k=k,
+        aggregate=aggregate,
+        metric=metric,
+        unbiased=unbiased,
+        remove_duplicates=not keep_duplicates,
+        seed=seed,
+    )
+    if not math.isfinite(beta) or beta <= 0:
+        raise ConfigError(f"--beta {beta}: use a positive number")
+    points = load_points(path, key=key)
+    result = estimate_in_batches(points, est, batch_size=batch_size, seed=seed, quiet=quiet)
+    row = {"input": str(path), **result.to_dict(), **_exponents(result, beta), "beta": beta}
+    if out is not None:
+        atomic_write_json(out, {**row, "provenance": provenance()})
+    if json_out:
+        print_json(row)
+        return
+    print_table("intrinsic dimension", [_summary(row)])
+
+
+def _exponents(result: Any, beta: float) -> dict[str, Any]:
+    """alpha_D, alpha_N with delta-method SEs; no SE/CI when one batch gives no SE."""
+    se = result.dimension_se if math.isfinite(result.dimension_se) else None
+    pred = theory.predict_exponents(result.dimension, 0.0 if se is None else se, beta)
+    pred.pop("d"), pred.pop("d_se"), pred.pop("beta")
+    if se is None:
+        for name in ("alpha_D_se", "alpha_D_ci95", "alpha_N_se", "alpha_N_ci95"):
+            pred[name] = None
+    return pred
+
+
+def _summary(row: dict[str, Any]) -> dict[str, Any]:
+    se = row["dimension_se"]
+    return {
+        "d": f"{row['dimension']:.3f}" + ("" if se is None else f" ± {se:.3f}"),
+        "batches": f"{row['n_batches']} × ≥{min(row['batch_size'], row['n_points'])}",
+        "points": row["n_points"],
+        "duplicates": row["n_duplicates_removed"],
+        "estimator": f"{row['estimator']} k={row['k']} {row['metric']}",
+        "alpha_D": row["alpha_D"],
+        "alpha_N": row["alpha_N"],
+    }
+
+
+def exponents_command(
+    d: float | None = typer.Option(None, "--d", help="Intrinsic dimension."),
+    alpha_n: float | None = typer.Option(None, "--alpha-n", help="Model-size exponent α_N."),
+    alpha_d: float | None = typer.Option(None, "--alpha-d", help="Data-size exponent α_D."),
+    d_se: float = typer.Option(0.0, "--d-se", help="Standard error of --d (delta method)."),
+    beta: float = typer.Option(1.0, help="Hölder smoothness β (the paper uses 1)."),
+    json_out: bool = JSON,
+) -> None:
+    """Predicted exponents from d (α_D = 2β/(2β+d), α_N = 2β/d), or convert one exponent.
+
+    The conversions α_D = α_N/(α_N+1) and α_N = α_D/(1−α_D) need neither d nor β; the d shown
+    for them is the one the formulas imply at the given β.
+    """
+    if sum(v is not None for v in (d, alpha_n, alpha_d)) != 1:
+        raise ConfigError("give exactly one of --d, --alpha-n, --alpha-d")
+    if d is None and d_se:
+        raise ConfigError("--d-se goes with --d only")
+    if d is not None:
+        row = theory.predict_exponents(d, d_se, beta)
+    elif alpha_n is not None:
+        row = {
+            "alpha_N": float(alpha_n),
+            "alpha_D": float(theory.alpha_D_from_alpha_N(alpha_n)),
+            "d": float(theory.d_from_alpha_N(alpha_n, beta)),
+            "beta": beta,
+        }
+    else:
+        row = {
+            "alpha_D": float(alpha_d),
+            "alpha_N": float(theory.alpha_N_from_alpha_D(alpha_d)),
+            "d": float(theory.d_from_alpha_D(alpha_d, beta)),
+            "beta": beta,
+        }
+    if json_out:
+        print_json(row)
+        return
+    print_table("exponents", [{k: v for k, v in row.items() if not isinstance(v, list)}])
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the top-level app."""
+    app.command("id")(id_command)
+    app.command("exponents")(exponents_command)

@@ -36,16 +36,19 @@ PRECISIONS = {"bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float
 # Unit roundoff of the input rounding and of the product's output, per search precision.
 _UNIT = {"bf16": 2.0**-9, "fp32": 2.0**-24, "fp64": 2.0**-53}
 _U32 = 2.0**-24
+_MAX_UNPROVEN = 0.25  # fraction of unproven rows in a block that switches bf16 to float32
 
 
 @dataclass
 class SearchStats:
-    """How the search went: how many rows needed each fallback (for benchmarks and tests)."""
+    """How the search went (for benchmarks and tests): rows searched, candidates per row,
+    rows that needed the fallback, seconds in the Gram product, the precision it ended in."""
 
     n_rows: int = 0
     n_candidates: int = 0
     n_fallback: int = 0
     gram_seconds: float = 0.0
+    precision: str = ""
 
 
 def knn(
@@ -145,11 +148,16 @@ def _exact_knn_squared(
         lower = a_c.max(dim=1).values.to(torch.float64) + search.sqn[r] - search.error(r)
         ok = (lower.numpy() > kth * (1 + 1e-12)) | (c >= n - 1)
         unproven.append(r.numpy()[~ok])
+        if search.precision == "bf16" and (~ok).mean() > _MAX_UNPROVEN:
+            # Neighbours much closer than the data's radius (low d, many points): bf16 cannot
+            # separate them, and float32 for the remaining rows is cheaper than fallbacks.
+            search = _ApproxSearch(xc, "fp32")
     todo = np.concatenate(unproven)
     if stats is not None:
         stats.n_rows += n
         stats.n_candidates = c
         stats.n_fallback += len(todo)
+        stats.precision = search.precision
     if len(todo):
         sq[todo], idx[todo] = _fallback(xn, _ApproxSearch(xc, "fp32"), todo, k, block_rows)
     return sq, idx
@@ -177,6 +185,7 @@ class _ApproxSearch:
 
     def __init__(self, xc: torch.Tensor, precision: str) -> None:
         dtype = PRECISIONS[precision]
+        self.precision = precision
         dim = xc.shape[1]
         self.sqn = torch.from_numpy(_row_sq_norms(xc.numpy()))
         ones = torch.ones(len(xc), 1, dtype=dtype)

@@ -15,8 +15,44 @@ import numpy as np
 import torch
 
 from scalelab.errors import ConfigError, EstimationError
-from scalelab.intrinsic.mle import prepare_points
+from scalelab.intrinsic.calibrated import CalibratedMLE
+from scalelab.intrinsic.mle import MLE, TwoNN, prepare_points
 from scalelab.progress import progress
+
+ESTIMATORS = ("mle", "twonn", "mle-calibrated")
+
+
+def make_estimator(
+    name: str,
+    *,
+    k: int | None = None,
+    aggregate: str | None = None,
+    metric: str = "euclidean",
+    unbiased: bool = False,
+    remove_duplicates: bool = True,
+    seed: int = 0,
+) -> Any:
+    """An estimator by name; options left as None take that estimator's own default.
+
+    Options that an estimator does not have are refused rather than ignored.
+    """
+    common = {"metric": metric, "remove_duplicates": remove_duplicates}
+    if name == "twonn":
+        if k is not None or aggregate is not None or unbiased:
+            raise ConfigError("TwoNN uses exactly 2 neighbours: drop --k/--aggregate/--unbiased")
+        return TwoNN(**common)
+    opts: dict[str, Any] = dict(common)
+    if k is not None:
+        opts["k"] = k
+    if aggregate is not None:
+        opts["aggregate"] = aggregate
+    if name == "mle":
+        return MLE(unbiased=unbiased, **opts)
+    if name == "mle-calibrated":
+        if unbiased:
+            raise ConfigError("--unbiased applies to the plain MLE only: drop it")
+        return CalibratedMLE(seed=seed, **opts)
+    raise ConfigError(f"unknown estimator {name!r}: use one of {', '.join(ESTIMATORS)}")
 
 
 @dataclass(frozen=True)
