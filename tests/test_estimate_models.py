@@ -59,11 +59,18 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"root": root, "text": text, "store": store, "run": run, "hf": hf}
 
 
+def _saved(folder: Path) -> dict[str, np.ndarray]:
+    """The embeddings and where they came from, as written by `estimate`."""
+    return {
+        **load_file(folder / "embeddings.safetensors"),
+        **load_file(folder / "positions.safetensors"),
+    }
+
+
 def test_hf_path_and_own_path_give_the_same_embeddings(world):
     own = estimate(world["run"], world["text"], CFG, world["root"] / "own", quiet=True)
     hf = estimate(world["hf"], world["text"], CFG, world["root"] / "hf-est", quiet=True)
-    a = load_file(world["root"] / "own" / "embeddings.safetensors")
-    b = load_file(world["root"] / "hf-est" / "embeddings.safetensors")
+    a, b = (_saved(world["root"] / name) for name in ("own", "hf-est"))
     assert a["embeddings"].shape == (own["counts"]["points_kept"], 32)
     for key in ("document", "position", "window_position"):
         np.testing.assert_array_equal(a[key], b[key])
@@ -73,7 +80,7 @@ def test_hf_path_and_own_path_give_the_same_embeddings(world):
     assert hf["model"]["params_non_embedding"] == own["model"]["params_non_embedding"]
     # the run's own token store (default corpus) holds the same test documents as the text
     store = estimate(world["run"], None, CFG, world["root"] / "store-est", quiet=True)
-    c = load_file(world["root"] / "store-est" / "embeddings.safetensors")
+    c = _saved(world["root"] / "store-est")
     np.testing.assert_array_equal(a["embeddings"], c["embeddings"])
     assert store["corpus"]["kind"] == "token-store" and not store["corpus"]["retokenized"]
 
@@ -272,6 +279,11 @@ def test_cli_estimate_and_ablations_write_their_files(world, tmp_path, run_main)
         folder,
     )
     assert code == 0, err
+    code, stdout, err = run_main(
+        "id", out / "embeddings.safetensors", "--batch-size", "256", "--json", "--quiet"
+    )
+    assert code == 0, err
+    assert json.loads(stdout)["dimension"] == pytest.approx(doc["dimension"], rel=1e-9)
     saved = json.loads((folder / "batch_size.json").read_text())
     assert [r["batch_size"] for r in saved["rows"]] == [256, 512]
     assert saved["skipped_batch_sizes"] == [100000]

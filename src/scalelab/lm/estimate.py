@@ -49,6 +49,7 @@ from scalelab.lm.embed import (
 PAPER_CONTEXT = 1024
 RESULT = "estimate.json"
 EMBEDDINGS = "embeddings.safetensors"
+POSITIONS = "positions.safetensors"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -501,11 +502,11 @@ def estimate(
         "corpus": prep.corpus.info,
         "counts": _counts(prep, len(keep)),
         "timing": timing,
-        "files": {"embeddings": EMBEDDINGS},
+        "files": {"embeddings": EMBEDDINGS, "positions": POSITIONS},
         "request": request,
         "provenance": provenance(),
     }
-    save_embeddings(out_dir / EMBEDDINGS, x[0], prep, sample, doc)
+    save_embeddings(out_dir, x[0], prep, sample, doc)
     atomic_write_json(out_dir / RESULT, doc)
     return doc
 
@@ -558,15 +559,15 @@ def point_index(prep: Prepared, sample: Sample) -> tuple[np.ndarray, np.ndarray,
 
 
 def save_embeddings(
-    path: Path, points: np.ndarray, prep: Prepared, sample: Sample, doc: dict
+    out_dir: Path, points: np.ndarray, prep: Prepared, sample: Sample, doc: dict
 ) -> None:
-    """The kept vectors (in their shuffled order) with where each came from, so the ID can
-    be re-estimated (`scalelab id embeddings.safetensors`) without running the model."""
+    """The kept vectors (in their shuffled order) alone in `embeddings.safetensors`, so
+    `scalelab id OUT/embeddings.safetensors` re-estimates the ID without the model, and
+    where each came from in `positions.safetensors` (same row order)."""
     from safetensors.numpy import save_file
 
     d, p, w = point_index(prep, sample)
-    tensors = {
-        "embeddings": np.ascontiguousarray(points, dtype=np.float32),
+    where = {
         "document": d.astype(np.int64),
         "position": p.astype(np.int64),
         "window_position": w.astype(np.int64),
@@ -578,7 +579,9 @@ def save_embeddings(
         "corpus": json.dumps(doc["corpus"]),
         "settings": json.dumps(doc["settings"]),
     }
-    atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=meta))
+    x = {"embeddings": np.ascontiguousarray(points, dtype=np.float32)}
+    atomic_write(out_dir / POSITIONS, lambda tmp: save_file(where, str(tmp), metadata=meta))
+    atomic_write(out_dir / EMBEDDINGS, lambda tmp: save_file(x, str(tmp), metadata=meta))
 
 
 def load_embeddings(path: str | Path) -> tuple[np.ndarray, dict[str, str]]:
