@@ -1,7 +1,322 @@
-"""CLI commands for induction (see register)."""
+"""`scalelab induction ...`: the induction-heads task, models, construction and protocol."""
 
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
 import typer
+
+from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
+from scalelab.errors import ConfigError, InputError
+
+sub = typer.Typer(
+    help="Induction heads: one layer fails, two layers succeed (solver, training, "
+    "construction, communication protocol, sweeps).",
+    no_args_is_help=True,
+)
+
+
+def _ints(text: str, name: str) -> list[int]:
+    """Parse '16,32,64' into ints, or raise a one-line error naming the option."""
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError as err:
+        raise ConfigError(f"{name} must be comma-separated integers, got {text!r}") from err
+    if not values:
+        raise ConfigError(f"{name} needs at least one value")
+    return values
+
+
+def _print_record(title: str, record: dict) -> None:
+    """One result as a two-column field/value table (fits a terminal)."""
+    print_table(title, [{"field": k, "value": v} for k, v in record.items()])
+
+
+def _fmt_tokens(values: np.ndarray) -> str:
+    return " ".join("⊥" if v < 0 else str(int(v)) for v in values)
+
+
+@sub.command("solve")
+def solve_cmd(
+    tokens: list[int] = typer.Argument(..., help="The input sequence as token ids (>= 0)."),
+    json_out: bool = JSON,
+) -> None:
+    """Print τ for one sequence: the token after the previous occurrence of σ_i, or ⊥."""
+    from scalelab.induction.task import solve
+
+    out = solve(np.asarray(tokens, dtype=np.int64)[None])[0]
+    if json_out:
+        print_json({"input": tokens, "output": [None if v < 0 else int(v) for v in out]})
+    else:
+        typer.echo(f"input : {' '.join(map(str, tokens))}")
+        typer.echo(f"output: {_fmt_tokens(out)}")
+
+
+@sub.command("generate")
+def generate_cmd(
+    kind: str = typer.Option("uniform", help="uniform | hard | mixture."),
+    n: int = typer.Option(16, help="Sequence length."),
+    alphabet: int = typer.Option(4, help="Alphabet size (hard instances use 0, 1, 2 = '?')."),
+    count: int = typer.Option(3, help="How many sequences."),
+    hard_fraction: float = typer.Option(0.5, help="Share of hard rows in a mixture."),
+    seed: int = SEED,
+    json_out: bool = JSON,
+) -> None:
+    """Print generated sequences with their exact answers."""
+    from scalelab.induction.task import (
+        hard_instances,
+        mixture_instances,
+        solve,
+        uniform_instances,
+    )
+
+    rng = np.random.default_rng(seed)
+    if kind == "uniform":
+        seqs = uniform_instances(count, n, alphabet, rng)
+    elif kind == "hard":
+        seqs = hard_instances(count, n, rng).seqs
+    elif kind == "mixture":
+        seqs = mixture_instances(count, n, alphabet, rng, hard_fraction)
+    else:
+        raise ConfigError(f"--kind must be uniform, hard or mixture, got {kind!r}")
+    targets = solve(seqs)
+    if json_out:
+        print_json({"inputs": seqs, "outputs": targets})
+        return
+    for s, t in zip(seqs, targets, strict=True):
+        typer.echo(f"σ: {_fmt_tokens(s)}\nτ: {_fmt_tokens(t)}\n")
+
+
+@sub.command("train")
+def train_cmd(
+    out: Path = typer.Option(..., help="Run folder (config.json, metrics.jsonl, model)."),
+    n: int = typer.Option(32, help="Training sequence length."),
+    alphabet: int = typer.Option(8, help="Alphabet size."),
+    layers: int = typer.Option(2, help="Number of attention layers L."),
+    heads: int = typer.Option(2, help="Heads per layer h."),
+    width: int = typer.Option(64, help="Model width m."),
+    positions: str = typer.Option("learned", help="learned | sinusoidal."),
+    mlp: bool = typer.Option(False, "--mlp/--no-mlp", help="Add an MLP to each block."),
+    steps: int = typer.Option(2000, help="Step cap."),
+    target: float = typer.Option(0.99, help="Stop at this all-position accuracy (0: never)."),
+    train_bits: int = typer.Option(0, help="Train with straight-through p-bit rounding (0: off)."),
+    hard_fraction: float = typer.Option(0.25, help="Share of INDEX hard instances per batch."),
+    lr: float = typer.Option(1e-3, help="Peak learning rate (AdamW)."),
+    threads: int = typer.Option(1, help="torch threads (the machine is shared)."),
+    seed: int = SEED,
+    quiet: bool = QUIET,
+    json_out: bool = JSON,
+) -> None:
+    """Train a model on fresh random sequences; print the four accuracy metrics."""
+    from scalelab.induction.model import InductionConfig
+    from scalelab.induction.train import InductionTrainConfig, train_induction
+
+    torch.set_num_threads(max(1, threads))
+    mcfg = InductionConfig(
+        alphabet_size=alphabet,
+        max_len=n,
+        n_layer=layers,
+        n_head=heads,
+        d_model=width,
+        positions=positions,
+        mlp=mlp,
+    )
+    tcfg = InductionTrainConfig(
+        n=n,
+        seed=seed,
+        max_steps=steps,
+        target_acc=target or None,
+        train_bits=train_bits or None,
+        hard_fraction=hard_fraction,
+        lr=lr,
+    )
+    _, result = train_induction(mcfg, tcfg, out, quiet=quiet)
+    if json_out:
+        print_json(result)
+    else:
+        _print_record(f"trained {layers}-layer model, n={n}, |Σ|={alphabet}", result)
+
+
+@sub.command("evaluate")
+def evaluate_cmd(
+    run: Path = typer.Argument(..., help="A folder written by `scalelab induction train`."),
+    n: int = typer.Option(0, help="Sequence length (0: the training length)."),
+    bits: str = typer.Option("", help="Comma-separated precisions p to evaluate at."),
+    mode: str = typer.Option("float", help="Rounding: float (p significant bits) | fixed."),
+    samples: int = typer.Option(1024, help="Sequences per metric."),
+    seed: int = SEED,
+    json_out: bool = JSON,
+) -> None:
+    """Accuracy of a trained model (all, non-⊥, last position, hard) at full and p bits."""
+    from scalelab.induction.precision import FULL, Precision
+    from scalelab.induction.train import evaluate, load_induction_model
+    from scalelab.io import read_json
+
+    model = load_induction_model(run).double()
+    length = n or read_json(run / "config.json")["train"]["n"]
+    precisions = [FULL] + [Precision(b, mode) for b in (_ints(bits, "--bits") if bits else [])]
+    rows = []
+    for prec in precisions:
+        m = evaluate(model, length, np.random.default_rng(seed), samples, prec)
+        rows.append({"bits": prec.bits or "full", "n": length, **m})
+    if json_out:
+        print_json(rows)
+    else:
+        print_table(f"{run}", rows)
+
+
+@sub.command("construct")
+def construct_cmd(
+    n: int = typer.Option(1024, help="Sequence length the construction is built for."),
+    alphabet: int = typer.Option(4, help="Alphabet size."),
+    random: int = typer.Option(1000, help="Uniform random instances to check."),
+    hard: int = typer.Option(1000, help="INDEX hard instances to check."),
+    scan_bits: bool = typer.Option(
+        True, "--scan-bits/--no-scan-bits", help="Measure the smallest exact precision."
+    ),
+    mode: str = typer.Option("float", help="Rounding for the scan: float | fixed."),
+    threads: int = typer.Option(1, help="torch threads."),
+    seed: int = SEED,
+    json_out: bool = JSON,
+) -> None:
+    """Check the hand-set two-layer construction on every position; measure its precision."""
+    import time
+
+    from scalelab.induction.construction import (
+        ConstructionConstants,
+        count_errors,
+        evaluation_instances,
+        smallest_exact_bits,
+        two_layer_construction,
+    )
+
+    torch.set_num_threads(max(1, threads))
+    t0 = time.perf_counter()
+    model = two_layer_construction(alphabet, n)
+    seqs = evaluation_instances(n, alphabet, random, hard, seed)
+    wrong_pos, wrong_seq = count_errors(model, seqs)
+    consts = ConstructionConstants.for_length(n)
+    result = {
+        "n": n,
+        "alphabet_size": alphabet,
+        "width": model.cfg.d_model,
+        "heads_per_layer": 1,
+        "instances": len(seqs),
+        "positions_checked": int(seqs.size),
+        "wrong_positions": wrong_pos,
+        "wrong_sequences": wrong_seq,
+        "beta1": consts.beta1,
+        "beta2": consts.beta2,
+        "gamma": consts.gamma,
+        "sink": consts.sink,
+    }
+    if scan_bits:
+        scan = smallest_exact_bits(n, alphabet, mode, seed=seed)
+        result.update({k: v for k, v in scan.items() if k != "n"})
+    result["wall_s"] = round(time.perf_counter() - t0, 2)
+    if json_out:
+        print_json(result)
+    else:
+        _print_record("two-layer construction", result)
+
+
+@sub.command("protocol")
+def protocol_cmd(
+    run: Path | None = typer.Option(None, help="A one-layer run folder (default: random)."),
+    ks: str = typer.Option("4,16,64", "--k", help="Comma-separated INDEX sizes k (n = 2k+1)."),
+    bits: int = typer.Option(8, help="Precision p of the model (Alice rounds to 3p bits)."),
+    mode: str = typer.Option("float", help="Model rounding: float | fixed."),
+    heads: int = typer.Option(2, help="Heads of the random model."),
+    width: int = typer.Option(16, help="Width of the random model."),
+    batch: int = typer.Option(256, help="Hard instances per k."),
+    seed: int = SEED,
+    json_out: bool = JSON,
+) -> None:
+    """Run Alice and Bob on a one-layer model: Bob's error vs 2^-p, message bits vs k."""
+    from scalelab.induction.model import InductionConfig, InductionTransformer
+    from scalelab.induction.protocol import message_bits_vs_k
+    from scalelab.induction.train import load_induction_model
+
+    k_list = _ints(ks, "--k")
+    if run is not None:
+        model = load_induction_model(run)
+    else:
+        cfg = InductionConfig(
+            alphabet_size=3, max_len=2 * max(k_list) + 1, n_layer=1, n_head=heads, d_model=width
+        )
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = InductionTransformer(cfg)
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.normal_(0.0, 1.0 / width**0.5)
+    if model.cfg.alphabet_size < 3:
+        raise InputError("the protocol's hard instances need a model with alphabet_size >= 3")
+    rows = message_bits_vs_k(model, k_list, bits, np.random.default_rng(seed), batch, mode)
+    short = {
+        "k": "k",
+        "n": "n",
+        "bits": "p",
+        "max_abs_error": "bob_err",
+        "error_bound": "2^-p",
+        "within_bound": "ok",
+        "n_answer_mismatches": "diff_answers",
+        "message_bits": "msg_bits",
+        "model_acc_hard": "acc_hard",
+    }
+    if json_out:
+        print_json(rows)
+    else:
+        table = [{v: r[k] for k, v in short.items()} for r in rows]
+        print_table("INDEX protocol on a one-layer model (INDEX needs k bits)", table)
+
+
+@sub.command("sweep")
+def sweep_cmd(
+    out: Path = typer.Option(..., help="Sweep folder (resumable; rerun to continue)."),
+    ns: str = typer.Option("16,32,64,128", help="Sequence lengths n."),
+    alphabets: str = typer.Option("4,8", help="Alphabet sizes."),
+    layers: str = typer.Option("1,2", help="Layer counts L."),
+    heads: str = typer.Option("2", help="Head counts h."),
+    widths: str = typer.Option("64", help="Widths m."),
+    eval_bits: str = typer.Option("", help="Precisions p to also evaluate at."),
+    train_bits: str = typer.Option("", help="Straight-through training precisions (grid)."),
+    steps: int = typer.Option(3000, help="Step cap per run."),
+    steps_one_layer: int = typer.Option(1500, help="Step cap for one-layer runs."),
+    target: float = typer.Option(0.99, help="Stop at this all-position accuracy (0: never)."),
+    construction: bool = typer.Option(
+        True, "--construction/--no-construction", help="Add the construction's runs."
+    ),
+    seeds: str = typer.Option("0", help="Seeds."),
+    workers: int = typer.Option(1, help="Parallel worker processes."),
+    quiet: bool = QUIET,
+) -> None:
+    """Train 1- vs 2-layer models over a grid; then `scalelab report OUT`."""
+    from scalelab.induction.sweep import InductionSweepConfig, run_induction_sweep
+
+    cfg = InductionSweepConfig(
+        ns=tuple(_ints(ns, "--ns")),
+        alphabet_sizes=tuple(_ints(alphabets, "--alphabets")),
+        layers=tuple(_ints(layers, "--layers")),
+        heads=tuple(_ints(heads, "--heads")),
+        widths=tuple(_ints(widths, "--widths")),
+        eval_bits=tuple(_ints(eval_bits, "--eval-bits")) if eval_bits else (),
+        train_bits=tuple(_ints(train_bits, "--train-bits")) if train_bits else (None,),
+        seeds=tuple(_ints(seeds, "--seeds")),
+        construction=construction,
+        max_steps=steps,
+        max_steps_one_layer=steps_one_layer,
+        target_acc=target or None,
+    )
+    if workers <= 1:
+        torch.set_num_threads(1)
+    table = run_induction_sweep(out, cfg, workers=workers, quiet=quiet)
+    cols = [c for c in ("run", "acc_all", "acc_last", "acc_hard", "steps") if c in table]
+    print_table(f"induction sweep {out}", table[cols].to_dict("records"))
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the top-level app."""
+    """Add the `induction` command group to the top-level app."""
+    app.add_typer(sub, name="induction")

@@ -1,0 +1,195 @@
+"""Resumable sweeps over n, alphabet size, layers, heads, width and precision (kind
+"induction"), on `scalelab.sweeps.runner`: one run folder per configuration.
+
+A run is either a trained model (`model: "trained"`) or the hand-set two-layer
+construction (`model: "construction"`, no training). Each row holds the accuracy metrics at
+full precision and, for every p in `eval_bits`, the same metrics with the model rounded to
+p bits (columns `acc_hard_p8`, …). `train_bits` is a grid dimension: None trains in float32,
+an integer p trains with straight-through rounding to p bits. `hmp` = h·m·p uses the
+training precision (24 bits, the float32 significand, when None) for the report's marker.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scalelab.config import Config
+from scalelab.errors import ConfigError
+from scalelab.induction.construction import two_layer_construction
+from scalelab.induction.model import InductionConfig
+from scalelab.induction.precision import MODES, Precision
+from scalelab.induction.train import InductionTrainConfig, evaluate, train_induction
+from scalelab.io import atomic_write_json, provenance
+from scalelab.sweeps.runner import RunSpec, open_sweep, run_sweep
+
+KIND = "induction"
+FLOAT32_BITS = 24
+
+
+@dataclass(frozen=True)
+class InductionSweepConfig(Config):
+    """The grid (lists) and the shared training settings of an induction sweep."""
+
+    ns: tuple[int, ...] = (16, 32, 64, 128)
+    alphabet_sizes: tuple[int, ...] = (4, 8)
+    layers: tuple[int, ...] = (1, 2)
+    heads: tuple[int, ...] = (2,)
+    widths: tuple[int, ...] = (64,)
+    eval_bits: tuple[int, ...] = ()
+    train_bits: tuple[int | None, ...] = (None,)
+    seeds: tuple[int, ...] = (0,)
+    construction: bool = True
+    precision_mode: str = "float"
+    max_steps: int = 2000
+    max_steps_one_layer: int | None = None
+    target_acc: float | None = 0.99
+    batch_size: int = 64
+    hard_fraction: float = 0.25
+    eval_samples: int = 512
+    lr: float = 1e-3
+
+    def validate(self) -> None:
+        for name in ("ns", "alphabet_sizes", "layers", "heads", "widths", "train_bits", "seeds"):
+            if not getattr(self, name):
+                raise ConfigError(f"sweep list {name} is empty; give at least one value")
+        if min(self.ns) < 3 or min(self.alphabet_sizes) < 3:
+            raise ConfigError("induction sweeps need n >= 3 and alphabet sizes >= 3")
+        if self.precision_mode not in MODES:
+            raise ConfigError(f"precision_mode must be one of {MODES}")
+        if any(b is not None and b < 1 for b in self.train_bits) or any(
+            b < 1 for b in self.eval_bits
+        ):
+            raise ConfigError("bits must be >= 1 (train_bits may be None for float32)")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> InductionSweepConfig:
+        fixed = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        return super().from_dict(fixed)
+
+
+def _tag(bits: int | None) -> str:
+    return "full" if bits is None else f"p{bits}"
+
+
+def build_specs(cfg: InductionSweepConfig) -> list[RunSpec]:
+    """Trained runs over the full grid, then one construction run per (S, n, bits)."""
+    common = {
+        "precision_mode": cfg.precision_mode,
+        "batch_size": cfg.batch_size,
+        "hard_fraction": cfg.hard_fraction,
+        "eval_samples": cfg.eval_samples,
+        "lr": cfg.lr,
+        "target_acc": cfg.target_acc,
+        "eval_bits": list(cfg.eval_bits),
+    }
+    specs = []
+    grid = itertools.product(
+        cfg.alphabet_sizes, cfg.ns, cfg.layers, cfg.heads, cfg.widths, cfg.train_bits, cfg.seeds
+    )
+    for s, n, layers, h, m, bits, seed in grid:
+        steps = cfg.max_steps_one_layer if layers == 1 and cfg.max_steps_one_layer else None
+        specs.append(
+            RunSpec(
+                f"S{s}_n{n}_L{layers}_h{h}_m{m}_{_tag(bits)}_s{seed}",
+                {
+                    "model": "trained",
+                    "alphabet_size": s,
+                    "n": n,
+                    "n_layer": layers,
+                    "n_head": h,
+                    "d_model": m,
+                    "train_bits": bits,
+                    "seed": seed,
+                    "max_steps": steps or cfg.max_steps,
+                    **common,
+                },
+            )
+        )
+    if cfg.construction:
+        for s, n in itertools.product(cfg.alphabet_sizes, cfg.ns):
+            specs.append(
+                RunSpec(
+                    f"S{s}_n{n}_construction",
+                    {"model": "construction", "alphabet_size": s, "n": n, **common},
+                )
+            )
+    return specs
+
+
+def run_one(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """Sweep worker: train (or build) one model, evaluate it, return its flat row."""
+    train_bits = params.get("train_bits")
+    eval_seed = [params.get("seed", 0), 3]
+    t0, c0 = time.perf_counter(), time.process_time()
+    if params["model"] == "construction":
+        model = two_layer_construction(params["alphabet_size"], params["n"])
+        row: dict[str, Any] = {"n_layer": 2, "n_head": 1, "d_model": model.cfg.d_model}
+        row.update(evaluate(model, params["n"], np.random.default_rng(eval_seed), 256))
+        row.update(steps=0, stop_reason="constructed")
+    else:
+        mcfg = InductionConfig(
+            alphabet_size=params["alphabet_size"],
+            max_len=params["n"],
+            n_layer=params["n_layer"],
+            n_head=params["n_head"],
+            d_model=params["d_model"],
+        )
+        tcfg = InductionTrainConfig(
+            n=params["n"],
+            seed=params["seed"],
+            max_steps=params["max_steps"],
+            batch_size=params["batch_size"],
+            lr=params["lr"],
+            hard_fraction=params["hard_fraction"],
+            eval_samples=params["eval_samples"],
+            target_acc=params["target_acc"],
+            train_bits=train_bits,
+            precision_mode=params["precision_mode"],
+        )
+        model, result = train_induction(mcfg, tcfg, run_dir / "train", quiet=True)
+        row = {"n_layer": mcfg.n_layer, "n_head": mcfg.n_head, "d_model": mcfg.d_model}
+        row.update({k: v for k, v in result.items() if not k.endswith("time_s")})
+    model = model.double()
+    for bits in params["eval_bits"]:
+        at_p = evaluate(
+            model,
+            params["n"],
+            np.random.default_rng(eval_seed),
+            256,
+            Precision(bits, params["precision_mode"]),
+        )
+        row.update({f"{k}_p{bits}": v for k, v in at_p.items()})
+    p_eff = train_bits if train_bits is not None else FLOAT32_BITS
+    row.update(
+        hmp=row["n_head"] * row["d_model"] * p_eff,
+        train_bits_effective=p_eff,
+        wall_time_s=time.perf_counter() - t0,
+        cpu_time_s=time.process_time() - c0,
+    )
+    atomic_write_json(run_dir / "provenance.json", provenance())
+    return row
+
+
+def run_induction_sweep(
+    out_dir: str | Path, cfg: InductionSweepConfig, *, workers: int = 1, quiet: bool = False
+):
+    """Open (or resume) the sweep folder and run every unfinished configuration."""
+    sweep_dir = open_sweep(out_dir, KIND, cfg.to_dict())
+    return run_sweep(
+        sweep_dir,
+        build_specs(cfg),
+        run_one,
+        workers=workers,
+        quiet=quiet,
+        description="induction sweep",
+    )
