@@ -266,7 +266,7 @@ def extract(
         while i < len(order):
             t = int(run_len[order[i]])
             rows = order[i : i + max(1, batch_tokens // t)]
-            idx, mask = _pad_batch(sample, rows, run_len[rows], t)
+            idx, mask = pad_batch(sample, rows, run_len[rows], t)
             states = states_fn(idx.to(device), mask.to(device))
             lo, hi = np.searchsorted(point_window_rank, [i, i + len(rows)])
             sel = point_order[lo:hi]
@@ -290,7 +290,7 @@ def tokens_to_run(sample: Sample) -> int:
     return int(run_len.sum())
 
 
-def _pad_batch(
+def pad_batch(
     sample: Sample, rows: np.ndarray, lengths: np.ndarray, t: int
 ) -> tuple[Tensor, Tensor]:
     """Right-padded token ids `[len(rows), t]` (the first `lengths` tokens of each window)
