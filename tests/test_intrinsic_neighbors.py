@@ -1,0 +1,142 @@
+"""Exact k-NN: equality with a float64 brute-force reference built from difference vectors
+(scipy's cdist, no Gram identity), for every metric and search precision, including rows that
+need the fallback; and the rounding-error bound the exactness proof relies on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.spatial.distance import cdist
+
+from scalelab.errors import InputError
+from scalelab.intrinsic.neighbors import SearchStats, _ApproxSearch, _centred, knn
+from scalelab.intrinsic.synthetic import curved_manifold, known_manifold
+
+
+def brute_force(x: np.ndarray, k: int, metric: str = "euclidean") -> tuple[np.ndarray, np.ndarray]:
+    """Reference: float64 distances from differences, self excluded, stable order."""
+    x64 = x.astype(np.float64)
+    if metric == "euclidean":
+        dist = cdist(x64, x64, "euclidean")
+    else:
+        u = x64 / np.linalg.norm(x64, axis=1, keepdims=True)
+        chord = cdist(u, u, "euclidean")
+        dist = chord**2 / 2 if metric == "cosine" else 2 * np.arcsin(np.minimum(chord / 2, 1))
+    np.fill_diagonal(dist, np.inf)
+    idx = np.argsort(dist, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(dist, idx, axis=1), idx
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp32", "fp64"])
+def test_matches_float64_reference_on_curved_manifold(precision: str) -> None:
+    x = curved_manifold(1500, 12, 256, seed=3)
+    stats = SearchStats()
+    dist, idx = knn(x, 20, precision=precision, stats=stats, block_rows=512)
+    ref_d, ref_i = brute_force(x, 20)
+    assert dist.dtype == np.float64 and idx.dtype == np.int64
+    np.testing.assert_allclose(dist, ref_d, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(idx, ref_i)
+    assert stats.n_rows == 1500 and stats.n_fallback < 1500
+
+
+def test_low_dimension_forces_fallback_and_stays_exact() -> None:
+    # Neighbours of a 2-sphere are far closer than the data radius: bf16 proves few rows.
+    x = known_manifold("sphere", 1200, 2, 64, seed=0)
+    stats = SearchStats()
+    dist, idx = knn(x, 10, stats=stats, block_rows=256)
+    ref_d, ref_i = brute_force(x, 10)
+    assert stats.n_fallback > 0
+    np.testing.assert_allclose(dist, ref_d, rtol=1e-12)
+    np.testing.assert_array_equal(idx, ref_i)
+
+
+@pytest.mark.parametrize("metric", ["cosine", "angular"])
+def test_cosine_and_angular(metric: str) -> None:
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((600, 40)) + 0.5).astype(np.float32)
+    dist, idx = knn(x, 7, metric)
+    ref_d, ref_i = brute_force(x, 7, metric)
+    np.testing.assert_allclose(dist, ref_d, rtol=1e-10)
+    np.testing.assert_array_equal(idx, ref_i)
+    if metric == "cosine":  # sklearn's definition, computed independently
+        from sklearn.metrics.pairwise import cosine_distances
+
+        full = cosine_distances(x.astype(np.float64))
+        np.testing.assert_allclose(dist, full[np.arange(600)[:, None], idx], atol=1e-12)
+
+
+def test_far_from_origin_data_is_exact() -> None:
+    # An offset of 1e4 with unit spread: the Gram identity without centring loses everything.
+    rng = np.random.default_rng(2)
+    x = (1e4 + rng.standard_normal((500, 30))).astype(np.float64)
+    dist, idx = knn(x, 5)
+    ref_d, ref_i = brute_force(x, 5)
+    np.testing.assert_allclose(dist, ref_d, rtol=1e-12)
+    np.testing.assert_array_equal(idx, ref_i)
+
+
+def test_duplicates_give_zero_distances_and_exact_ties() -> None:
+    rng = np.random.default_rng(4)
+    base = rng.standard_normal((200, 16)).astype(np.float32)
+    x = np.concatenate([base, base[:50], base[:50]])
+    dist, _ = knn(x, 4)
+    ref_d, _ = brute_force(x, 4)
+    np.testing.assert_allclose(dist, ref_d, rtol=1e-12)
+    assert (dist[:50, :2] == 0).all() and (dist[50:200, 0] > 0).all()
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp32"])
+def test_error_bound_holds(precision: str) -> None:
+    """The proof needs |a~ - a| <= e: check the bound on every pair of real data."""
+    x = torch.from_numpy(curved_manifold(800, 10, 384, seed=5))
+    xc = _centred(x)
+    search = _ApproxSearch(xc, precision)
+    rows = torch.arange(800)
+    approx = search.approx(rows).to(torch.float64)
+    xc64 = xc.to(torch.float64)
+    exact = search.sqn[None, :] - 2 * xc64 @ xc64.T
+    off = ~torch.eye(800, dtype=torch.bool)
+    err = (approx - exact).abs()[off].view(800, 799).max(dim=1).values
+    bound = search.error(rows)
+    assert bool((err <= bound).all())
+    assert float((err / bound).max()) > 1e-3  # the bound is not vacuous either
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(5, 80),
+    dim=st.integers(1, 12),
+    k=st.integers(1, 4),
+    scale=st.sampled_from([1e-3, 1.0, 1e3]),
+    seed=st.integers(0, 10_000),
+    precision=st.sampled_from(["bf16", "fp32", "fp64"]),
+)
+def test_random_small_clouds(
+    n: int, dim: int, k: int, scale: float, seed: int, precision: str
+) -> None:
+    rng = np.random.default_rng(seed)
+    x = (scale * rng.standard_normal((n, dim))).astype(np.float32)
+    dist, _ = knn(x, k, precision=precision, block_rows=16)
+    ref_d, _ = brute_force(x, k)
+    np.testing.assert_allclose(dist, ref_d, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("x", "k", "kwargs", "message"),
+    [
+        (np.zeros(10), 2, {}, "2-D"),
+        (np.zeros((0, 3)), 2, {}, "empty"),
+        (np.array([[0.0, 1.0], [np.nan, 1.0], [2.0, 2.0]]), 1, {}, "NaN or inf"),
+        (np.ones((3, 2)), 3, {}, r"at least k \+ 1"),
+        (np.ones((3, 2)), 0, {}, "k >= 1"),
+        (np.ones((3, 2)), 1, {"metric": "manhattan"}, "unknown metric"),
+        (np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), 1, {"metric": "cosine"}, "all-zero"),
+        (np.ones((3, 2)), 1, {"precision": "fp16"}, "unknown precision"),
+    ],
+)
+def test_bad_inputs(x: np.ndarray, k: int, kwargs: dict, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        knn(x, k, **kwargs)
