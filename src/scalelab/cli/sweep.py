@@ -1,7 +1,265 @@
-"""CLI commands for sweep (see register)."""
+"""`scalelab sweep data|model`: resumable data-size and model-size sweeps of `scalelab train`
+runs, one row per finished run in OUT/runs.csv (read by `scalelab report OUT`)."""
 
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
 import typer
+
+from scalelab.cli.common import JSON, QUIET, print_json, print_table
+from scalelab.errors import ConfigError
+from scalelab.lm.train import configs_for_preset
+from scalelab.sweeps import data as data_sweep
+from scalelab.sweeps import model as model_sweep
+from scalelab.sweeps.lm import POLICIES, Schedule
+from scalelab.text.store import TokenStore
+
+sweep_app = typer.Typer(
+    help="Data-size and model-size sweeps (resumable; one `scalelab train` run folder each).",
+    no_args_is_help=True,
+)
+
+DATA = typer.Option(..., "--data", help="Token store from `scalelab corpus prepare`.")
+OUT = typer.Option(..., "--out", help="Sweep folder (created, or resumed with the same options).")
+PRESET = typer.Option("tiny", "--preset", help="Model + training defaults: tiny, small, medium.")
+POLICY = typer.Option(
+    "converge",
+    "--policy",
+    help="Training length: converge (early stopping on validation loss, step budget growing "
+    "with data), epochs (fixed passes over each run's data), tokens (fixed token budget).",
+)
+PATIENCE = typer.Option(4, "--patience", help="converge: validations without improvement.")
+MAX_EPOCHS = typer.Option(
+    40.0, "--max-epochs", help="converge: step budget as passes over the run's tokens."
+)
+MIN_STEPS = typer.Option(200, "--min-steps", help="converge: smallest step budget.")
+STEP_CAP = typer.Option(20_000, "--step-cap", help="converge: largest step budget.")
+EPOCHS = typer.Option(1.0, "--epochs", help="epochs: passes over each run's tokens.")
+TOKEN_BUDGET = typer.Option(None, "--token-budget", help="tokens: training tokens per run.")
+EVAL_INTERVAL = typer.Option(50, "--eval-interval", help="Steps between validations.")
+EVAL_BATCHES = typer.Option(8, "--eval-batches", help="Validation batches per evaluation.")
+CONTEXT = typer.Option(None, "--context-len", help="Context length (default: the preset's).")
+BATCH = typer.Option(None, "--batch-size", help="Windows per step (default: the preset's).")
+LR = typer.Option(None, "--lr", help="Peak learning rate (default: the preset's).")
+TEST_TOKENS = typer.Option(None, "--test-tokens", help="Score at most N test tokens (all).")
+DTYPE = typer.Option(None, "--dtype", help="auto, float32 or bfloat16 (default auto).")
+SEED = typer.Option(0, "--seed", help="Training seed of every run (weights, data order).")
+WORKERS = typer.Option(1, "--workers", help="Runs in parallel (processes; threads split).")
+THREADS = typer.Option(None, "--threads", help="Torch CPU threads when --workers is 1.")
+ONLY = typer.Option(
+    None,
+    "--only",
+    help="Run only this run name (repeatable): one scheduler task per run; the table still "
+    "covers every finished run.",
+)
+PLAN = typer.Option(False, "--plan", help="Print the runs (name, tokens, step budget) and stop.")
+
+
+def _schedule(**kw: Any) -> Schedule:
+    if kw["policy"] not in POLICIES:
+        raise ConfigError(f"--policy {kw['policy']!r} is not one of {POLICIES}")
+    return Schedule(**kw)
+
+
+def _threads(workers: int, threads: int | None) -> None:
+    if workers < 1:
+        raise ConfigError(f"--workers must be >= 1, got {workers}")
+    if threads is not None:
+        if threads < 1:
+            raise ConfigError(f"--threads must be >= 1, got {threads}")
+        torch.set_num_threads(threads)
+
+
+def _plan(specs: list, as_json: bool) -> None:
+    rows = [
+        {
+            "run": s.name,
+            "train_tokens": s.params["train_tokens"],
+            "max_steps": s.params["max_steps"],
+            "patience": s.params["patience"],
+            **({"label": s.params["label"]} if "label" in s.params else {}),
+        }
+        for s in specs
+    ]
+    if as_json:
+        print_json(rows)
+    else:
+        print_table("planned runs", rows)
+
+
+def _show(out: Path, table: pd.DataFrame, as_json: bool, extra: list[str]) -> None:
+    cols = ["run", *extra, "steps", "stop_reason", "best_val_loss_nats", "test_loss_nats"]
+    rows = table[[c for c in cols if c in table.columns]].to_dict("records") if len(table) else []
+    if as_json:
+        print_json({"sweep_dir": str(out), "runs": rows})
+        return
+    print_table(f"sweep {out}: {len(rows)} finished runs", rows)
+    typer.echo(f"table: {out / 'runs.csv'}; report: scalelab report {out}")
+
+
+def data_cmd(
+    data: Path = DATA,
+    out: Path = OUT,
+    preset: str = PRESET,
+    model: str | None = typer.Option(
+        None, "--model", help="Shape LAYERSxWIDTH[xHEADS] instead of the preset's, e.g. 4x128."
+    ),
+    sizes: str | None = typer.Option(
+        None, "--sizes", help="Comma-separated training-token counts, strictly increasing."
+    ),
+    min_tokens: int | None = typer.Option(
+        None, "--min-tokens", help="Smallest size (default: largest / 100, two decades)."
+    ),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", help="Largest size (default: the whole train split)."
+    ),
+    points: int = typer.Option(7, "--points", help="Sizes in the geometric grid."),
+    policy: str = POLICY,
+    patience: int = PATIENCE,
+    max_epochs: float = MAX_EPOCHS,
+    min_steps: int = MIN_STEPS,
+    step_cap: int = STEP_CAP,
+    epochs: float = EPOCHS,
+    token_budget: int | None = TOKEN_BUDGET,
+    eval_interval: int = EVAL_INTERVAL,
+    eval_batches: int = EVAL_BATCHES,
+    context_len: int | None = CONTEXT,
+    batch_size: int | None = BATCH,
+    lr: float | None = LR,
+    test_tokens: int | None = TEST_TOKENS,
+    dtype: str | None = DTYPE,
+    seed: int = SEED,
+    workers: int = WORKERS,
+    threads: int | None = THREADS,
+    only: list[str] | None = ONLY,
+    plan: bool = PLAN,
+    quiet: bool = QUIET,
+    as_json: bool = JSON,
+) -> None:
+    """Train one model on nested prefixes of the train split (a geometric grid of sizes, or
+    --sizes), each evaluated on the same test split. Re-running resumes; finished runs are
+    never redone. Example: scalelab sweep data --data data/shk --out sweeps/shk --points 7"""
+    _threads(workers, threads)
+    model_cfg, train_cfg = configs_for_preset(
+        preset,
+        data,
+        block_size=context_len,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        eval_interval=eval_interval,
+        eval_batches=eval_batches,
+        test_tokens=test_tokens,
+        dtype=dtype,
+    )
+    if model is not None:
+        model_cfg = model_sweep.parse_model(model, model_cfg)[1]
+    if sizes is not None:
+        grid = _parse_sizes(sizes)
+    else:
+        hi = max_tokens if max_tokens is not None else TokenStore(data, "train").n_tokens
+        grid = data_sweep.geometric_grid(min_tokens or max(hi // 100, 1), hi, points)
+    schedule = _schedule(
+        policy=policy,
+        patience=patience,
+        max_epochs=max_epochs,
+        min_steps=min_steps,
+        step_cap=step_cap,
+        epochs=epochs,
+        token_budget=token_budget,
+    )
+    cfg = data_sweep.make_config(data, model_cfg, train_cfg, schedule, grid)
+    if plan:
+        _plan(data_sweep.specs(cfg), as_json)
+        return
+    table = data_sweep.data_sweep(out, cfg, workers=workers, only=only, quiet=quiet)
+    _show(out, table, as_json, ["train_tokens"])
+
+
+def _parse_sizes(text: str) -> list[int]:
+    try:
+        return [int(float(s)) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise ConfigError(
+            f"--sizes {text!r}: give comma-separated integers, e.g. 1e4,1e5"
+        ) from None
+
+
+def model_cmd(
+    data: Path = DATA,
+    out: Path = OUT,
+    models: str = typer.Option(
+        ...,
+        "--models",
+        help="Comma-separated presets or shapes LAYERSxWIDTH[xHEADS] (heads default "
+        "width/32), e.g. 2x64,4x96,4x128,6x192.",
+    ),
+    preset: str = PRESET,
+    train_tokens: int | None = typer.Option(
+        None, "--train-tokens", help="Training tokens for every model (default: all)."
+    ),
+    policy: str = POLICY,
+    patience: int = PATIENCE,
+    max_epochs: float = MAX_EPOCHS,
+    min_steps: int = MIN_STEPS,
+    step_cap: int = STEP_CAP,
+    epochs: float = EPOCHS,
+    token_budget: int | None = TOKEN_BUDGET,
+    eval_interval: int = EVAL_INTERVAL,
+    eval_batches: int = EVAL_BATCHES,
+    context_len: int | None = CONTEXT,
+    batch_size: int | None = BATCH,
+    lr: float | None = LR,
+    test_tokens: int | None = TEST_TOKENS,
+    dtype: str | None = DTYPE,
+    seed: int = SEED,
+    workers: int = WORKERS,
+    threads: int | None = THREADS,
+    only: list[str] | None = ONLY,
+    plan: bool = PLAN,
+    quiet: bool = QUIET,
+    as_json: bool = JSON,
+) -> None:
+    """Train several model shapes on the same data with the same training config; runs.csv
+    records each model's non-embedding parameters. Re-running resumes.
+    Example: scalelab sweep model --data data/shk --out sweeps/shk-models --models 2x64,4x128"""
+    _threads(workers, threads)
+    base, train_cfg = configs_for_preset(
+        preset,
+        data,
+        block_size=context_len,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        eval_interval=eval_interval,
+        eval_batches=eval_batches,
+        test_tokens=test_tokens,
+        dtype=dtype,
+    )
+    schedule = _schedule(
+        policy=policy,
+        patience=patience,
+        max_epochs=max_epochs,
+        min_steps=min_steps,
+        step_cap=step_cap,
+        epochs=epochs,
+        token_budget=token_budget,
+    )
+    names = [m for m in models.split(",") if m.strip()]
+    cfg = model_sweep.make_config(data, names, base, train_cfg, schedule, train_tokens)
+    if plan:
+        _plan(model_sweep.specs(cfg), as_json)
+        return
+    table = model_sweep.model_sweep(out, cfg, workers=workers, only=only, quiet=quiet)
+    _show(out, table, as_json, ["label", "params_non_embedding"])
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the top-level app."""
+    """Add `scalelab sweep data|model` to the top-level app."""
+    sweep_app.command("data")(data_cmd)
+    sweep_app.command("model")(model_cmd)
+    app.add_typer(sweep_app, name="sweep")

@@ -1,0 +1,136 @@
+"""What data and model sweeps share: the training-length policy and the run worker.
+
+A sweep run is an ordinary `scalelab train` run folder (config.json, metrics.jsonl, weights,
+state.pt, result.json) under `SWEEP/runs/<name>/`, made by `scalelab.lm.train.train`, so
+it resumes exactly after a kill and can be run by any scheduler.
+
+Training-length policies (REFERENCE.md: runs capped before convergence flatten the slope):
+- `converge` (default): early stopping on validation loss (`patience` validations without
+  improvement; the best weights are tested) inside a step budget that grows with the data:
+  `max_epochs` passes over the run's tokens, clamped to [`min_steps`, `step_cap`]. A run
+  that ends by its budget, not by patience, did not converge; the table says which.
+- `epochs`: a fixed number of passes over each run's own tokens, no early stopping.
+- `tokens`: the same number of training tokens for every run, no early stopping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from scalelab.config import Config
+from scalelab.errors import ConfigError
+from scalelab.lm.model import GPTConfig
+from scalelab.lm.train import TrainConfig, train
+from scalelab.sweeps.runner import RunSpec, run_sweep, write_table
+
+POLICIES = ("converge", "epochs", "tokens")
+LOG = "train.log"
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule(Config):
+    """How long each run of a sweep trains (see the module docstring)."""
+
+    policy: str = "converge"
+    patience: int = 4  # converge: validations without improvement before stopping
+    max_epochs: float = 40.0  # converge: step budget in passes over the run's tokens
+    min_steps: int = 200  # converge: step budget floor (tiny data sets)
+    step_cap: int = 20_000  # converge: step budget ceiling (a run hitting it is flagged)
+    epochs: float = 1.0  # epochs: passes over each run's tokens
+    token_budget: int | None = None  # tokens: training tokens per run
+
+    def validate(self) -> None:
+        if self.policy not in POLICIES:
+            raise ConfigError(f"policy {self.policy!r} is not one of {POLICIES}; pick one")
+        for name in ("patience", "min_steps", "step_cap"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.min_steps > self.step_cap:
+            raise ConfigError(f"min_steps {self.min_steps} exceeds step_cap {self.step_cap}")
+        for name in ("max_epochs", "epochs"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise ConfigError(f"{name} must be a positive number, got {value!r}")
+        if self.policy == "tokens" and self.token_budget is None:
+            raise ConfigError("policy 'tokens' needs a token budget: pass --token-budget N")
+        if self.token_budget is not None and (
+            not isinstance(self.token_budget, int) or self.token_budget < 1
+        ):
+            raise ConfigError(f"token_budget must be a positive integer, not {self.token_budget}")
+
+    def train_config(self, base: TrainConfig, n_tokens: int, block_size: int) -> TrainConfig:
+        """`base` with the length fields this policy sets for a run on `n_tokens` tokens."""
+        per_step = base.windows_per_step * block_size
+        if self.policy == "converge":
+            steps = math.ceil(self.max_epochs * n_tokens / per_step)
+            steps = min(max(steps, self.min_steps), self.step_cap)
+            patience: int | None = self.patience
+        elif self.policy == "epochs":
+            steps, patience = max(1, math.ceil(self.epochs * n_tokens / per_step)), None
+        else:
+            steps, patience = max(1, math.ceil(self.token_budget / per_step)), None
+        return base.replace(
+            train_tokens=n_tokens,
+            max_steps=steps,
+            max_tokens=None,
+            patience=patience,
+            warmup_steps=min(base.warmup_steps, max(steps // 10, 1)),
+        )
+
+
+def run_params(
+    model: GPTConfig, train_cfg: TrainConfig, data_dir: Path, **scalars: Any
+) -> dict[str, Any]:
+    """A spec's params: the full configs (dicts, left out of runs.csv) and the scalars that
+    become runs.csv columns beside the run's result."""
+    return {
+        "model": model.to_dict(),
+        "train": train_cfg.to_dict(),
+        "data_dir": str(data_dir),
+        "max_steps": train_cfg.max_steps,
+        "patience": train_cfg.patience if train_cfg.patience is not None else 0,
+        **scalars,
+    }
+
+
+def train_worker(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """Train one run (or resume it) with its log lines in `run_dir/train.log`."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with open(run_dir / LOG, "a", encoding="utf-8") as log, contextlib.redirect_stderr(log):
+        return train(
+            GPTConfig.from_dict(params["model"]),
+            TrainConfig.from_dict(params["train"]),
+            params["data_dir"],
+            run_dir,
+            quiet=True,
+        )
+
+
+def run_specs(
+    sweep_dir: Path,
+    all_specs: list[RunSpec],
+    *,
+    workers: int,
+    only: Sequence[str] | None,
+    quiet: bool,
+) -> pd.DataFrame:
+    """Run `only` (or all) of `all_specs` and rebuild runs.csv over all of them."""
+    chosen = all_specs
+    if only:
+        names = {s.name for s in all_specs}
+        unknown = sorted(set(only) - names)
+        if unknown:
+            raise ConfigError(f"no run named {unknown} in this sweep; runs are {sorted(names)}")
+        chosen = [s for s in all_specs if s.name in set(only)]
+    run_sweep(
+        sweep_dir, chosen, train_worker, workers=workers, quiet=quiet, description="sweep runs"
+    )
+    return write_table(sweep_dir, all_specs)

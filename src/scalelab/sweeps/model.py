@@ -1,0 +1,137 @@
+"""Model-size sweep: several model shapes trained on the same data (the seed paper's Fig. 3).
+
+Every run trains on the same first `train_tokens` tokens of the train split with the same
+training config and length policy; runs.csv records each shape and its non-embedding
+parameter count (the N of the model scaling law).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from scalelab.config import Config
+from scalelab.errors import ConfigError
+from scalelab.lm.model import PRESETS, GPTConfig, preset_config
+from scalelab.lm.train import TrainConfig
+from scalelab.sweeps.lm import Schedule, run_params, run_specs
+from scalelab.sweeps.runner import RunSpec, open_sweep
+from scalelab.text.store import TokenStore
+
+KIND = "model"
+HEAD_DIM = 32  # heads of a shape given without them: width / 32 (at least 1)
+_SHAPE = re.compile(r"^(\d+)x(\d+)(?:x(\d+))?$")
+
+
+def parse_model(text: str, base: GPTConfig) -> tuple[str, GPTConfig]:
+    """A preset name (`tiny`, `small`, ...) or a shape `LAYERSxWIDTH[xHEADS]` on top of `base`
+    (its context length and vocabulary); returns a label and the config."""
+    text = text.strip()
+    if text in PRESETS:
+        return text, preset_config(text, base.vocab_size)
+    match = _SHAPE.match(text)
+    if not match:
+        raise ConfigError(
+            f"model {text!r} is neither a preset {sorted(PRESETS)} nor a shape like 4x128 "
+            "or 4x128x4 (layers x width [x heads])"
+        )
+    layers, width = int(match[1]), int(match[2])
+    heads = int(match[3]) if match[3] else max(1, width // HEAD_DIM)
+    if width % heads:
+        raise ConfigError(f"model {text!r}: width {width} is not divisible by {heads} heads")
+    return f"L{layers}-W{width}-H{heads}", base.replace(n_layer=layers, n_embd=width, n_head=heads)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSweepConfig(Config):
+    """Everything that defines a model sweep (saved in sweep.json, checked on resume)."""
+
+    data_dir: str
+    train_tokens: int
+    labels: tuple[str, ...]
+    models: tuple[dict[str, Any], ...]
+    train: dict[str, Any]
+    schedule: dict[str, Any]
+
+    def validate(self) -> None:
+        if len(self.models) < 2 or len(self.labels) != len(self.models):
+            raise ConfigError("a model sweep needs at least 2 models; pass more --models")
+        if len(set(self.labels)) != len(self.labels):
+            raise ConfigError(f"models {list(self.labels)} repeat a shape; list each once")
+        TrainConfig.from_dict(self.train)
+        Schedule.from_dict(self.schedule)
+        available = TokenStore(self.data_dir, "train").n_tokens
+        for m in self.models:
+            block = GPTConfig.from_dict(m).block_size
+            if not block < self.train_tokens <= available:
+                raise ConfigError(
+                    f"train_tokens {self.train_tokens} must be in ({block}, {available}] "
+                    "(the context length and the train split's size); fix --train-tokens"
+                )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        return {**d, "labels": list(self.labels), "models": list(d["models"])}
+
+
+def make_config(
+    data_dir: str | Path,
+    models: Sequence[str],
+    base: GPTConfig,
+    train: TrainConfig,
+    schedule: Schedule,
+    train_tokens: int | None = None,
+) -> ModelSweepConfig:
+    """`models`: preset names or shapes (see `parse_model`); `train_tokens` default: all."""
+    data_dir = Path(data_dir).resolve()
+    parsed = [parse_model(m, base) for m in models]
+    n = train_tokens if train_tokens is not None else TokenStore(data_dir, "train").n_tokens
+    return ModelSweepConfig(
+        data_dir=str(data_dir),
+        train_tokens=int(n),
+        labels=tuple(label for label, _ in parsed),
+        models=tuple(cfg.to_dict() for _, cfg in parsed),
+        train=train.to_dict(),
+        schedule=schedule.to_dict(),
+    )
+
+
+def specs(cfg: ModelSweepConfig) -> list[RunSpec]:
+    base = TrainConfig.from_dict(cfg.train)
+    schedule = Schedule.from_dict(cfg.schedule)
+    out = []
+    for i, (label, m) in enumerate(zip(cfg.labels, cfg.models, strict=True)):
+        model = GPTConfig.from_dict(m)
+        run_cfg = schedule.train_config(base, cfg.train_tokens, model.block_size)
+        params = run_params(
+            model,
+            run_cfg,
+            Path(cfg.data_dir),
+            label=label,
+            n_layer=model.n_layer,
+            n_embd=model.n_embd,
+            n_head=model.n_head,
+            block_size=model.block_size,
+            train_tokens=cfg.train_tokens,
+            policy=schedule.policy,
+        )
+        out.append(RunSpec(f"m{i:02d}-{label}", params))
+    return out
+
+
+def model_sweep(
+    sweep_dir: str | Path,
+    cfg: ModelSweepConfig,
+    *,
+    workers: int = 1,
+    only: Sequence[str] | None = None,
+    quiet: bool = False,
+) -> pd.DataFrame:
+    """Run (or resume) the sweep; `only` runs just the named runs."""
+    sweep_dir = open_sweep(sweep_dir, KIND, cfg.to_dict())
+    return run_specs(sweep_dir, specs(cfg), workers=workers, only=only, quiet=quiet)
