@@ -345,6 +345,7 @@ class _Trainer:
         self.cfg, self.data, self.out_dir, self.ctx = cfg, data, out_dir, ctx
         self.session_start = time.perf_counter()
         self.session_train_time = 0.0
+        self.session_train_cpu = 0.0
         self.block = model_cfg.block_size
         self.dtype = resolve_dtype(cfg.dtype, ctx.device)
         self.model = GPT(model_cfg, seed=cfg.seed).to(ctx.device)
@@ -364,6 +365,7 @@ class _Trainer:
             "stop_reason": None,
             "wall_time_s": 0.0,
             "train_time_s": 0.0,
+            "train_cpu_s": 0.0,
             "loss_sum": 0.0,
             "loss_count": 0,
         }
@@ -395,10 +397,11 @@ class _Trainer:
         with progress("train", self.total_steps, quiet=quiet or not ctx.is_main) as advance:
             advance(s["step"])
             while s["stop_reason"] is None and s["step"] < self.total_steps:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 loss = self._step(net)
                 dt = time.perf_counter() - t0
                 self.session_train_time += dt
+                self.session_train_cpu += time.process_time() - c0
                 advance(1, info=f"loss {loss:.3f} {self.tokens_per_step / dt / 1e3:.1f}k tok/s")
                 if s["step"] % self.cfg.eval_interval == 0 or s["step"] == self.total_steps:
                     self._eval_and_checkpoint()
@@ -450,7 +453,9 @@ class _Trainer:
             raise EstimationError(f"validation loss is {val} at step {s['step']}; lower --lr")
         s["wall_time_s"] += time.perf_counter() - self.session_start
         s["train_time_s"] += self.session_train_time
+        s["train_cpu_s"] += self.session_train_cpu
         self.session_start, self.session_train_time = time.perf_counter(), 0.0
+        self.session_train_cpu = 0.0
         tokens = s["step"] * self.tokens_per_step
         row = {
             "step": s["step"],
@@ -515,6 +520,8 @@ class _Trainer:
             "wall_time_s": wall,
             "train_time_s": s["train_time_s"],
             "tokens_per_s": tokens_seen / max(s["train_time_s"], 1e-9),
+            "train_cpu_time_s": s["train_cpu_s"],
+            "tokens_per_cpu_s": tokens_seen / max(s["train_cpu_s"], 1e-9),
             "stop_reason": s["stop_reason"],
             "dtype": str(self.dtype).removeprefix("torch."),
             "device": ctx.device.type,
