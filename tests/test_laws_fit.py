@@ -3,6 +3,9 @@ Hoffmann constants, and the Epoch replication's grid fit on the digitised Chinch
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -206,3 +209,124 @@ def test_chinchilla_extrapolation_holds_out_largest_compute() -> None:
     assert sorted(out["N_heldout"]) == sorted(n[np.argsort(compute)[-3:]].tolist())
     assert out["n_fit"] == n.size - 3
     assert out["max_abs_rel_error"] < 1e-4
+
+
+# ---- `scalelab fit` command line ----------------------------------------------------------
+
+
+@pytest.fixture
+def fit_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """Run `scalelab fit ARGS` through the real `main()` in this process: (code, out, err)."""
+    from scalelab.cli import main
+
+    def call(*args: object) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["scalelab", "fit", *map(str, args)])
+        with pytest.raises(SystemExit) as info:
+            main()
+        out, err = capsys.readouterr()
+        return info.value.code or 0, out, err
+
+    return call
+
+
+def _write(path: Path, rows: dict) -> Path:
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_cli_fit_json_matches_library(tmp_path: Path, fit_cli) -> None:
+    x = np.geomspace(1e4, 1e7, 7)
+    y = 30.0 * x**-0.3 * np.exp(np.random.default_rng(0).normal(0, 0.02, 7))
+    table = _write(tmp_path / "runs.csv", {"train_tokens": x, "test_loss_nats": y})
+    out = tmp_path / "fit.json"
+    args = ["--x", "train_tokens", "--y", "test_loss_nats", "--n-boot", "100", "--holdout", "1"]
+    code, stdout, err = fit_cli(table, *args, "--json", "--out", out)
+    assert code == 0, err
+    result = json.loads(stdout)
+    lib = fit_power_law(x, y, n_boot=100, seed=0)
+    assert result["fit"]["exponent"] == pytest.approx(lib.exponent, rel=1e-12)
+    assert result["fit"]["exponent_ci95"] == pytest.approx(list(lib.exponent_ci95))
+    assert result["holdout"]["n_fit"] == 6
+    saved = json.loads(out.read_text())
+    assert saved["fit"] == result["fit"] and "git_revision" in saved["provenance"]
+
+
+def test_cli_chinchilla_from_flop_column(tmp_path: Path, fit_cli) -> None:
+    n, d, loss = _hoffmann_grid()
+    table = _write(tmp_path / "c.csv", {"N": n, "C": 6 * n * d, "L": loss})
+    code, stdout, err = fit_cli(
+        table,
+        "--form",
+        "chinchilla",
+        "--y",
+        "L",
+        "--n-col",
+        "N",
+        "--c-col",
+        "C",
+        "--n-boot",
+        "0",
+        "--json",
+    )
+    assert code == 0, err
+    fit = json.loads(stdout)["fit"]
+    for key, truth in HOFFMANN.items():
+        assert fit[key] == pytest.approx(truth, rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("rows", "args", "message"),
+    [
+        (
+            {"n": [1, 2, 3], "l": [3, 2, 1]},
+            ["--x", "tokens", "--y", "l"],
+            "no column(s) ['tokens']",
+        ),
+        ({"n": [1, 2, 3], "l": [3, 0, 1]}, ["--x", "n", "--y", "l"], "non-positive"),
+        ({"n": [1, -2, 3], "l": [3, 2, 1]}, ["--x", "n", "--y", "l"], "non-positive"),
+        ({"n": [1, 2], "l": [3, 2]}, ["--x", "n", "--y", "l"], "at least 3"),
+        ({"n": [1, 2, 3], "l": ["a", 2, 1]}, ["--x", "n", "--y", "l"], "non-numeric"),
+        ({"n": [1, 2, 3], "l": [3, 2, 1]}, ["--x", "n", "--y", "l", "--form", "exp"], "--form"),
+        ({"n": [1, 2, 3], "l": [3, 2, 1]}, ["--y", "l"], "needs --x"),
+        ({"n": [1, 2, 3], "l": [3, 2, 1]}, ["--y", "l", "--form", "chinchilla"], "--n-col"),
+        (
+            {"n": [1, 2, 3, 4], "l": [4, 3, 2, 1]},
+            ["--x", "n", "--y", "l", "--holdout", "2"],
+            "hold out fewer",
+        ),
+    ],
+)
+def test_cli_bad_input_is_one_line_exit_2_nothing_written(
+    tmp_path: Path, fit_cli, rows, args, message
+) -> None:
+    table = _write(tmp_path / "t.csv", rows)
+    out = tmp_path / "fit.json"
+    code, _, err = fit_cli(table, *args, "--out", out)
+    assert code == 2
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_cli_unreadable_and_missing_tables(tmp_path: Path, fit_cli) -> None:
+    code, _, err = fit_cli(tmp_path / "nope.csv", "--x", "n", "--y", "l")
+    assert code == 2 and "not found" in err
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"not parquet at all")
+    code, _, err = fit_cli(bad, "--x", "n", "--y", "l")
+    assert code == 2 and "cannot read table" in err and err.count("\n") == 1
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    code, _, err = fit_cli(empty, "--x", "n", "--y", "l")
+    assert code == 2 and "cannot read table" in err
+
+
+def test_cli_bad_input_in_a_real_process(tmp_path: Path) -> None:
+    table = _write(tmp_path / "t.csv", {"n": [1, 2, 3], "l": [3, 2, 1]})
+    proc = subprocess.run(
+        [sys.executable, "-m", "scalelab", "fit", str(table), "--x", "size", "--y", "l"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1

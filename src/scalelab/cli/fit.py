@@ -1,7 +1,109 @@
-"""CLI commands for fit (see register)."""
+"""`scalelab fit`: fit a scaling law to two (or three) columns of a results table."""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
+from scalelab.cli.common import JSON, SEED, print_json, print_table
+from scalelab.errors import InputError
+from scalelab.io import atomic_write_json, provenance
+from scalelab.laws.fit import (
+    chinchilla_extrapolation_check,
+    extrapolation_check,
+    fit_chinchilla,
+    fit_power_law,
+)
+from scalelab.laws.table import numeric_columns, read_table
+
+FORMS = ("power", "power+E", "chinchilla")
+
+
+def fit_cmd(
+    table: Path = typer.Argument(..., help="Results table: .csv, .tsv, .parquet or .jsonl."),
+    x: str | None = typer.Option(None, "--x", help="Size column (power, power+E)."),
+    y: str = typer.Option(..., "--y", help="Loss column (positive)."),
+    form: str = typer.Option(
+        "power",
+        "--form",
+        help="power: log-log least squares (the paper's fit); power+E: y = E + A·x^-α; "
+        "chinchilla: L = E + A/N^α + B/D^β.",
+    ),
+    n_col: str | None = typer.Option(None, "--n-col", help="Parameters column (chinchilla)."),
+    d_col: str | None = typer.Option(None, "--d-col", help="Tokens column (chinchilla)."),
+    c_col: str | None = typer.Option(
+        None, "--c-col", help="Training-FLOP column instead of --d-col: D = C / (6 N)."
+    ),
+    holdout: int = typer.Option(
+        0, "--holdout", help="Also fit without the K largest sizes and report their error."
+    ),
+    n_boot: int = typer.Option(
+        1000, "--n-boot", help="Bootstrap resamples for the intervals (0: none)."
+    ),
+    seed: int = SEED,
+    out: Path | None = typer.Option(None, "--out", help="Also write the result as JSON here."),
+    as_json: bool = JSON,
+) -> None:
+    """Fit a scaling law to a table, with bootstrap 95% intervals. The printed form is
+    always named: 'power' has no irreducible term, 'power+E' and 'chinchilla' do."""
+    if form not in FORMS:
+        raise InputError(f"unknown --form {form!r}; choose one of {', '.join(FORMS)}")
+    if holdout < 0:
+        raise InputError(f"--holdout must be >= 0, got {holdout}")
+    df = read_table(table)
+    result: dict = {"table": str(table), "form": form}
+    if form == "chinchilla":
+        if n_col is None or (d_col is None) == (c_col is None):
+            raise InputError("--form chinchilla needs --n-col and one of --d-col or --c-col")
+        cols = numeric_columns(df, [y, n_col, d_col or c_col], str(table))
+        n = cols[n_col]
+        d = cols[d_col] if d_col else cols[c_col] / (6.0 * n)
+        fit = fit_chinchilla(n, d, cols[y], n_boot=n_boot, seed=seed)
+        result["fit"] = fit.to_dict()
+        rows = [
+            {"param": k, "value": getattr(fit, k), "ci95": _ci(fit.ci95.get(k))}
+            for k in ("A", "B", "E", "alpha", "beta")
+        ]
+        if holdout:
+            result["holdout"] = chinchilla_extrapolation_check(n, d, cols[y], holdout=holdout)
+    else:
+        if x is None:
+            raise InputError(f"--form {form} needs --x COLUMN (the size column)")
+        cols = numeric_columns(df, [x, y], str(table))
+        fit = fit_power_law(cols[x], cols[y], form=form, n_boot=n_boot, seed=seed)
+        result["fit"] = fit.to_dict()
+        rows = [
+            {"param": "exponent", "value": fit.exponent, "ci95": _ci(fit.exponent_ci95)},
+            {"param": "A", "value": fit.A, "ci95": ""},
+        ]
+        if fit.E is not None:
+            rows.append({"param": "E", "value": fit.E, "ci95": ""})
+        if holdout:
+            result["holdout"] = extrapolation_check(
+                cols[x], cols[y], form=form, holdout=holdout, n_boot=0
+            )
+    if out is not None:
+        atomic_write_json(out, {**result, "provenance": provenance()})
+    if as_json:
+        print_json(result)
+        return
+    print_table(f"{form} fit of {y} ({len(df)} rows, {n_boot} bootstrap resamples)", rows)
+    if holdout:
+        h = result["holdout"]
+        print_table(
+            f"held out the {holdout} largest; fitted on {h['n_fit']}",
+            [
+                {"observed": o, "predicted": p, "rel_error": r}
+                for o, p, r in zip(h["observed"], h["predicted"], h["rel_error"], strict=True)
+            ],
+        )
+
+
+def _ci(pair) -> str:
+    return f"[{pair[0]:.4g}, {pair[1]:.4g}]" if pair else ""
+
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the top-level app."""
+    """Add `scalelab fit` to the top-level app."""
+    app.command("fit")(fit_cmd)
