@@ -145,6 +145,7 @@ class HFStates:
 
     def __init__(self, model: nn.Module) -> None:
         self.model = model
+        self.body = getattr(model, "base_model", model)
         self.norm = final_norm(model)
         self.n_layer = num_layers(model)
 
@@ -156,7 +157,7 @@ class HFStates:
 
         handle = self.norm.register_forward_hook(hook)
         try:
-            out = self.model(
+            out = self.body(  # the decoder without the LM head: no logits to compute
                 input_ids=idx,
                 attention_mask=mask.long(),
                 output_hidden_states=True,
