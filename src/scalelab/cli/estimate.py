@@ -58,9 +58,23 @@ BATCH_TOKENS = typer.Option(
     4096, "--batch-tokens", help="Tokens per forward pass when embedding (memory vs speed)."
 )
 DEVICE = typer.Option("auto", "--device", help="auto (CUDA if present), cpu, cuda, cuda:1 ...")
+THREADS = typer.Option(
+    None, "--threads", help="CPU threads for torch (default: torch's; 1 on a busy machine)."
+)
 GGUF = typer.Option(
     None, "--gguf", help="GGUF file name inside an HF folder (default: the only one)."
 )
+
+
+def _threads(threads: int | None) -> None:
+    """Bound torch's CPU threads (results do not depend on it; speed on a shared machine
+    does)."""
+    if threads is not None:
+        if threads < 1:
+            raise ConfigError(f"--threads must be a positive integer, got {threads}")
+        import torch
+
+        torch.set_num_threads(threads)
 
 
 def _config(**kwargs: Any) -> EstimateConfig:
@@ -102,6 +116,7 @@ def estimate_cmd(
     batch_tokens: int = BATCH_TOKENS,
     device: str = DEVICE,
     gguf: str | None = GGUF,
+    threads: int | None = THREADS,
     out: Path | None = typer.Option(
         None, "--out", help="Output folder (default: estimates/<model>__<corpus>)."
     ),
@@ -114,6 +129,7 @@ def estimate_cmd(
     Writes OUT/estimate.json and OUT/embeddings.safetensors (re-estimate those with
     `scalelab id`). Example: scalelab estimate --model runs/shk --corpus shakespeare
     """
+    _threads(threads)
     cfg = _config(
         layer=layer,
         context_len=context_len,
@@ -192,11 +208,13 @@ def layers_cmd(
     batch_tokens: int = BATCH_TOKENS,
     device: str = DEVICE,
     gguf: str | None = GGUF,
+    threads: int | None = THREADS,
     out: Path | None = typer.Option(None, "--out", help="Output folder."),
     as_json: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
     """d at every hidden state of one model, on the same sampled positions."""
+    _threads(threads)
     cfg = _config(
         layer="final",
         context_len=context_len,
@@ -236,11 +254,13 @@ def positions_cmd(
     batch_tokens: int = BATCH_TOKENS,
     device: str = DEVICE,
     gguf: str | None = GGUF,
+    threads: int | None = THREADS,
     out: Path | None = typer.Option(None, "--out", help="Output folder."),
     as_json: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
     """d per context-position range (the window cut into G equal ranges)."""
+    _threads(threads)
     if groups < 1:
         raise ConfigError(f"--groups must be a positive integer, got {groups}")
     cfg = _config(
@@ -282,12 +302,14 @@ def models_cmd(
     batch_tokens: int = BATCH_TOKENS,
     device: str = DEVICE,
     gguf: str | None = GGUF,
+    threads: int | None = THREADS,
     out: Path = typer.Option(Path("ablations/models"), "--out", help="Output (sweep) folder."),
     as_json: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
     """d for a list of models on one corpus: against model size and against width.
     Resumable: each model's estimate lives in OUT/runs/<model>/."""
+    _threads(threads)
     cfg = _config(
         layer=layer,
         context_len=context_len,
@@ -322,6 +344,7 @@ def batch_size_cmd(
     seed: int = SEED,
     device: str = DEVICE,
     gguf: str | None = GGUF,
+    threads: int | None = THREADS,
     out: Path | None = typer.Option(None, "--out", help="Output folder."),
     as_json: bool = JSON,
     quiet: bool = QUIET,
@@ -330,9 +353,12 @@ def batch_size_cmd(
     try:
         sizes = [int(v) for v in batch_sizes.split(",") if v.strip()]
     except ValueError:
+        sizes = []
+    if not sizes:
         raise ConfigError(
             f"--batch-sizes must be integers separated by commas, not {batch_sizes!r}"
-        ) from None
+        )
+    _threads(threads)
     cfg = _config(layer="final", k=k, metric=metric, seed=seed, batch_size=max(k + 1, min(sizes)))
     if embeddings is None:
         if model is None:
