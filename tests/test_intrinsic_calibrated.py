@@ -9,7 +9,7 @@ import pytest
 
 from scalelab.errors import EstimationError, InputError
 from scalelab.intrinsic import calibrated as cal
-from scalelab.intrinsic.calibrated import CalibratedMLE, invert_reference, uniform_ball
+from scalelab.intrinsic.calibrated import CalibratedMLE, invert_reference
 from scalelab.intrinsic.mle import MLE, TwoNN
 from scalelab.intrinsic.protocol import estimate_in_batches
 
@@ -18,6 +18,12 @@ def _rotate_into(x: np.ndarray, dim: int, rng: np.random.Generator) -> np.ndarra
     """Embed points isometrically into R^dim with a random orthonormal frame."""
     q, _ = np.linalg.qr(rng.standard_normal((dim, x.shape[1])))
     return x @ q.T
+
+
+def _uniform_ball(n, d, rng):
+    g = rng.standard_normal((n, d))
+    g /= np.linalg.norm(g, axis=1, keepdims=True)
+    return g * rng.random(n)[:, None] ** (1.0 / d)
 
 
 def _sphere(n, d, rng):
@@ -86,7 +92,7 @@ def test_raw_statistic_matches_skdim_mle():
 def test_calibration_reproduces_a_fresh_uniform_ball():
     # The reference curve is built from other samples (seeded by n and m): an independent
     # 15-ball of the same size must map back close to 15 although the raw MLE is far lower.
-    x = uniform_ball(2000, 15, np.random.default_rng(12345))
+    x = _uniform_ball(2000, 15, np.random.default_rng(12345))
     est = CalibratedMLE().fit(x)
     assert est.raw_dimension_ < 13.5
     assert est.dimension_ == pytest.approx(15, rel=0.03)
@@ -129,7 +135,7 @@ def test_cosine_metric_matches_euclidean_on_unit_vectors():
 
 
 def test_deterministic_and_independent_of_the_cache():
-    x = np.random.default_rng(6).random((1000, 12))
+    x = np.random.default_rng(6).random((600, 8))
     first = CalibratedMLE().fit(x).dimension_
     cal._REFERENCE_CACHE.clear()
     assert CalibratedMLE().fit(x).dimension_ == first
@@ -171,3 +177,12 @@ def test_bad_parameters(kwargs, match):
 def test_too_few_points():
     with pytest.raises(InputError, match="k \\+ 1"):
         CalibratedMLE(k=5).fit(np.random.default_rng(0).random((5, 3)))
+
+
+def test_reference_curve_is_increasing_and_near_identity_in_low_dimensions():
+    g = np.array([cal.reference_statistic(1024, 5, "harmonic", m) for m in range(1, 17)])
+    assert np.all(np.diff(g) > 0), np.round(np.diff(g), 3)
+    # In 1-3 dimensions boundary effects are small: the MLE is nearly unbiased there.
+    np.testing.assert_allclose(g[:3], [1, 2, 3], rtol=0.06)
+    # ... and far too low in 16 dimensions at this sample size (the bias being corrected).
+    assert g[-1] < 0.85 * 16
