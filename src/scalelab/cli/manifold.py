@@ -1,7 +1,144 @@
-"""CLI commands for manifold (see register)."""
+"""CLI: `scalelab manifold sweep` (the known-dimension benchmark) and `scalelab manifold sample`
+(points on a known-dimension manifold, with targets, for any other tool)."""
 
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
 import typer
+
+from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
+from scalelab.errors import ConfigError, InputError
+from scalelab.io import atomic_write, atomic_write_json, provenance
+from scalelab.manifold.geometry import MANIFOLDS
+from scalelab.manifold.problem import Problem, ProblemConfig
+from scalelab.manifold.sweep import PRESETS, run_manifold_sweep
+
+manifold_app = typer.Typer(
+    help="Regression on manifolds of known intrinsic dimension (Theorem 1 checked directly).",
+    no_args_is_help=True,
+)
+
+
+def _ints(text: str | None, name: str) -> tuple[int, ...] | None:
+    return None if text is None else tuple(int(v) for v in _split(text, name))
+
+
+def _floats(text: str | None, name: str) -> tuple[float, ...] | None:
+    return None if text is None else tuple(float(v) for v in _split(text, name))
+
+
+def _split(text: str, name: str) -> list[str]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        [float(p) for p in parts]
+    except ValueError:
+        raise ConfigError(f"--{name} {text!r}: give comma-separated numbers, e.g. 2,4") from None
+    if not parts:
+        raise ConfigError(f"--{name} is empty: give comma-separated numbers, e.g. 2,4")
+    return parts
+
+
+def sweep_command(
+    out: Path = typer.Option(..., "--out", help="Sweep folder (created, or resumed)."),
+    preset: str = typer.Option("quick", help=f"One of: {', '.join(PRESETS)}."),
+    manifold: str | None = typer.Option(None, help=f"One of: {', '.join(MANIFOLDS)}."),
+    dims: str | None = typer.Option(None, help="Intrinsic dimensions, e.g. 2,4,6,8."),
+    betas: str | None = typer.Option(None, help="Hölder exponents in (0, 1], e.g. 1,0.5."),
+    n_values: str | None = typer.Option(None, help="Training sizes, e.g. 160,1000,16000."),
+    seeds: str | None = typer.Option(None, help="Data/init seeds, e.g. 0,1,2."),
+    noise_std: float | None = typer.Option(None, help="Label noise standard deviation."),
+    attention: str | None = typer.Option(None, help="relu (the paper's) or softmax."),
+    model_widths: str | None = typer.Option(
+        None, help="Model-scaling widths d_embd at the largest n (with --model-dims)."
+    ),
+    model_dims: str | None = typer.Option(None, help="Dimensions for model scaling."),
+    workers: int = typer.Option(1, help="Worker processes (each gets cores // workers)."),
+    threads: int = typer.Option(
+        1, help="Torch threads with --workers 1 (small models gain nothing from more)."
+    ),
+    quiet: bool = QUIET,
+    json_out: bool = JSON,
+) -> None:
+    """Run (or resume) a data- and model-scaling sweep; `scalelab report OUT` draws it."""
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    if workers < 1 or threads < 1:
+        raise ConfigError(f"--workers {workers} --threads {threads}: use 1 or more of each")
+    torch.set_num_threads(threads)
+    overrides: dict[str, Any] = {
+        "manifold": manifold,
+        "dims": _ints(dims, "dims"),
+        "betas": _floats(betas, "betas"),
+        "n_values": _ints(n_values, "n-values"),
+        "seeds": _ints(seeds, "seeds"),
+        "noise_std": noise_std,
+        "attention": attention,
+        "model_widths": _ints(model_widths, "model-widths"),
+        "model_dims": _ints(model_dims, "model-dims"),
+    }
+    cfg = PRESETS[preset].replace(**{k: v for k, v in overrides.items() if v is not None})
+    table = run_manifold_sweep(cfg, out, workers=workers, quiet=quiet)
+    rows = table.to_dict("records")
+    if json_out:
+        print_json(rows)
+        return
+    cols = ("run", "d_hat", "test_mse", "train_mse", "stop_reason", "wall_time_s")
+    shown = [{c: r.get(c) for c in cols if c in r} for r in rows]
+    print_table(f"manifold sweep: {out}", shown)
+
+
+def sample_command(
+    out: Path = typer.Option(..., "--out", help="Output .npz with x [n, D], f [n], y [n]."),
+    manifold: str = typer.Option("sphere", help=f"One of: {', '.join(MANIFOLDS)}."),
+    d: int = typer.Option(2, "--d", help="Intrinsic dimension."),
+    n: int = typer.Option(4096, "--n", help="Number of points."),
+    ambient: int = typer.Option(32, "--D", help="Ambient dimension D."),
+    beta: float = typer.Option(1.0, help="Hölder exponent of the target, in (0, 1]."),
+    noise_std: float = typer.Option(0.5, help="Label noise standard deviation."),
+    warp: float = typer.Option(0.0, help="Smooth warp strength in [0, 1) (0: isometric)."),
+    problem_seed: int = typer.Option(0, help="Seed of the rotation, warp and target."),
+    seed: int = SEED,
+    json_out: bool = JSON,
+) -> None:
+    """Sample points (and target values) on a manifold of known dimension, e.g. to check
+    `scalelab id OUT.npz --key x` recovers d."""
+    if n < 1:
+        raise ConfigError(f"--n {n}: use 1 or more points")
+    if out.suffix != ".npz":
+        raise InputError(f"--out {out}: the output is an .npz archive; name it *.npz")
+    cfg = ProblemConfig(
+        manifold=manifold, d=d, D=ambient, beta=beta, noise_std=noise_std, warp=warp,
+        seed=problem_seed,
+    )  # fmt: skip
+    problem = Problem(cfg)
+    s = problem.sample(n, np.random.default_rng(seed))
+
+    def write(path: Path) -> None:
+        with open(path, "wb") as f:
+            np.savez(f, x=s.x, f=s.f, y=s.y)
+
+    atomic_write(out, write)
+    info = {
+        "out": str(out),
+        **cfg.to_dict(),
+        "n": n,
+        "sample_seed": seed,
+        "holder_constant": problem.target.holder_constant,
+        "bound": problem.target.bound,
+    }
+    atomic_write_json(out.with_suffix(".json"), {**info, "provenance": provenance()})
+    if json_out:
+        print_json(info)
+    else:
+        print_table("manifold sample", [info])
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the top-level app."""
+    """Add `scalelab manifold sweep|sample`."""
+    manifold_app.command("sweep")(sweep_command)
+    manifold_app.command("sample")(sample_command)
+    app.add_typer(manifold_app, name="manifold")
