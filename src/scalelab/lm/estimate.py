@@ -348,7 +348,6 @@ def prepare(
     cfg: EstimateConfig,
     *,
     groups: int = 1,
-    min_points: int | None = None,
 ) -> Prepared:
     """Resolve the corpus and context, check vocabularies, and sample windows and positions.
     Every user error surfaces here, before any file is written or the model runs."""
@@ -389,8 +388,13 @@ def prepare(
         special_ids=model.special_ids,
         groups=groups,
     )
-    need = cfg.batch_size if min_points is None else min_points
-    if min(sample.n_points, cfg.max_points) < need:
+    need = cfg.batch_size
+    if cfg.max_points < need:
+        raise ConfigError(
+            f"--max-points {cfg.max_points} is below --batch-size {need}: raise the cap or "
+            "lower the batch size"
+        )
+    if sample.n_points < need:
         usable = int((sample.windows.length > 0).sum())
         raise InputError(
             f"the {cfg.split} split of {tokens.info['name']!r} gives only {sample.n_points} "
@@ -647,12 +651,11 @@ def _prepare_ablation(
     device: str | None,
     gguf_file: str | None,
     groups: int = 1,
-    min_points: int | None = None,
 ) -> tuple[LoadedModel, Prepared, torch.device]:
     dev = resolve_device(device)
     loaded = load_model_for_embedding(model, device=dev, gguf_file=gguf_file)
     resolve_layer(cfg.layer, loaded.n_states)
-    prep = prepare(loaded, corpus, cfg, groups=groups, min_points=min_points)
+    prep = prepare(loaded, corpus, cfg, groups=groups)
     return loaded, prep, dev
 
 
