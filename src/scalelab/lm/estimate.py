@@ -122,6 +122,7 @@ class LoadedModel:
         return sorted(i for i, t in self.tokenizer.get_added_tokens_decoder().items() if t.special)
 
     def describe(self) -> dict[str, Any]:
+        """What estimate.json records about the model (fingerprints included)."""
         return {
             "kind": self.kind,
             "path": str(self.path.resolve()),
@@ -134,7 +135,20 @@ class LoadedModel:
             "params_non_embedding": self.n_params_non_embedding,
             "weights_sha256": {f.name: sha256_file(f) for f in self.weight_files},
             "tokenizer_sha256": tokenizer_sha256(self.tokenizer),
+            **self._training(),
         }
+
+    def _training(self) -> dict[str, Any]:
+        """For a scalelab run: whether it finished, why it stopped and its test loss (an
+        unfinished run's checkpoint is its best weights so far)."""
+        if self.kind != "scalelab":
+            return {}
+        result = self.path / "result.json"
+        if not result.is_file():
+            return {"run_finished": False}
+        saved = read_json(result)
+        keys = ("stop_reason", "steps", "tokens_seen", "test_loss_nats")
+        return {"run_finished": True, **{f"run_{k}": saved.get(k) for k in keys}}
 
 
 def sha256_file(path: Path) -> str:
