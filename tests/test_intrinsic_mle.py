@@ -138,3 +138,13 @@ def test_lattice_ties_are_an_error() -> None:
 def test_bad_parameters(make, x, message: str) -> None:
     with pytest.raises(InputError, match=message):
         make().fit(x)
+
+
+def test_hash_collisions_cannot_merge_distinct_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    import scalelab.intrinsic.mle as mle
+
+    monkeypatch.setattr(mle, "_row_hashes", lambda bits: np.zeros(len(bits), dtype=np.uint64))
+    x = np.array([[1.0, 2.0], [3.0, 4.0], [1.0, 2.0], [5.0, 6.0]], dtype=np.float32)
+    unique, removed = mle.drop_duplicates(x)
+    np.testing.assert_array_equal(unique, [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    assert removed == 1

@@ -13,6 +13,7 @@ which mean is taken instead of depending on whether `fit` or `fit_transform` was
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import torch
 
@@ -25,13 +26,35 @@ AGGREGATES = ("mean", "harmonic")
 def drop_duplicates(X: np.ndarray | torch.Tensor) -> tuple[np.ndarray, int]:
     """Rows of `X` without exact repeats (first occurrences, original order), and the count
     removed. Identical points give zero neighbour distances, which make MLE estimates 0 or inf.
+
+    A 64-bit hash per row finds the rows that may repeat; only those are compared exactly,
+    so hash collisions cannot merge distinct rows.
     """
     x = _as_matrix(X).numpy()
-    rows = np.ascontiguousarray(x).view(np.dtype((np.void, x.dtype.itemsize * x.shape[1])))
-    _, first = np.unique(rows.ravel(), return_index=True)
-    if len(first) == len(x):
+    h = _row_hashes(x.view(np.uint32 if x.dtype == np.float32 else np.uint64))
+    order = np.argsort(h, kind="stable")
+    same = h[order[1:]] == h[order[:-1]]
+    if not same.any():
         return x, 0
-    return x[np.sort(first)], len(x) - len(first)
+    suspects = np.unique(np.concatenate([order[1:][same], order[:-1][same]]))
+    rows = np.ascontiguousarray(x[suspects])
+    _, first = np.unique(rows.view(np.dtype((np.void, rows.strides[0]))), return_index=True)
+    keep = np.ones(len(x), dtype=bool)
+    keep[suspects] = False
+    keep[suspects[first]] = True
+    return x[keep], int(len(x) - keep.sum())
+
+
+@numba.njit(parallel=True, cache=True)
+def _row_hashes(bits: np.ndarray) -> np.ndarray:
+    """FNV-1a over each row's words."""
+    out = np.empty(bits.shape[0], dtype=np.uint64)
+    for i in numba.prange(bits.shape[0]):
+        acc = np.uint64(14695981039346656037)
+        for f in range(bits.shape[1]):
+            acc = (acc ^ np.uint64(bits[i, f])) * np.uint64(1099511628211)
+        out[i] = acc
+    return out
 
 
 def prepare_points(

@@ -8,8 +8,8 @@ steps:
    `precision` (bf16/fp32/fp64) gives `|y|^2 - 2 x.y`, and `torch.topk` keeps the C > k
    smallest per row;
 2. exact re-ranking: the C candidate distances are recomputed in float64 from the difference
-   vectors `x - y` of the original data (no cancellation; a compiled numba kernel, because
-   gathering n*C rows in torch costs more than the Gram product), and the k smallest kept;
+   vectors `x - y` of the original data (no cancellation), and the k smallest kept, in one
+   compiled numba kernel (gathering n*C rows in torch costs more than the Gram product);
 3. proof: a rigorous bound `e_i` on the rounding error of step 1 gives, for every point that is
    not a candidate, `d^2 >= a_(C) - e_i` (`a_(C)` the largest candidate approximation). Where
    that lower bound exceeds the k-th exact candidate distance, the true k neighbours are among
@@ -213,12 +213,10 @@ class _ApproxSearch:
 def _rerank(
     x: np.ndarray, rows: np.ndarray, cand: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Exact distances of the candidates; the k smallest (ties by index) and the k-th value."""
-    cand = np.sort(cand, axis=1)  # index order first, so the stable sort breaks ties by it
-    exact = _pair_sq_distances(x, rows, cand)
-    order = np.argsort(exact, axis=1, kind="stable")[:, :k]
-    best = np.take_along_axis(exact, order, axis=1)
-    return best, np.take_along_axis(cand, order, axis=1), best[:, -1]
+    """Exact squared distances to the candidates: the k smallest (ties by index), their
+    indices, and the k-th value."""
+    sq, idx = _rerank_kernel(x, rows, np.ascontiguousarray(cand), k)
+    return sq, idx, sq[:, -1]
 
 
 @numba.njit(parallel=True, fastmath=True, cache=True)
@@ -234,20 +232,36 @@ def _row_sq_norms(x: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(parallel=True, fastmath=True, cache=True)
-def _pair_sq_distances(x: np.ndarray, rows: np.ndarray, cand: np.ndarray) -> np.ndarray:
-    """Float64 |x_i - x_j|^2 for i = rows[r], j = cand[r, c], from difference vectors."""
+def _rerank_kernel(
+    x: np.ndarray, rows: np.ndarray, cand: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row i = rows[r]: float64 |x_i - x_j|^2 from difference vectors for j in cand[r],
+    keeping the k smallest in a list sorted by (distance, index)."""
     n_rows, n_cand = cand.shape
-    out = np.empty((n_rows, n_cand))
+    best_sq = np.full((n_rows, k), np.inf)
+    best_idx = np.full((n_rows, k), -1, dtype=np.int64)
     for r in numba.prange(n_rows):
         xi = x[rows[r]]
         for c in range(n_cand):
-            xj = x[cand[r, c]]
+            j = cand[r, c]
+            xj = x[j]
             total = 0.0
             for f in range(x.shape[1]):
                 diff = np.float64(xi[f]) - np.float64(xj[f])
                 total += diff * diff
-            out[r, c] = total
-    return out
+            pos = k
+            while pos > 0 and (
+                best_sq[r, pos - 1] > total
+                or (best_sq[r, pos - 1] == total and best_idx[r, pos - 1] > j)
+            ):
+                pos -= 1
+            if pos < k:
+                for m in range(k - 1, pos, -1):
+                    best_sq[r, m] = best_sq[r, m - 1]
+                    best_idx[r, m] = best_idx[r, m - 1]
+                best_sq[r, pos] = total
+                best_idx[r, pos] = j
+    return best_sq, best_idx
 
 
 def _fallback(
