@@ -36,6 +36,7 @@ PRECISIONS = {"bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float
 # Unit roundoff of the input rounding and of the product's output, per search precision.
 _UNIT = {"bf16": 2.0**-9, "fp32": 2.0**-24, "fp64": 2.0**-53}
 _U32 = 2.0**-24
+_BF16_INF_BITS = 0x7F80
 _MAX_UNPROVEN = 0.25  # fraction of unproven rows in a block that switches bf16 to float32
 
 
@@ -126,28 +127,30 @@ def _exact_knn_squared(
     block_rows: int,
     stats: SearchStats | None,
 ) -> tuple[np.ndarray, np.ndarray]:
+    # Small per-row arithmetic stays in numpy: tiny multi-threaded torch ops cost more in
+    # thread wake-ups than in work, badly so on a loaded machine.
     n = x.shape[0]
     c = min(n - 1, n_candidates if n_candidates is not None else k + max(8, k // 2))
     if c < k:
         raise InputError(f"n_candidates = {c} < k = {k}: use n_candidates >= k")
-    xc = _centred(x)
     xn = x.numpy()
+    xc = _centred(xn)
     search = _ApproxSearch(xc, precision)
     sq = np.empty((n, k))
     idx = np.empty((n, k), dtype=np.int64)
     unproven = []
     for start in range(0, n, block_rows):
-        r = torch.arange(start, min(n, start + block_rows))
+        r = np.arange(start, min(n, start + block_rows))
         t0 = time.perf_counter()
         a = search.approx(r)
         if stats is not None:
             stats.gram_seconds += time.perf_counter() - t0
         a_c, cand = torch.topk(a, c, dim=1, largest=False, sorted=False)
-        sq[r], idx[r], kth = _rerank(xn, r.numpy(), cand.numpy(), k)
+        sq[r], idx[r], kth = _rerank(xn, r, cand.numpy(), k)
         # Every non-candidate j has a_ij >= max(a_c): its true d^2 is at least that + |x_i|^2 - e.
-        lower = a_c.max(dim=1).values.to(torch.float64) + search.sqn[r] - search.error(r)
-        ok = (lower.numpy() > kth * (1 + 1e-12)) | (c >= n - 1)
-        unproven.append(r.numpy()[~ok])
+        lower = _to_float64(a_c).max(axis=1) + search.sqn[r] - search.error(r)
+        ok = (lower > kth * (1 + 1e-12)) | (c >= n - 1)
+        unproven.append(r[~ok])
         if search.precision == "bf16" and (~ok).mean() > _MAX_UNPROVEN:
             # Neighbours much closer than the data's radius (low d, many points): bf16 cannot
             # separate them, and float32 for the remaining rows is cheaper than fallbacks.
@@ -159,18 +162,26 @@ def _exact_knn_squared(
         stats.n_fallback += len(todo)
         stats.precision = search.precision
     if len(todo):
-        sq[todo], idx[todo] = _fallback(xn, _ApproxSearch(xc, "fp32"), todo, k, block_rows)
+        fp32 = search if search.precision == "fp32" else _ApproxSearch(xc, "fp32")
+        sq[todo], idx[todo] = _fallback(xn, fp32, todo, k, block_rows)
     return sq, idx
 
 
-def _centred(x: torch.Tensor) -> torch.Tensor:
+def _centred(x: np.ndarray) -> np.ndarray:
     """The data minus its mean (rounded once): keeps |x| small relative to the distances.
 
     Subtracting one fixed vector changes no distance, so its own rounding does not matter;
     the subtraction rounds each entry with relative error u32 (u64 for float64 data).
     """
-    mean = x.mean(dim=0, keepdim=True, dtype=torch.float64).to(x.dtype)
-    return x - mean
+    return x - x.mean(axis=0, dtype=np.float64).astype(x.dtype)
+
+
+def _to_float64(t: torch.Tensor) -> np.ndarray:
+    """A tensor's values as float64 numpy (bf16 decoded from its bits, without torch ops)."""
+    if t.dtype == torch.bfloat16:
+        bits = t.view(torch.int16).numpy().astype(np.int32) << 16
+        return bits.view(np.float32).astype(np.float64)
+    return t.numpy().astype(np.float64)
 
 
 class _ApproxSearch:
@@ -183,29 +194,38 @@ class _ApproxSearch:
     `|a~_ij - a_ij| <= c1 |x_i| |x_j| + c2 |x_j|^2`; a 10% margin covers the second order.
     """
 
-    def __init__(self, xc: torch.Tensor, precision: str) -> None:
+    def __init__(self, xc: np.ndarray, precision: str) -> None:
         dtype = PRECISIONS[precision]
         self.precision = precision
-        dim = xc.shape[1]
-        self.sqn = torch.from_numpy(_row_sq_norms(xc.numpy()))
-        ones = torch.ones(len(xc), 1, dtype=dtype)
-        self.left = torch.cat([xc.to(dtype), ones], dim=1)
-        self.right = torch.cat([-2.0 * xc.to(dtype), self.sqn.to(dtype)[:, None]], dim=1)
+        n, dim = xc.shape
+        self.sqn = _row_sq_norms(xc)
+        left = np.ones((n, dim + 1), dtype=xc.dtype)
+        left[:, :dim] = xc
+        right = np.empty((n, dim + 1), dtype=xc.dtype)
+        np.multiply(xc, -2.0, out=right[:, :dim])
+        right[:, dim] = self.sqn
+        self.left = torch.from_numpy(left).to(dtype)
+        self.right = torch.from_numpy(right).to(dtype)
         u = _UNIT[precision]
         u_in = u + _U32  # the centring's rounding (float32 data) plus the cast
         u_acc = 2.0**-53 if precision == "fp64" else _U32  # CPU bf16 GEMMs accumulate in fp32
         self.c1 = 1.1 * (4 * u_in + 2 * (dim + 1) * u_acc + 2 * u)
         self.c2 = 1.1 * (2 * u + (dim + 1) * u_acc)
-        self.norms = self.sqn.sqrt()
+        self.norms = np.sqrt(self.sqn)
         self.max_norm = float(self.norms.max())
 
-    def approx(self, rows: torch.Tensor) -> torch.Tensor:
+    def approx(self, rows: np.ndarray) -> torch.Tensor:
         """a~ for the given rows against every column; the point itself set to +inf."""
-        a = self.left[rows] @ self.right.T
-        a[torch.arange(len(rows)), rows] = torch.inf
+        contiguous = rows[-1] - rows[0] + 1 == len(rows)
+        left = self.left[rows[0] : rows[-1] + 1] if contiguous else self.left[rows]
+        a = left @ self.right.T
+        if a.dtype == torch.bfloat16:
+            a.view(torch.int16).numpy()[np.arange(len(rows)), rows] = _BF16_INF_BITS
+        else:
+            a.numpy()[np.arange(len(rows)), rows] = np.inf
         return a
 
-    def error(self, rows: torch.Tensor) -> torch.Tensor:
+    def error(self, rows: np.ndarray) -> np.ndarray:
         """Per row, the largest possible error of a~_ij over all columns j."""
         return self.c1 * self.norms[rows] * self.max_norm + self.c2 * self.max_norm**2
 
@@ -276,12 +296,13 @@ def _fallback(
     sq = np.empty((len(rows), k))
     idx = np.empty((len(rows), k), dtype=np.int64)
     for start in range(0, len(rows), block_rows):
-        r = torch.from_numpy(rows[start : start + block_rows])
+        r = rows[start : start + block_rows]
         a = search.approx(r)
-        kth = torch.topk(a, k, dim=1, largest=False).values[:, -1].to(torch.float64)
+        values = _to_float64(a)
+        kth = np.partition(values, k - 1, axis=1)[:, k - 1]
         limit = kth + 2.0 * search.error(r)
-        width = int((a <= limit[:, None]).sum(dim=1).max())
-        _, cand = torch.topk(a, max(width, k), dim=1, largest=False, sorted=False)
+        width = max(k, int((values <= limit[:, None]).sum(axis=1).max()))
+        _, cand = torch.topk(a, width, dim=1, largest=False, sorted=False)
         sl = slice(start, start + len(r))
-        sq[sl], idx[sl], _ = _rerank(x, r.numpy(), cand.numpy(), k)
+        sq[sl], idx[sl], _ = _rerank(x, r, cand.numpy(), k)
     return sq, idx
