@@ -290,6 +290,8 @@ def sweep_cmd(
         True, "--construction/--no-construction", help="Add the construction's runs."
     ),
     seeds: str = typer.Option("0", help="Seeds."),
+    mlp: bool = typer.Option(False, "--mlp/--no-mlp", help="Give trained models an MLP."),
+    hard_fraction: float = typer.Option(0.25, help="Share of hard instances in training."),
     workers: int = typer.Option(1, help="Parallel worker processes."),
     quiet: bool = QUIET,
 ) -> None:
@@ -306,6 +308,8 @@ def sweep_cmd(
         train_bits=tuple(_ints(train_bits, "--train-bits")) if train_bits else (None,),
         seeds=tuple(_ints(seeds, "--seeds")),
         construction=construction,
+        mlp=mlp,
+        hard_fraction=hard_fraction,
         max_steps=steps,
         max_steps_one_layer=steps_one_layer,
         target_acc=target or None,

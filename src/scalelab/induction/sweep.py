@@ -45,6 +45,7 @@ class InductionSweepConfig(Config):
     train_bits: tuple[int | None, ...] = (None,)
     seeds: tuple[int, ...] = (0,)
     construction: bool = True
+    mlp: bool = False
     precision_mode: str = "float"
     max_steps: int = 2000
     max_steps_one_layer: int | None = None
@@ -91,6 +92,7 @@ def build_specs(cfg: InductionSweepConfig) -> list[RunSpec]:
         "lr": cfg.lr,
         "target_acc": cfg.target_acc,
         "eval_bits": list(cfg.eval_bits),
+        "mlp": cfg.mlp,
     }
     specs = []
     grid = itertools.product(
@@ -143,6 +145,7 @@ def run_one(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
             n_layer=params["n_layer"],
             n_head=params["n_head"],
             d_model=params["d_model"],
+            mlp=params.get("mlp", False),
         )
         tcfg = InductionTrainConfig(
             n=params["n"],
