@@ -8,6 +8,7 @@ architecture needs remote code is refused, and nothing is ever downloaded.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -34,8 +35,6 @@ def is_hf_folder(path: Path) -> bool:
     config = path / "config.json"
     if not config.is_file():
         return False
-    import json
-
     try:
         return "model_type" in json.loads(config.read_text(encoding="utf-8"))
     except (OSError, ValueError):
