@@ -135,8 +135,21 @@ def test_random_small_clouds(
         (np.ones((3, 2)), 1, {"metric": "manhattan"}, "unknown metric"),
         (np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), 1, {"metric": "cosine"}, "all-zero"),
         (np.ones((3, 2)), 1, {"precision": "fp16"}, "unknown precision"),
+        (np.array([["a", "b"], ["c", "d"]]), 1, {}, "not numeric"),
+        ([[1.0, 2.0], [3.0]], 1, {}, "rectangular"),
     ],
 )
-def test_bad_inputs(x: np.ndarray, k: int, kwargs: dict, message: str) -> None:
+def test_bad_inputs(x: object, k: int, kwargs: dict, message: str) -> None:
     with pytest.raises(InputError, match=message):
         knn(x, k, **kwargs)
+
+
+def test_torch_and_integer_inputs() -> None:
+    x = curved_manifold(300, 4, 16, seed=8)
+    ref_d, ref_i = knn(x, 5)
+    d_t, i_t = knn(torch.from_numpy(x), 5)
+    np.testing.assert_array_equal(d_t, ref_d)
+    np.testing.assert_array_equal(i_t, ref_i)
+    grid = np.arange(40).reshape(20, 2) ** 2  # int64, distinct points
+    d_int, _ = knn(grid, 1)
+    np.testing.assert_allclose(d_int, brute_force(grid.astype(float), 1)[0], rtol=1e-15)

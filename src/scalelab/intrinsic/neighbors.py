@@ -91,20 +91,27 @@ def knn(
 
 
 def _as_matrix(X: np.ndarray | torch.Tensor) -> torch.Tensor:
-    """A 2-D finite float tensor (float32 kept, other dtypes converted to float64)."""
-    t = X.detach().cpu() if isinstance(X, torch.Tensor) else torch.from_numpy(np.asarray(X))
-    if t.ndim != 2:
-        raise InputError(f"expected a 2-D array [points, features], got shape {tuple(t.shape)}")
-    if t.shape[0] == 0 or t.shape[1] == 0:
-        raise InputError(f"empty array of shape {tuple(t.shape)}: give at least one feature")
-    if not (t.dtype.is_floating_point or t.dtype in (torch.int32, torch.int64, torch.int16)):
-        raise InputError(f"dtype {t.dtype} is not numeric: convert the data to floats")
-    if t.dtype not in (torch.float32, torch.float64):
-        t = t.to(torch.float64)
-    if not np.isfinite(t.numpy()).all():
-        bad = int((~np.isfinite(t.numpy())).any(axis=1).sum())
+    """A 2-D finite float tensor (float32 kept, other numbers converted to float64)."""
+    if isinstance(X, torch.Tensor):
+        X = X.detach().cpu()
+        X = (X.float() if X.dtype in (torch.bfloat16, torch.float16) else X).numpy()
+    try:
+        x = np.asarray(X)
+    except ValueError as err:
+        raise InputError(f"not a rectangular array ({err}): give [points, features]") from err
+    if x.dtype.kind not in "fiu":
+        raise InputError(f"dtype {x.dtype} is not numeric: convert the data to floats")
+    if x.ndim != 2:
+        raise InputError(f"expected a 2-D array [points, features], got shape {x.shape}")
+    if x.shape[0] == 0 or x.shape[1] == 0:
+        raise InputError(f"empty array of shape {x.shape}: give at least one feature")
+    if x.dtype not in (np.float32, np.float64):
+        x = x.astype(np.float64)
+    finite = np.isfinite(x)
+    if not finite.all():
+        bad = int((~finite).any(axis=1).sum())
         raise InputError(f"{bad} rows contain NaN or inf: drop or repair those rows first")
-    return t.contiguous()
+    return torch.from_numpy(np.ascontiguousarray(x))
 
 
 def _unit_rows(x: torch.Tensor) -> torch.Tensor:
