@@ -10,6 +10,7 @@ import typer
 
 from scalelab.cli.common import JSON, QUIET, print_json, print_table
 from scalelab.errors import ConfigError
+from scalelab.lm.distributed import shutdown_distributed
 from scalelab.lm.train import configs_for_preset, train
 
 
@@ -80,7 +81,10 @@ def train_cmd(
         dtype=dtype,
         dropout=dropout,
     )
-    result = train(model_cfg, train_cfg, data, out, quiet=quiet, device=device)
+    try:
+        result = train(model_cfg, train_cfg, data, out, quiet=quiet, device=device)
+    finally:
+        shutdown_distributed()
     if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 prints
         return
     flat = {k: v for k, v in result.items() if not isinstance(v, dict | list)}

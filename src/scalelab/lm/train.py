@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import math
 import sys
@@ -24,7 +25,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from scalelab.config import Config, check_same_config
-from scalelab.errors import CheckpointError, ConfigError, EstimationError, InputError, ScalelabError
+from scalelab.errors import CheckpointError, ConfigError, EstimationError, InputError
 from scalelab.io import append_jsonl, atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.lm import checkpoint as ckpt
 from scalelab.lm.data import (
@@ -40,7 +41,6 @@ from scalelab.lm.model import GPT, GPTConfig, preset_config
 from scalelab.progress import progress
 
 DTYPES = ("auto", "float32", "bfloat16")
-STOP_REASONS = ("patience", "max_steps", "max_tokens")
 METRICS = "metrics.jsonl"
 
 
@@ -169,15 +169,25 @@ def planned_steps(cfg: TrainConfig, block_size: int) -> tuple[int, str]:
 
 
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
-    """bf16 autocast by default on CPUs (measured faster with the same loss curve; see
-    docs/benchmarks/training.md) and on GPUs that support it."""
+    """bf16 autocast by default on GPUs that support it and on CPUs with native bf16 matmuls
+    (AVX512-BF16 or AMX: measured faster with the same loss curve, docs/benchmarks/training.md);
+    fp32 elsewhere, where bf16 would be emulated and slower."""
     if dtype == "float32":
         return torch.float32
     if dtype == "bfloat16":
         return torch.bfloat16
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
-    return torch.bfloat16 if device.type == "cpu" else torch.float32
+    return torch.bfloat16 if device.type == "cpu" and _cpu_has_native_bf16() else torch.float32
+
+
+@functools.cache
+def _cpu_has_native_bf16() -> bool:
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").split()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 @dataclasses.dataclass
@@ -196,8 +206,6 @@ def _open_data(data_dir: Path, model_cfg: GPTConfig, cfg: TrainConfig) -> _Data:
         raise InputError(f"data folder {data_dir} does not exist; run `scalelab corpus prepare`")
     try:
         stores = {s: TokenStore(data_dir, s) for s in ("train", "val", "test")}
-    except ScalelabError:
-        raise
     except (OSError, ValueError, KeyError) as err:
         raise InputError(
             f"{data_dir} is not a prepared token store ({err}); run `scalelab corpus prepare`"
@@ -331,7 +339,8 @@ def train(
             atomic_write_json(out_dir / ckpt.CONFIG, run_cfg)
             atomic_write_json(out_dir / "provenance.json", provenance())
     ctx.barrier()
-    with torch.random.fork_rng(devices=[ctx.device] if ctx.device.type == "cuda" else []):
+    cuda = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda):
         torch.manual_seed(train_cfg.seed + ctx.rank)  # dropout only; data has its own stream
         return _Trainer(model_cfg, train_cfg, data, out_dir, ctx).run(quiet)
 
@@ -393,7 +402,10 @@ class _Trainer:
 
     def run(self, quiet: bool) -> dict[str, Any]:
         s, ctx = self.s, self.ctx
-        net = DistributedDataParallel(self.model) if ctx.active else self.model
+        net = self.model
+        if ctx.active:
+            ids = [ctx.device.index] if ctx.device.type == "cuda" else None
+            net = DistributedDataParallel(self.model, device_ids=ids)
         with progress("train", self.total_steps, quiet=quiet or not ctx.is_main) as advance:
             advance(s["step"])
             while s["stop_reason"] is None and s["step"] < self.total_steps:
