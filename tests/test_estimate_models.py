@@ -330,3 +330,22 @@ def test_cli_error_in_a_real_subprocess(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
     assert "Traceback" not in proc.stderr and not (tmp_path / "o").exists()
+
+
+def test_token_store_with_another_tokenizer_is_re_encoded_from_its_text(world):
+    """A store made with tokenizer A, read for a model with tokenizer B, gives exactly B's
+    encoding of the same test documents' text."""
+    from scalelab.lm.estimate import encode_texts, load_corpus_tokens
+    from scalelab.text.split import split_documents
+    from scalelab.text.tokenizer import train_bpe
+
+    texts = [d.text for d in split_documents(load_corpus(world["text"]).documents)["test"]]
+    other = train_bpe(texts, 300)
+    got = load_corpus_tokens(world["store"], other)
+    want = encode_texts(other, texts)
+    assert got.info["retokenized"] and got.info["n_documents"] == len(texts)
+    np.testing.assert_array_equal(got.docs.offsets, want.offsets)
+    np.testing.assert_array_equal(got.docs.tokens, want.tokens)
+    same = load_corpus_tokens(world["store"], TokenStore(world["store"], "test").tokenizer())
+    assert not same.info["retokenized"]
+    assert same.docs.n_documents == len(texts)
