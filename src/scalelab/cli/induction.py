@@ -100,7 +100,7 @@ def train_cmd(
     positions: str = typer.Option("learned", help="learned | sinusoidal."),
     mlp: bool = typer.Option(False, "--mlp/--no-mlp", help="Add an MLP to each block."),
     steps: int = typer.Option(2000, help="Step cap."),
-    target: float = typer.Option(0.99, help="Stop at this all-position accuracy (0: never)."),
+    target: float = typer.Option(0.99, help="Stop when acc_all and acc_hard reach it (0: never)."),
     train_bits: int = typer.Option(0, help="Train with straight-through p-bit rounding (0: off)."),
     hard_fraction: float = typer.Option(0.25, help="Share of INDEX hard instances per batch."),
     lr: float = typer.Option(1e-3, help="Peak learning rate (AdamW)."),
@@ -285,7 +285,7 @@ def sweep_cmd(
     train_bits: str = typer.Option("", help="Straight-through training precisions (grid)."),
     steps: int = typer.Option(3000, help="Step cap per run."),
     steps_one_layer: int = typer.Option(1500, help="Step cap for one-layer runs."),
-    target: float = typer.Option(0.99, help="Stop at this all-position accuracy (0: never)."),
+    target: float = typer.Option(0.99, help="Stop when acc_all and acc_hard reach it (0: never)."),
     construction: bool = typer.Option(
         True, "--construction/--no-construction", help="Add the construction's runs."
     ),

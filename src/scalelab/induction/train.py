@@ -51,7 +51,7 @@ class InductionTrainConfig(Config):
     hard_fraction: float = 0.25
     eval_interval: int = 50
     eval_samples: int = 512
-    target_acc: float | None = None  # stop once uniform all-position accuracy reaches it
+    target_acc: float | None = None  # stop once acc_all and acc_hard both reach it
     train_bits: int | None = None  # straight-through rounding to p bits while training
     precision_mode: str = "float"
 
@@ -90,6 +90,13 @@ def evaluate(
         hp = model.predict(torch.from_numpy(hard.seqs), precision).numpy()[:, -1]
         metrics["acc_hard"] = float((hp == hard.answers).mean())
     return metrics
+
+
+def _target_metric(metrics: dict[str, float]) -> float:
+    """The accuracy early stopping watches: the smaller of all-position accuracy and
+    hard-instance accuracy (uniform positions alone are passed by short-range shortcuts:
+    a 2-layer model at n = 128 reached acc_all 0.99 with acc_hard 0.51)."""
+    return min(metrics["acc_all"], metrics.get("acc_hard", 1.0))
 
 
 def _lr_at(step: int, cfg: InductionTrainConfig) -> float:
@@ -173,7 +180,7 @@ def train_induction(
                     append_jsonl(out / "metrics.jsonl", row)
                 advance(train_cfg.eval_interval, info=f"loss {float(loss.detach()):.3f}")
                 target = train_cfg.target_acc
-                if target is not None and metrics["acc_all"] >= target:
+                if target is not None and _target_metric(metrics) >= target:
                     reached = row
                     break
     result = {
