@@ -257,12 +257,11 @@ def protocol_cmd(
     rows = message_bits_vs_k(model, k_list, bits, np.random.default_rng(seed), batch, mode)
     short = {
         "k": "k",
-        "n": "n",
         "bits": "p",
         "max_abs_error": "bob_err",
         "error_bound": "2^-p",
         "within_bound": "ok",
-        "n_answer_mismatches": "diff_answers",
+        "n_answer_mismatches": "diff",
         "message_bits": "msg_bits",
         "model_acc_hard": "acc_hard",
     }
