@@ -15,7 +15,6 @@ the steadier figure).
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
 from collections.abc import Callable
@@ -25,7 +24,7 @@ import torch
 
 from scalelab.intrinsic.calibrated import CalibratedMLE
 from scalelab.intrinsic.mle import MLE, TwoNN
-from scalelab.io import provenance
+from scalelab.io import atomic_write_json, provenance
 
 Estimator = Callable[[np.ndarray], float]
 
@@ -124,8 +123,9 @@ def main() -> None:
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     print(f"\ntotal: {wall:.0f} s wall, {cpu:.0f} s CPU, {args.threads} thread(s)")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "results": results, "provenance": provenance()}, f)
+        atomic_write_json(
+            args.json, {"args": vars(args), "results": results, "provenance": provenance()}
+        )
 
 
 if __name__ == "__main__":
