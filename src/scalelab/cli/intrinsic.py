@@ -57,7 +57,7 @@ def id_command(
     if json_out:
         print_json(row)
         return
-    print_table("intrinsic dimension", [_summary(row)])
+    print_table(f"intrinsic dimension of {path}", _summary(row))
 
 
 def _exponents(result: Any, beta: float) -> dict[str, Any]:
@@ -71,17 +71,19 @@ def _exponents(result: Any, beta: float) -> dict[str, Any]:
     return pred
 
 
-def _summary(row: dict[str, Any]) -> dict[str, Any]:
+def _summary(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The result as (quantity, value) rows: narrow enough for any terminal."""
     se = row["dimension_se"]
-    return {
-        "d": f"{row['dimension']:.3f}" + ("" if se is None else f" ± {se:.3f}"),
-        "batches": f"{row['n_batches']} × ≥{min(row['batch_size'], row['n_points'])}",
-        "points": row["n_points"],
-        "duplicates": row["n_duplicates_removed"],
-        "estimator": f"{row['estimator']} k={row['k']} {row['metric']}",
-        "alpha_D": row["alpha_D"],
-        "alpha_N": row["alpha_N"],
+    pairs = {
+        "dimension": f"{row['dimension']:.4f}" + ("" if se is None else f" ± {se:.4f} (SE)"),
+        "batches": f"{row['n_batches']} of >= {min(row['batch_size'], row['n_points'])} points",
+        "points": f"{row['n_points']} ({row['n_duplicates_removed']} duplicates removed)",
+        "estimator": f"{row['estimator']}, k = {row['k']}, metric {row['metric']}",
+        "alpha_D = 2β/(2β+d)": f"{row['alpha_D']:.4f}",
+        "alpha_N = 2β/d": f"{row['alpha_N']:.4f}",
+        "beta": row["beta"],
     }
+    return [{"quantity": k, "value": v} for k, v in pairs.items()]
 
 
 def exponents_command(

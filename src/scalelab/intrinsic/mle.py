@@ -110,7 +110,7 @@ class _NeighbourEstimator:
         if zero:
             raise EstimationError(
                 f"{zero} points have a neighbour at distance 0 (duplicates), which makes the "
-                "estimate 0 or inf: keep remove_duplicates on (the default) or drop them"
+                "estimate 0 or inf: let scalelab remove exact duplicates (the default)"
             )
         return dist
 
