@@ -1,5 +1,6 @@
-"""CLI: `scalelab demo`: the dimension of a built-in curved manifold by the paper's protocol,
-and the scaling exponents it predicts (a placeholder for the full pipeline)."""
+"""`scalelab demo` (`make demo`): the seed paper's data-scaling experiment end to end on a
+built-in corpus (prepare → reference model → d → predicted alpha_D → data sweep → fit →
+report), resumable, sized for a 2-core CPU; plus a one-line synthetic sanity check."""
 
 from __future__ import annotations
 
@@ -9,50 +10,89 @@ import typer
 
 from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
 from scalelab.errors import ConfigError
-from scalelab.intrinsic.mle import MLE
-from scalelab.intrinsic.protocol import estimate_in_batches
-from scalelab.intrinsic.synthetic import curved_manifold
-from scalelab.io import atomic_write_json, provenance
-from scalelab.laws.theory import predict_exponents
+from scalelab.io import atomic_write_json, read_json
+from scalelab.sweeps.pipeline import PipelineConfig, fmt_ci, run_pipeline
+
+_DEFAULT = PipelineConfig()
+
+
+def synthetic_check(out: Path, seed: int) -> dict:
+    """MLE (K = 20) on 4096 points of a curved 8-sphere in R^768: should read close to 8
+    (cached in OUT/synthetic.json)."""
+    path = out / "synthetic.json"
+    if path.exists():
+        return read_json(path)
+    from scalelab.intrinsic.mle import MLE
+    from scalelab.intrinsic.synthetic import curved_manifold
+
+    points = curved_manifold(4096, 8, 768, seed=seed)
+    row = {"manifold": "curved S^8 in R^768", "n": 4096, "true_dimension": 8}
+    row["dimension"] = float(MLE(k=20).fit(points).dimension_)
+    atomic_write_json(path, row)
+    return row
 
 
 def demo_command(
-    out: Path = typer.Option(Path("demo-out"), help="Folder for result.json."),
-    d: int = typer.Option(8, help="True dimension of the built-in curved manifold."),
-    n: int = typer.Option(8192, help="Number of points (batches of 4096)."),
+    out: Path = typer.Option(Path("demo-out"), "--out", help="Folder for everything."),
+    corpus: str = typer.Option(
+        _DEFAULT.corpus, "--corpus", help="Built-in corpus: shakespeare or python-stdlib."
+    ),
+    min_tokens: int = typer.Option(
+        _DEFAULT.min_tokens, "--min-tokens", help="Smallest training set (tokens)."
+    ),
+    max_tokens: int = typer.Option(
+        _DEFAULT.max_tokens, "--max-tokens", help="Largest training set = the reference model's."
+    ),
+    points: int = typer.Option(_DEFAULT.points, "--points", help="Sizes in the geometric grid."),
+    workers: int = typer.Option(2, "--workers", help="Sweep runs in parallel (processes)."),
     seed: int = SEED,
     json_out: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
-    """Estimate the dimension of a curved d-manifold in R^768 and predict α_D, α_N from it."""
-    if d < 1 or n < 100:
-        raise ConfigError(f"--d {d} --n {n}: use d >= 1 and n >= 100")
-    points = curved_manifold(n, d, 768, seed=seed)
-    result = estimate_in_batches(points, MLE(k=20), batch_size=4096, seed=seed, quiet=quiet)
-    se = result.dimension_se if result.dimension_se == result.dimension_se else 0.0
-    row = {
-        "manifold": f"curved S^{d} in R^768",
-        "true_dimension": d,
-        **result.to_dict(),
-        "predicted": predict_exponents(result.dimension, se),
-    }
-    atomic_write_json(out / "result.json", {**row, "provenance": provenance()})
-    if json_out:
-        print_json(row)
-        return
-    pred = row["predicted"]
-    print_table(
-        f"demo: {row['manifold']}, {n} points",
-        [
-            {
-                "true d": d,
-                "estimated d": f"{result.dimension:.3f} ± {se:.3f}",
-                "alpha_D = 2/(2+d)": pred["alpha_D"],
-                "alpha_N = 2/d": pred["alpha_N"],
-            }
-        ],
+    """Run the whole pipeline: prepare the corpus, train the reference model, estimate the
+    intrinsic dimension d, predict alpha_D = 2/(2+d), train the data sweep, fit the observed
+    exponent, write the report. Re-running skips every finished stage."""
+    if workers < 1:
+        raise ConfigError(f"--workers must be >= 1, got {workers}")
+    cfg = PipelineConfig(
+        corpus=corpus, min_tokens=min_tokens, max_tokens=max_tokens, points=points, seed=seed
     )
-    typer.echo(f"wrote {out / 'result.json'}")
+    say = (lambda _msg: None) if json_out else typer.echo
+    syn = synthetic_check(out, seed)
+    say(
+        f"[0/6] synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
+        f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
+    )
+    summary = run_pipeline(out, cfg, workers=workers, quiet=quiet or json_out, say=say)
+    if json_out:
+        print_json({**summary, "synthetic": syn})
+        return
+    print_table("data sweep (test loss on the same test split)", summary["runs"])
+    fits = summary["fits"]
+    rows = [
+        {
+            "alpha_D": "predicted 2/(2+d)",
+            "value": f"{fits['predicted_alpha_D']:.4f}",
+            "95% CI": fmt_ci(fits["predicted_alpha_D_ci95"]),
+            "observed - predicted": "",
+        }
+    ]
+    for form, label in (("power", "observed, L = A n^-a"), ("power+E", "observed, L = E + A n^-a")):
+        f = fits[form]
+        rows.append(
+            {
+                "alpha_D": label,
+                "value": f"{f['exponent']:.4f}",
+                "95% CI": fmt_ci(f["exponent_ci95"]),
+                "observed - predicted": f"{f['difference_observed_minus_predicted']:+.4f}",
+            }
+        )
+    print_table(f"d = {summary['dimension']:.3f}: predicted vs observed", rows)
+    typer.echo(
+        f"this invocation: {summary['wall_s']:.0f} s wall, {summary['cpu_s']:.0f} CPU-s "
+        f"(stages, wall s: {summary['stage_wall_s']})"
+    )
+    typer.echo(f"report: {summary['report_html']}")
 
 
 def register(app: typer.Typer) -> None:

@@ -101,17 +101,21 @@ def run_params(
     }
 
 
-def train_worker(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
-    """Train one run (or resume it) with its log lines in `run_dir/train.log`."""
+def train_worker(params: dict[str, Any], run_dir: Path, *, quiet: bool = True) -> dict[str, Any]:
+    """Train one run (or resume it, or read its finished result). Quiet: the trainer's log
+    lines go to `run_dir/train.log` (parallel workers would interleave them); otherwise they
+    go to stderr with its progress bar, as `scalelab train` shows them."""
+    args = (
+        GPTConfig.from_dict(params["model"]),
+        TrainConfig.from_dict(params["train"]),
+        params["data_dir"],
+        run_dir,
+    )
+    if not quiet:
+        return train(*args, quiet=False)
     run_dir.mkdir(parents=True, exist_ok=True)
     with open(run_dir / LOG, "a", encoding="utf-8") as log, contextlib.redirect_stderr(log):
-        return train(
-            GPTConfig.from_dict(params["model"]),
-            TrainConfig.from_dict(params["train"]),
-            params["data_dir"],
-            run_dir,
-            quiet=True,
-        )
+        return train(*args, quiet=True)
 
 
 def run_specs(
@@ -130,6 +134,9 @@ def run_specs(
         if unknown:
             raise ConfigError(f"no run named {unknown} in this sweep; runs are {sorted(names)}")
         chosen = [s for s in all_specs if s.name in set(only)]
+    # Longest runs first: with parallel workers the sweep then ends when the total work
+    # allows, not when the biggest run, started last, does.
+    chosen = sorted(chosen, key=lambda s: -s.params["max_steps"] * s.params["train"]["batch_size"])
     run_sweep(
         sweep_dir, chosen, train_worker, workers=workers, quiet=quiet, description="sweep runs"
     )

@@ -1,0 +1,234 @@
+"""The whole data-scaling experiment of the seed paper in one resumable call (`scalelab demo`).
+
+prepare the corpus → train the reference model → estimate d on its test split → predict
+alpha_D = 2/(2+d) → data sweep (nested prefixes) → fit the observed exponent → report.
+
+The reference model is the sweep's largest run (the model trained on all the data, as in the
+paper), so it is trained once. Every stage leaves a finished artefact that a re-run finds
+and skips: the token store, the run folders' result.json, estimate.json, fits.json, the
+report. `pipeline.json` holds the config; a re-run with other options is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scalelab.config import Config, check_same_config
+from scalelab.errors import ConfigError
+from scalelab.io import atomic_write_json, provenance, read_json
+from scalelab.sweeps import data as data_sweep
+from scalelab.sweeps.lm import Schedule, run_specs, train_worker
+from scalelab.sweeps.model import parse_model
+from scalelab.sweeps.runner import open_sweep
+
+CONFIG = "pipeline.json"
+SUMMARY = "demo.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineConfig(Config):
+    """Sizes chosen so the default runs in ≤ 15 minutes on a quiet 2-core CPU (see
+    docs/benchmarks/scaling.md) and still spans two decades of training data."""
+
+    corpus: str = "shakespeare"
+    vocab_size: int = 2048
+    preset: str = "tiny"
+    model: str | None = None  # a shape LAYERSxWIDTH[xHEADS] instead of the preset's
+    context_len: int = 128
+    batch_size: int = 16
+    lr: float = 2e-3
+    min_tokens: int = 5_000
+    max_tokens: int = 500_000
+    points: int = 7
+    eval_interval: int = 25
+    eval_batches: int = 8
+    schedule: dict[str, Any] = dataclasses.field(
+        default_factory=lambda: Schedule(max_epochs=20.0, min_steps=150, step_cap=2000).to_dict()
+    )
+    id_per_doc: int = 32
+    id_max_documents: int | None = None
+    id_k: int = 20
+    id_batch_size: int = 4096
+    n_boot: int = 1000
+    seed: int = 0
+
+    def validate(self) -> None:
+        Schedule.from_dict(self.schedule)
+        if not 0 < self.min_tokens < self.max_tokens:
+            raise ConfigError(
+                f"need 0 < min_tokens < max_tokens, got {self.min_tokens}, {self.max_tokens}"
+            )
+        if self.points < 3:
+            raise ConfigError(f"points must be >= 3 to fit an exponent, got {self.points}")
+
+
+def run_pipeline(
+    out: str | Path,
+    cfg: PipelineConfig,
+    *,
+    workers: int = 2,
+    quiet: bool = False,
+    say: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run (or resume) every stage under `out`; return the summary written to demo.json."""
+    from scalelab.lm.estimate import EstimateConfig, estimate
+    from scalelab.lm.train import configs_for_preset
+    from scalelab.text.corpora import load_corpus
+    from scalelab.text.store import prepare_corpus
+
+    out = Path(out)
+    _check_config(out, cfg)
+    timings: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    t_all, cpu_all = time.perf_counter(), _cpu_s()
+    cpu_mark = [cpu_all]
+
+    def stage(name: str, t0: float) -> None:
+        """Wall and CPU seconds (this process and its finished workers) of a stage."""
+        timings[name] = round(time.perf_counter() - t0, 2)
+        now = _cpu_s()
+        cpu[name], cpu_mark[0] = round(now - cpu_mark[0], 2), now
+
+    t0 = time.perf_counter()
+    say(f"[1/6] prepare corpus {cfg.corpus!r} (BPE {cfg.vocab_size}) → {out / 'data'}")
+    data_dir = out / "data"
+    if not (data_dir / "meta.json").exists():
+        prepare_corpus(
+            load_corpus(cfg.corpus), data_dir, vocab_size=cfg.vocab_size, seed=0, quiet=quiet
+        )
+    stage("prepare", t0)
+
+    model_cfg, train_cfg = configs_for_preset(
+        cfg.preset,
+        data_dir,
+        block_size=cfg.context_len,
+        batch_size=cfg.batch_size,
+        lr=cfg.lr,
+        seed=cfg.seed,
+        eval_interval=cfg.eval_interval,
+        eval_batches=cfg.eval_batches,
+    )
+    if cfg.model is not None:
+        model_cfg = parse_model(cfg.model, model_cfg)[1]
+    grid = data_sweep.geometric_grid(cfg.min_tokens, cfg.max_tokens, cfg.points)
+    schedule = Schedule.from_dict(cfg.schedule)
+    sweep_cfg = data_sweep.make_config(data_dir, model_cfg, train_cfg, schedule, grid)
+    sweep_dir = open_sweep(out / "sweep", data_sweep.KIND, sweep_cfg.to_dict())
+    specs = data_sweep.specs(sweep_cfg)
+    reference = specs[-1]
+
+    t0 = time.perf_counter()
+    ref_dir = sweep_dir / "runs" / reference.name
+    say(
+        f"[2/6] train the reference model ({model_cfg.n_layer} layers × {model_cfg.n_embd}, "
+        f"ctx {model_cfg.block_size}) on all {grid[-1]:,} sweep tokens → {ref_dir}"
+    )
+    ref = train_worker(reference.params, ref_dir, quiet=quiet)
+    say(f"      test loss {ref['test_loss_nats']:.4f} nats/token ({ref['stop_reason']})")
+    stage("reference", t0)
+
+    t0 = time.perf_counter()
+    say("[3/6] estimate the intrinsic dimension (final layer, test split, MLE K=20)")
+    est_cfg = EstimateConfig(
+        per_doc=cfg.id_per_doc,
+        max_documents=cfg.id_max_documents,
+        k=cfg.id_k,
+        batch_size=cfg.id_batch_size,
+        seed=cfg.seed,
+    )
+    est = estimate(ref_dir, None, est_cfg, sweep_dir, device="cpu", quiet=quiet)
+    se = est["dimension_se"]
+    say(
+        f"      d = {est['dimension']:.3f}" + (f" ± {se:.3f}" if se is not None else "")
+        + f" → predicted alpha_D = 2/(2+d) = {est['alpha_D']:.4f}, alpha_N = 2/d = "
+        f"{est['alpha_N']:.4f}"
+    )  # fmt: skip
+    stage("estimate", t0)
+
+    t0 = time.perf_counter()
+    say(
+        f"[4/6] data sweep: {len(specs)} sizes {grid[0]:,} … {grid[-1]:,} tokens, {workers} workers"
+    )
+    table = run_specs(sweep_dir, specs, workers=workers, only=None, quiet=quiet)
+    stage("sweep", t0)
+
+    t0 = time.perf_counter()
+    say("[5/6] fit test loss vs training tokens")
+    fits = fit_sweep(table, est, cfg.n_boot, cfg.seed)
+    atomic_write_json(sweep_dir / "fits.json", fits)
+    stage("fit", t0)
+
+    t0 = time.perf_counter()
+    say("[6/6] report")
+    from scalelab.report.build import build_report
+
+    html, md = build_report(sweep_dir, out / "report")
+    stage("report", t0)
+
+    summary = {
+        "report_html": str(html),
+        "report_md": str(md),
+        "sweep_dir": str(sweep_dir),
+        "dimension": est["dimension"],
+        "dimension_se": se,
+        "fits": fits,
+        "runs": table[
+            ["run", "train_tokens", "steps", "stop_reason", "best_val_loss_nats", "test_loss_nats"]
+        ].to_dict("records"),
+        "stage_wall_s": timings,
+        "stage_cpu_s": cpu,
+        "wall_s": round(time.perf_counter() - t_all, 2),
+        "cpu_s": round(_cpu_s() - cpu_all, 2),
+        "config": cfg.to_dict(),
+        "provenance": provenance(),
+    }
+    atomic_write_json(out / SUMMARY, summary)
+    return summary
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its reaped child processes (sweep workers)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _check_config(out: Path, cfg: PipelineConfig) -> None:
+    path = out / CONFIG
+    if path.exists():
+        check_same_config(read_json(path), cfg.to_dict(), out)
+    else:
+        atomic_write_json(path, cfg.to_dict())
+
+
+def fit_sweep(table: Any, est: dict[str, Any], n_boot: int, seed: int) -> dict[str, Any]:
+    """Observed alpha_D by both fit forms next to the prediction, and the differences."""
+    from scalelab.laws.fit import fit_power_law
+
+    x = table["train_tokens"].to_numpy(np.float64)
+    y = table["test_loss_nats"].to_numpy(np.float64)
+    out: dict[str, Any] = {
+        "predicted_alpha_D": est["alpha_D"],
+        "predicted_alpha_D_ci95": est.get("alpha_D_ci95"),
+        "stop_reasons": dict(zip(table["run"], table["stop_reason"], strict=True)),
+    }
+    for form in ("power", "power+E"):
+        fit = fit_power_law(x, y, form=form, n_boot=n_boot, seed=seed)
+        out[form] = {
+            **fit.to_dict(),
+            "difference_observed_minus_predicted": fit.exponent - est["alpha_D"],
+        }
+    return out
+
+
+def fmt_ci(ci: Any) -> str:
+    if not ci or any(v is None or not math.isfinite(v) for v in ci):
+        return "n/a"
+    return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
