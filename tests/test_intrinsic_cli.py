@@ -1,4 +1,4 @@
-"""`scalelab id`, `scalelab exponents`, `scalelab demo`: every file format, the JSON fields,
+"""`scalelab id` and `scalelab exponents`: every file format, the JSON fields,
 the paper's Table 1 conversions, and each bad input as one line on stderr with exit code 2
 and nothing written."""
 
@@ -96,16 +96,6 @@ def test_exponents_table1(monkeypatch, capsys, args, expected) -> None:
     row = json.loads(out)
     for name, value in expected.items():
         assert round(row[name], 4) == value
-
-
-def test_demo_writes_result(monkeypatch, capsys, tmp_path) -> None:
-    code, out, _ = run(
-        monkeypatch, capsys, "demo", "--out", tmp_path, "--n", "1500", "--d", "4", "-q"
-    )
-    saved = json.loads((tmp_path / "result.json").read_text())
-    assert code == 0 and "alpha_D" in out
-    assert saved["dimension"] == pytest.approx(4, rel=0.1)
-    assert saved["predicted"]["alpha_N"] == pytest.approx(2 / saved["dimension"])
 
 
 def bad_files(folder: Path) -> dict[str, tuple[Path, list[str], str]]:
