@@ -186,3 +186,20 @@ def test_reference_curve_is_increasing_and_near_identity_in_low_dimensions():
     np.testing.assert_allclose(g[:3], [1, 2, 3], rtol=0.06)
     # ... and far too low in 16 dimensions at this sample size (the bias being corrected).
     assert g[-1] < 0.85 * 16
+
+
+def test_beats_mle_and_twonn_on_high_dimensional_benchmark_manifolds():
+    skdim = pytest.importorskip("skdim")
+    pytest.importorskip("pandas")
+    bm = skdim.datasets.BenchmarkManifolds(random_state=0)
+    names = ["M9_Affine", "M10b_Cubic", "Mn1_Nonlinear"]  # d = 20, 17, 18
+    data = bm.generate(n=2048)
+    errors = {"mle": [], "twonn": [], "calibrated": []}
+    for name in names:
+        x, d = data[name], bm.truth.loc[name, "Intrinsic Dimension"]
+        errors["mle"].append(abs(MLE(k=20).fit(x).dimension_ - d) / d)
+        errors["twonn"].append(abs(TwoNN().fit(x).dimension_ - d) / d)
+        errors["calibrated"].append(abs(CalibratedMLE().fit(x).dimension_ - d) / d)
+    mean = {key: float(np.mean(v)) for key, v in errors.items()}
+    assert mean["calibrated"] < 0.10, mean
+    assert mean["calibrated"] < 0.5 * min(mean["mle"], mean["twonn"]), mean
