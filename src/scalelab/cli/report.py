@@ -1,7 +1,31 @@
-"""CLI commands for report (see register)."""
+"""`scalelab report`: the HTML/Markdown report of a sweep folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
+from scalelab.cli.common import JSON, print_json
+from scalelab.report.build import build_report
+
+
+def report_cmd(
+    sweep_dir: Path = typer.Argument(..., help="A sweep folder (it holds sweep.json)."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Folder for report.html and report.md (default SWEEP_DIR/report)."
+    ),
+    as_json: bool = JSON,
+) -> None:
+    """Write a self-contained HTML report (figures embedded) and its Markdown twin for a
+    data, model, manifold or induction sweep; prints where they are."""
+    html_path, md_path = build_report(sweep_dir, out)
+    if as_json:
+        print_json({"html": str(html_path), "markdown": str(md_path)})
+    else:
+        typer.echo(f"wrote {html_path} and {md_path}")
+
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the top-level app."""
+    """Add `scalelab report` to the top-level app."""
+    app.command("report")(report_cmd)

@@ -1,0 +1,58 @@
+"""`build_report`: one report page for a sweep folder, whatever kind of sweep made it.
+
+The folder's `sweep.json` names its kind; the section module for that kind fills the page
+(`scalelab.report.<module>.build(sweep_dir, report)`), and every page ends with the sweep's
+config and provenance and the report's own. Nothing is written unless the whole page built.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from scalelab.errors import InputError
+from scalelab.io import provenance, read_json
+from scalelab.report.document import Report
+
+SECTIONS = {"data": "lm", "model": "lm", "manifold": "manifold", "induction": "induction"}
+
+
+def sweep_kind(sweep_dir: Path) -> tuple[str, dict]:
+    """The kind and the parsed sweep.json of a sweep folder, or an InputError saying why not."""
+    meta_path = sweep_dir / "sweep.json"
+    if not meta_path.is_file():
+        raise InputError(
+            f"{sweep_dir} has no sweep.json; give a folder made by `scalelab sweep` "
+            "(or `scalelab manifold sweep` / `scalelab induction sweep`)"
+        )
+    try:
+        meta = read_json(meta_path)
+    except (OSError, ValueError) as err:
+        raise InputError(f"cannot read {meta_path} ({err}); the sweep folder is damaged") from None
+    kind = meta.get("kind") if isinstance(meta, dict) else None
+    if kind not in SECTIONS:
+        raise InputError(
+            f"{meta_path} has kind {kind!r}; reports exist for {', '.join(sorted(SECTIONS))}"
+        )
+    return kind, meta
+
+
+def build_report(sweep_dir: str | Path, out_dir: str | Path | None = None) -> tuple[Path, Path]:
+    """Write `report.html` (self-contained) and `report.md` into `out_dir` (default
+    `SWEEP_DIR/report`); returns both paths."""
+    sweep_dir = Path(sweep_dir)
+    kind, meta = sweep_kind(sweep_dir)
+    try:
+        section = importlib.import_module(f"scalelab.report.{SECTIONS[kind]}")
+    except ModuleNotFoundError:
+        raise InputError(f"this scalelab has no report section for {kind!r} sweeps") from None
+    report = Report(f"scalelab report: {kind} sweep {sweep_dir.resolve().name}")
+    section.build(sweep_dir, report)
+    report.heading("Configuration and provenance")
+    report.paragraph("The sweep's config as saved in sweep.json:")
+    report.json(meta.get("config", {}))
+    report.paragraph("Provenance of the sweep (versions, git revision, command, time):")
+    report.json(meta.get("provenance", {}))
+    report.paragraph("Provenance of this report:")
+    report.json(provenance())
+    return report.write(Path(out_dir) if out_dir is not None else sweep_dir / "report")

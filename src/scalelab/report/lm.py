@@ -1,0 +1,320 @@
+"""Report section for language-model sweeps (sweep.json kind "data" or "model").
+
+It puts the observed exponent next to the one predicted from the intrinsic dimension, as
+Havrilla & Liao do: test loss against data size with the log-log fit, its 95% band and the
+slope 2/(2+d̂) anchored at the same point (their Figure 2); loss against non-embedding
+parameters with 2/d̂ (Figure 3); the ID ablations (Figure 4); and, so that a flattened slope
+cannot pass unnoticed, how each run stopped. Both fit forms are always shown and named.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scalelab.errors import InputError, ScalelabError
+from scalelab.io import read_json
+from scalelab.laws.fit import PowerLawFit, extrapolation_check, fit_power_law
+from scalelab.laws.theory import d_from_alpha_D, d_from_alpha_N
+from scalelab.report.document import Report
+from scalelab.report.plots import PredictedSlope, dimension_figure, scaling_figure
+
+N_BOOT = 1000
+SEED = 0
+LOSS = "test_loss_nats"
+SIZE = {"data": "train_tokens", "model": "params_non_embedding"}
+RUN_COLUMNS = (
+    "run",
+    "label",
+    "train_tokens",
+    "params_non_embedding",
+    "test_loss_nats",
+    "best_val_loss_nats",
+    "steps",
+    "max_steps",
+    "stop_reason",
+    "tokens_seen",
+    "wall_time_s",
+)
+
+
+def read_runs(sweep_dir: Path, kind: str) -> pd.DataFrame:
+    """runs.csv with the columns the section needs, one row per finished run."""
+    path = sweep_dir / "runs.csv"
+    try:
+        table = pd.read_csv(path)
+    except (OSError, pd.errors.EmptyDataError, pd.errors.ParserError) as err:
+        raise InputError(
+            f"{sweep_dir} has no readable runs.csv ({type(err).__name__}); run the sweep first"
+        ) from None
+    need = [SIZE[kind], LOSS]
+    missing = [c for c in need if c not in table.columns]
+    if missing:
+        raise InputError(f"{path} lacks column(s) {missing}; is it a {kind} sweep's table?")
+    return table
+
+
+def read_estimate(sweep_dir: Path) -> dict[str, Any] | None:
+    """`estimate.json` from `scalelab estimate` if the sweep folder has one."""
+    path = sweep_dir / "estimate.json"
+    if not path.is_file():
+        return None
+    try:
+        doc = read_json(path)
+    except (OSError, ValueError) as err:
+        raise InputError(f"cannot read {path} ({err}); re-run `scalelab estimate`") from None
+    if not isinstance(doc.get("dimension"), int | float):
+        raise InputError(f"{path} has no numeric 'dimension'; re-run `scalelab estimate`")
+    return doc
+
+
+def _fits(x: np.ndarray, y: np.ndarray) -> tuple[list[PowerLawFit], list[str]]:
+    """Both fit forms where the points allow; notes say what could not be fitted."""
+    fits, notes = [], []
+    for form in ("power", "power+E"):
+        try:
+            fits.append(fit_power_law(x, y, form=form, n_boot=N_BOOT, seed=SEED))
+        except ScalelabError as err:
+            notes.append(f"No {form} fit: {err}")
+    return fits, notes
+
+
+def _ci(pair: Any) -> str:
+    if not pair or any(v is None or not math.isfinite(v) for v in pair):
+        return ""
+    return f"[{pair[0]:.3f}, {pair[1]:.3f}]"
+
+
+def _exponent_rows(
+    kind: str, fits: list[PowerLawFit], est: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    key = "alpha_D" if kind == "data" else "alpha_N"
+    rows = []
+    if est is not None:
+        rows.append(
+            {
+                "quantity": f"predicted {key}",
+                "source": f"d̂ = {est['dimension']:.3f} ({'2/(2+d)' if kind == 'data' else '2/d'})",
+                "value": est.get(key),
+                "ci95": _ci(est.get(f"{key}_ci95")),
+                "d implied": est["dimension"],
+                "observed − predicted": None,
+            }
+        )
+    to_d = d_from_alpha_D if kind == "data" else d_from_alpha_N
+    for fit in fits:
+        implied = None
+        valid = 0 < fit.exponent < 1 if kind == "data" else fit.exponent > 0
+        if valid:
+            implied = float(to_d(fit.exponent))
+        row = {
+            "quantity": f"observed {key}",
+            "source": "log-log fit, no E (the paper's)"
+            if fit.form == "power"
+            else f"fit L = E + A·n^-α (E = {fit.E:.3g})",
+            "value": fit.exponent,
+            "ci95": _ci(fit.exponent_ci95),
+            "d implied": implied,
+            "observed − predicted": None,
+        }
+        if est is not None and est.get(key) is not None:
+            row["observed − predicted"] = fit.exponent - est[key]
+        rows.append(row)
+    return rows
+
+
+def _stopping(table: pd.DataFrame, schedule: dict[str, Any] | None) -> list[str]:
+    """Sentences on how runs ended: under 'converge', a run stopped by its step budget was
+    still improving and biases the slope."""
+    if "stop_reason" not in table:
+        return ["runs.csv has no stop_reason column: convergence of the runs is unknown."]
+    counts = table["stop_reason"].fillna("unknown").value_counts().to_dict()
+    text = ", ".join(f"{n} by {r}" for r, n in counts.items())
+    out = [f"Runs ended: {text}."]
+    policy = (schedule or {}).get("policy")
+    if policy == "converge":
+        capped = table.loc[table["stop_reason"] != "patience", "run"].tolist()
+        if capped:
+            out.append(
+                f"WARNING: {len(capped)} run(s) ({', '.join(map(str, capped))}) hit their step "
+                "budget instead of early stopping, so they may not have converged; their "
+                "losses are upper bounds and flatten or steepen the fitted slope."
+            )
+        else:
+            out.append("Every run stopped by patience (early stopping on validation loss).")
+    return out
+
+
+def _policy_text(schedule: dict[str, Any] | None) -> str:
+    if not schedule:
+        return "Training-length policy: not recorded in sweep.json."
+    p = schedule.get("policy")
+    if p == "converge":
+        return (
+            "Training-length policy: converge. Early stopping on validation loss "
+            f"(patience {schedule.get('patience')} validations, best weights tested) within a "
+            f"budget of {schedule.get('max_epochs')} passes over each run's tokens, clamped to "
+            f"[{schedule.get('min_steps')}, {schedule.get('step_cap')}] steps."
+        )
+    if p == "epochs":
+        return f"Training-length policy: epochs ({schedule.get('epochs')} passes per run)."
+    if p == "tokens":
+        return f"Training-length policy: tokens ({schedule.get('token_budget')} per run)."
+    return f"Training-length policy: {p}."
+
+
+def _holdout_rows(x: np.ndarray, y: np.ndarray) -> list[dict[str, Any]]:
+    rows = []
+    for form in ("power", "power+E"):
+        try:
+            h = extrapolation_check(x, y, form=form, holdout=1)
+        except ScalelabError:
+            continue
+        rows.append(
+            {
+                "form": form,
+                "fitted on": f"{h['n_fit']} smallest",
+                "held-out size": h["x_heldout"][0],
+                "observed": h["observed"][0],
+                "predicted": h["predicted"][0],
+                "relative error": h["rel_error"][0],
+                "exponent (fit without it)": h["fit"]["exponent"],
+            }
+        )
+    return rows
+
+
+def _estimate_section(report: Report, est: dict[str, Any]) -> None:
+    report.heading("Intrinsic dimension")
+    inner = est.get("estimate", {})
+    settings = est.get("settings", {})
+    report.table(
+        [
+            {
+                "d̂": est["dimension"],
+                "SE": est.get("dimension_se"),
+                "layer": est.get("layer_name", est.get("layer")),
+                "estimator": inner.get("estimator"),
+                "K": inner.get("k", settings.get("k")),
+                "metric": inner.get("metric", settings.get("metric")),
+                "batch": inner.get("batch_size", settings.get("batch_size")),
+                "points": inner.get("n_points"),
+                "duplicates removed": inner.get("n_duplicates_removed"),
+            }
+        ],
+        caption="estimate.json (SE: spread over MLE batches)",
+    )
+
+
+def _ablations(report: Report, sweep_dir: Path) -> None:
+    files = sorted((sweep_dir / "ablations").glob("*.json"))
+    if not files:
+        return
+    report.heading("Intrinsic-dimension ablations (the paper's Figure 4)")
+    for path in files:
+        try:
+            doc = read_json(path)
+            rows = doc["rows"]
+        except (OSError, ValueError, KeyError, TypeError):
+            report.paragraph(f"{path.name}: unreadable ablation file, skipped.")
+            continue
+        rows = [r for r in rows if r.get("dimension") is not None]
+        if not rows:
+            continue
+        setting = next(k for k in rows[0] if k not in ("dimension", "dimension_se"))
+        xs = [r[setting] for r in rows]
+        numeric = all(isinstance(v, int | float) for v in xs)
+        name = doc.get("ablation", path.stem)
+        fig = dimension_figure(
+            xs if numeric else list(range(len(xs))),
+            [r["dimension"] for r in rows],
+            [r.get("dimension_se") for r in rows],
+            xlabel=setting,
+            title=f"d̂ vs {name}",
+            log_x=numeric and name in ("batch_size", "models"),
+        )
+        report.figure(fig, f"Estimated d against {setting} ({path.name}); bars ±1 SE")
+        report.table(rows, caption=f"ablation {name}")
+
+
+def build(sweep_dir: Path, report: Report) -> None:
+    """Add the data- or model-sweep section for `sweep_dir` to `report`."""
+    sweep_dir = Path(sweep_dir)
+    meta = read_json(sweep_dir / "sweep.json")
+    kind = meta["kind"]
+    if kind not in SIZE:
+        raise InputError(f"report.lm handles data and model sweeps, not {kind!r}")
+    config = meta.get("config", {})
+    table = read_runs(sweep_dir, kind)
+    est = read_estimate(sweep_dir)
+    size = SIZE[kind]
+    ok = table[[size, LOSS]].notna().all(axis=1) & (table[size] > 0) & (table[LOSS] > 0)
+    runs = table[ok].sort_values(size)
+    x, y = runs[size].to_numpy(float), runs[LOSS].to_numpy(float)
+
+    what = "data size (training tokens)" if kind == "data" else "non-embedding parameters"
+    report.heading(f"Test loss against {what}")
+    report.paragraph(
+        f"{len(runs)} finished run(s) of {len(table)} rows. Observed exponents come from two "
+        "fits, always named: the log-log least-squares fit with no irreducible term (the "
+        "paper's), and L = E + A·n^-α (weakly constrained with few points). Intervals are "
+        f"95% bootstrap intervals ({N_BOOT} resamples, seed {SEED}; residual bootstrap over "
+        "the fixed size grid)."
+    )
+    report.paragraph(_policy_text(config.get("schedule")))
+    fits, notes = _fits(x, y) if len(runs) else ([], ["No finished runs with a positive loss."])
+    for note in notes:
+        report.paragraph(note)
+    predicted = None
+    if est is not None:
+        key, formula = ("alpha_D", "2/(2+d̂)") if kind == "data" else ("alpha_N", "2/d̂")
+        if est.get(key) is not None:
+            ci = est.get(f"{key}_ci95")
+            predicted = PredictedSlope(
+                float(est[key]),
+                f"predicted {formula} = {est[key]:.3f} (d̂ = {est['dimension']:.2f})",
+                tuple(ci) if ci else None,
+            )
+    else:
+        report.paragraph(
+            "No estimate.json in the sweep folder, so no predicted exponent: run "
+            "`scalelab estimate` with --out SWEEP_DIR to add it."
+        )
+    if fits:
+        fig_no = "Figure 2" if kind == "data" else "Figure 3"
+        report.figure(
+            scaling_figure(
+                x,
+                y,
+                fits,
+                predicted=predicted,
+                xlabel=what,
+                ylabel="test loss (nats/token)",
+                title=f"test loss vs {what} (cf. the paper's {fig_no})",
+            ),
+            f"Test loss vs {what}, log-log. Solid: log-log fit with its 95% exponent band; "
+            "dashed: fit with an irreducible term E; dotted red: predicted slope anchored at "
+            "the log-log fit's value at the geometric-mean size.",
+        )
+        report.table(
+            _exponent_rows(kind, fits, est),
+            caption="Predicted vs observed exponents (d implied: the d that would give it)",
+        )
+        holdout = _holdout_rows(x, y)
+        if holdout:
+            report.table(
+                holdout,
+                caption="Extrapolation check: fit without the largest size, predict it",
+            )
+    report.heading("Runs")
+    for sentence in _stopping(table, config.get("schedule")):
+        report.paragraph(sentence)
+    cols = [c for c in RUN_COLUMNS if c in table.columns]
+    report.table(table[cols].to_dict("records"), caption="runs.csv (one row per finished run)")
+    if est is not None:
+        _estimate_section(report, est)
+    _ablations(report, sweep_dir)

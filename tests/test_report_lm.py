@@ -1,0 +1,185 @@
+"""The LM-sweep report on synthetic sweep folders with known exponents, and the dispatcher's
+handling of folders it cannot report on."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scalelab.errors import InputError
+from scalelab.io import atomic_write_json
+from scalelab.laws.fit import fit_power_law
+from scalelab.laws.theory import predict_exponents
+from scalelab.report.build import build_report
+
+SCHEDULE = {
+    "policy": "converge",
+    "patience": 4,
+    "max_epochs": 40.0,
+    "min_steps": 200,
+    "step_cap": 20000,
+}
+
+
+def make_sweep(
+    root: Path,
+    kind: str = "data",
+    *,
+    exponent: float = 0.15,
+    d: float | None = 8.0,
+    ablation: bool = True,
+) -> tuple[Path, np.ndarray, np.ndarray]:
+    """A sweep folder as the sweeps write it: sweep.json, runs.csv, estimate.json, ablations."""
+    sweep = root / f"{kind}-sweep"
+    sizes = np.geomspace(2e4, 2e6, 7).round() if kind == "data" else np.geomspace(1e5, 1e7, 5)
+    loss = 12.0 * sizes**-exponent * np.exp(np.random.default_rng(0).normal(0, 0.01, sizes.size))
+    atomic_write_json(
+        sweep / "sweep.json",
+        {
+            "kind": kind,
+            "config": {"data_dir": "/x", "schedule": SCHEDULE},
+            "provenance": {"git_revision": "abc123", "argv": ["scalelab", "sweep", kind]},
+        },
+    )
+    runs = pd.DataFrame(
+        {
+            "run": [f"r{i}" for i in range(sizes.size)],
+            "train_tokens": sizes.astype(int) if kind == "data" else 2_000_000,
+            "params_non_embedding": 800_000 if kind == "data" else sizes.astype(int),
+            "test_loss_nats": loss,
+            "best_val_loss_nats": loss * 1.01,
+            "stop_reason": ["patience"] * (sizes.size - 1) + ["max_steps"],
+            "steps": 300,
+        }
+    )
+    runs.to_csv(sweep / "runs.csv", index=False)
+    if d is not None:
+        atomic_write_json(
+            sweep / "estimate.json",
+            {
+                "dimension": d,
+                "dimension_se": 0.4,
+                **{k: v for k, v in predict_exponents(d, 0.4).items() if k.startswith("alpha")},
+                "layer_name": "final",
+                "estimate": {"estimator": "MLE", "k": 20, "n_points": 4096},
+            },
+        )
+    if ablation:
+        atomic_write_json(
+            sweep / "ablations" / "layers.json",
+            {
+                "ablation": "layers",
+                "rows": [{"layer": i, "dimension": 5.0 + i, "dimension_se": 0.2} for i in range(4)],
+            },
+        )
+    return sweep, sizes, loss
+
+
+def test_data_sweep_report_shows_known_exponent_prediction_and_warnings(tmp_path: Path) -> None:
+    sweep, sizes, loss = make_sweep(tmp_path)
+    html_path, md_path = build_report(sweep)
+    assert html_path == sweep / "report" / "report.html"
+    md, page = md_path.read_text(), html_path.read_text()
+    truth = fit_power_law(sizes, loss, n_boot=1000, seed=0)
+    assert truth.exponent == pytest.approx(0.15, abs=0.01)
+    rows = [line for line in md.splitlines() if line.startswith("| observed alpha_D")]
+    assert len(rows) == 2  # both fit forms, each named
+    assert f"| {truth.exponent:.4g} |" in rows[0] and "no E" in rows[0]
+    lo, hi = truth.exponent_ci95
+    assert f"[{lo:.3f}, {hi:.3f}]" in rows[0]
+    assert "fit L = E + A·n^-α" in rows[1]
+    pred = [line for line in md.splitlines() if line.startswith("| predicted alpha_D")]
+    assert len(pred) == 1 and "| 0.2 |" in pred[0]  # 2/(2+8)
+    # observed − predicted for the plain fit
+    assert f"{truth.exponent - 0.2:.4g}" in rows[0]
+    assert "WARNING: 1 run(s) (r6) hit their step budget" in md
+    assert "Training-length policy: converge" in md
+    assert "abc123" in md and '"git_revision"' in md
+    pngs = re.findall(r"base64,([A-Za-z0-9+/=]+)'", page)
+    assert len(pngs) == 2  # loss vs data, and the layers ablation
+    assert all(base64.b64decode(p)[:4] == b"\x89PNG" for p in pngs)
+    assert (sweep / "report" / "report_files" / "figure2.png").exists()
+    assert "Extrapolation check" in md
+
+
+def test_model_sweep_report_uses_parameters_and_alpha_n(tmp_path: Path) -> None:
+    sweep, sizes, loss = make_sweep(tmp_path, "model", exponent=0.3, d=6.0, ablation=False)
+    out = tmp_path / "elsewhere"
+    _, md_path = build_report(sweep, out)
+    assert md_path == out / "report.md" and not (sweep / "report").exists()
+    md = md_path.read_text()
+    truth = fit_power_law(sizes, loss, n_boot=1000, seed=0)
+    row = next(line for line in md.splitlines() if line.startswith("| observed alpha_N"))
+    assert f"| {truth.exponent:.4g} |" in row
+    pred = next(line for line in md.splitlines() if line.startswith("| predicted alpha_N"))
+    assert f"| {2 / 6:.4g} |" in pred
+
+
+def test_without_estimate_the_report_says_so(tmp_path: Path) -> None:
+    sweep, _, _ = make_sweep(tmp_path, d=None, ablation=False)
+    md = build_report(sweep)[1].read_text()
+    assert "No estimate.json" in md and "predicted alpha_D" not in md
+    assert "observed alpha_D" in md
+
+
+def test_too_few_runs_still_reports_runs(tmp_path: Path) -> None:
+    sweep, _, _ = make_sweep(tmp_path, ablation=False)
+    runs = pd.read_csv(sweep / "runs.csv").head(2)
+    runs.to_csv(sweep / "runs.csv", index=False)
+    md = build_report(sweep)[1].read_text()
+    assert "No power fit" in md and "at least 3" in md
+    assert "| r1 |" in md
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda d: None, "no sweep.json"),
+        (lambda d: (d / "sweep.json").write_text("{not json"), "cannot read"),
+        (lambda d: atomic_write_json(d / "sweep.json", {"kind": "weird"}), "kind 'weird'"),
+        (lambda d: atomic_write_json(d / "sweep.json", {"kind": "data"}), "no readable runs.csv"),
+    ],
+)
+def test_bad_sweep_folders_raise_and_write_nothing(tmp_path: Path, setup, message) -> None:
+    folder = tmp_path / "s"
+    folder.mkdir()
+    setup(folder)
+    with pytest.raises(InputError, match=re.escape(message)):
+        build_report(folder)
+    assert not (folder / "report").exists()
+
+
+def test_runs_table_missing_loss_column(tmp_path: Path) -> None:
+    sweep, _, _ = make_sweep(tmp_path, ablation=False)
+    pd.read_csv(sweep / "runs.csv").drop(columns="test_loss_nats").to_csv(
+        sweep / "runs.csv", index=False
+    )
+    with pytest.raises(InputError, match="test_loss_nats"):
+        build_report(sweep)
+
+
+def test_cli_report_success_and_bad_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scalelab.cli import main
+
+    def call(*args: object) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["scalelab", "report", *map(str, args)])
+        with pytest.raises(SystemExit) as info:
+            main()
+        out, err = capsys.readouterr()
+        return info.value.code or 0, out, err
+
+    sweep, _, _ = make_sweep(tmp_path, ablation=False)
+    code, out, err = call(sweep, "--out", tmp_path / "r", "--json")
+    assert code == 0, err
+    assert json.loads(out)["html"] == str(tmp_path / "r" / "report.html")
+    code, out, err = call(tmp_path / "missing")
+    assert code == 2 and "no sweep.json" in err and err.count("\n") == 1
