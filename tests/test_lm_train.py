@@ -220,7 +220,7 @@ def test_ddp_two_gloo_processes_match_one_process(store: Path, tmp_path: Path) -
     two = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
          "-m", "scalelab", *_train_args(store, tmp_path / "two", *extra)],
-        env=SINGLE_THREAD, capture_output=True, text=True, timeout=300,
+        env=SINGLE_THREAD, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert two.returncode == 0, two.stderr[-2000:]
     assert one.wait() == 0, one.stderr.read().decode()
