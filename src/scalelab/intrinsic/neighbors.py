@@ -37,7 +37,9 @@ PRECISIONS = {"bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float
 _UNIT = {"bf16": 2.0**-9, "fp32": 2.0**-24, "fp64": 2.0**-53}
 _U32 = 2.0**-24
 _BF16_INF_BITS = 0x7F80
-_MAX_UNPROVEN = 0.25  # fraction of unproven rows in a block that switches bf16 to float32
+_MAX_UNPROVEN = 0.25
+_BLOCK_ELEMENTS = 1 << 24
+_PROBE_ROWS = 512  # fraction of unproven rows in a block that switches bf16 to float32
 
 
 @dataclass
@@ -59,7 +61,7 @@ def knn(
     *,
     precision: str = "bf16",
     n_candidates: int | None = None,
-    block_rows: int = 1024,
+    block_rows: int | None = None,
     stats: SearchStats | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The k nearest neighbours of every row of `X` among the other rows.
@@ -81,6 +83,8 @@ def knn(
         raise InputError(f"{n} points but k = {k}: give at least k + 1 points or lower k")
     if metric != "euclidean":
         x = _unit_rows(x)
+    if block_rows is None:  # fewer, larger products: ~32 MB of bf16 distances per block
+        block_rows = max(256, min(n, _BLOCK_ELEMENTS // n))
     sq, idx = _exact_knn_squared(x, k, precision, n_candidates, block_rows, stats)
     dist = np.sqrt(sq)
     if metric == "cosine":
@@ -146,8 +150,10 @@ def _exact_knn_squared(
     sq = np.empty((n, k))
     idx = np.empty((n, k), dtype=np.int64)
     unproven = []
-    for start in range(0, n, block_rows):
-        r = np.arange(start, min(n, start + block_rows))
+    # A small first block probes whether bf16 can prove this data's neighbours at all.
+    probe = min(block_rows, _PROBE_ROWS)
+    for start in [0, *range(probe, n, block_rows)]:
+        r = np.arange(start, min(n, start + (probe if start == 0 else block_rows)))
         t0 = time.perf_counter()
         a = search.approx(r)
         if stats is not None:
