@@ -40,7 +40,8 @@ from scalelab.intrinsic.mle import AGGREGATES, _NeighbourEstimator, local_mle
 from scalelab.intrinsic.neighbors import knn
 
 _REFERENCE_CACHE: dict[tuple[int, int, str, int, int], float] = {}
-REFERENCE_POINTS = 4096  # smaller samples average several reference draws
+REFERENCE_POINTS = 4096  # smaller samples average several reference draws ...
+MAX_DRAWS = 16  # ... but at most this many (tiny samples would need hundreds)
 
 
 def aggregate_mle(dist: np.ndarray, aggregate: str) -> float:
@@ -68,15 +69,15 @@ def reference_ball(n: int, m: int, seed: int = 0, draw: int = 0) -> np.ndarray:
 def reference_statistic(n: int, k: int, aggregate: str, m: int, seed: int = 0) -> float:
     """`g(m)`: the aggregated MLE of n uniform points in the unit m-ball (cached per process).
 
-    Averaged over ceil(REFERENCE_POINTS / n) draws, so that small samples, whose statistic is
-    noisier, get a reference as precise as one of 4096 points at a fraction of its cost
-    (the search costs n² per draw).
+    Averaged over ceil(REFERENCE_POINTS / n) draws (at most MAX_DRAWS), so that small
+    samples, whose statistic is noisier, get a reference as precise as one of 4096 points at
+    a fraction of its cost (the search costs n² per draw, plus a fixed overhead per call).
     """
     key = (n, k, aggregate, m, seed)
     if key not in _REFERENCE_CACHE:
         values = [
             aggregate_mle(knn(reference_ball(n, m, seed, draw), k)[0], aggregate)
-            for draw in range(math.ceil(REFERENCE_POINTS / n))
+            for draw in range(min(MAX_DRAWS, math.ceil(REFERENCE_POINTS / n)))
         ]
         _REFERENCE_CACHE[key] = float(np.mean(values))
     return _REFERENCE_CACHE[key]
