@@ -11,7 +11,7 @@ steps:
    vectors `x - y` of the original data (no cancellation), and the k smallest kept, in one
    compiled numba kernel (gathering n*C rows in torch costs more than the Gram product);
 3. proof: a rigorous bound `e_i` on the rounding error of step 1 gives, for every point that is
-   not a candidate, `d^2 >= a_(C) - e_i` (`a_(C)` the largest candidate approximation). Where
+   not a candidate, `d^2 >= |x_i|^2 + a_(C) - e_i` (`a_(C)` the largest candidate value). Where
    that lower bound exceeds the k-th exact candidate distance, the true k neighbours are among
    the candidates. Rows where it does not hold (near ties, duplicates) are searched again in
    float32 with a candidate set that is sufficient by construction.
@@ -37,9 +37,9 @@ PRECISIONS = {"bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float
 _UNIT = {"bf16": 2.0**-9, "fp32": 2.0**-24, "fp64": 2.0**-53}
 _U32 = 2.0**-24
 _BF16_INF_BITS = 0x7F80
-_MAX_UNPROVEN = 0.25
-_BLOCK_ELEMENTS = 1 << 24
-_PROBE_ROWS = 512  # fraction of unproven rows in a block that switches bf16 to float32
+_MAX_UNPROVEN = 0.25  # fraction of unproven rows in a block that switches bf16 to float32
+_BLOCK_ELEMENTS = 1 << 24  # approximate distances per block (32 MB in bf16)
+_PROBE_ROWS = 512  # rows of the first block, which decides between bf16 and float32
 
 
 @dataclass
@@ -212,9 +212,11 @@ class _ApproxSearch:
         self.precision = precision
         n, dim = xc.shape
         self.sqn = _row_sq_norms(xc)
-        left = np.ones((n, dim + 1), dtype=xc.dtype)
+        # Built in float64 for an fp64 search (|x|^2 must not be rounded to float32 there).
+        work = np.float64 if precision == "fp64" else np.float32
+        left = np.ones((n, dim + 1), dtype=work)
         left[:, :dim] = xc
-        right = np.empty((n, dim + 1), dtype=xc.dtype)
+        right = np.empty((n, dim + 1), dtype=work)
         np.multiply(xc, -2.0, out=right[:, :dim])
         right[:, dim] = self.sqn
         self.left = torch.from_numpy(left).to(dtype)
@@ -223,7 +225,7 @@ class _ApproxSearch:
         u_in = u + _U32  # the centring's rounding (float32 data) plus the cast
         u_acc = 2.0**-53 if precision == "fp64" else _U32  # CPU bf16 GEMMs accumulate in fp32
         self.c1 = 1.1 * (4 * u_in + 2 * (dim + 1) * u_acc + 2 * u)
-        self.c2 = 1.1 * (2 * u + (dim + 1) * u_acc)
+        self.c2 = 1.1 * (2 * u + _U32 + (dim + 1) * u_acc)
         self.norms = np.sqrt(self.sqn)
         self.max_norm = float(self.norms.max())
 
