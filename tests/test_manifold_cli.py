@@ -1,0 +1,58 @@
+"""`scalelab manifold ...` through the real main(): results on success, exit 2 on bad input."""
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scalelab.cli import main
+
+
+@pytest.fixture
+def run_main(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    def call(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        argv = ["scalelab", "manifold", *map(str, args)]
+        monkeypatch.setattr(sys, "argv", argv)
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(argv, exit_info.value.code or 0, out, err)
+
+    return call
+
+
+def test_sample_writes_points_on_the_sphere(tmp_path: Path, run_main: Callable) -> None:
+    out = tmp_path / "pts.npz"
+    res = run_main("sample", "--out", out, "--d", "3", "--n", "500", "--D", "16", "--json")
+    assert res.returncode == 0, res.stderr
+    data = np.load(out)
+    assert data["x"].shape == (500, 16)
+    # the unit sphere S^3 rotated into R^16: every point has norm 1
+    np.testing.assert_allclose(np.linalg.norm(data["x"], axis=1), 1.0, atol=1e-12)
+    assert (tmp_path / "pts.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("sweep", "--out", "{tmp}/s", "--dims", "two"), "comma-separated numbers"),
+        (("sweep", "--out", "{tmp}/s", "--preset", "huge"), "unknown preset"),
+        (("sweep", "--out", "{tmp}/s", "--betas", "1.5"), "beta must be in (0, 1]"),
+        (("sweep", "--out", "{tmp}/s", "--manifold", "klein"), "unknown manifold"),
+        (("sweep", "--out", "{tmp}/s", "--attention", "linear"), "attention must be"),
+        (("sample", "--out", "{tmp}/p.txt"), "name it *.npz"),
+        (("sample", "--out", "{tmp}/p.npz", "--d", "9", "--D", "4"), "ambient dimension"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, run_main: Callable, args: tuple, message: str
+) -> None:
+    res = run_main(*(a.format(tmp=tmp_path) for a in args))
+    assert res.returncode == 2
+    assert message in res.stderr and res.stderr.count("\n") == 1
+    assert not list(tmp_path.rglob("*.npz")) and not list(tmp_path.rglob("runs.csv"))
