@@ -92,14 +92,13 @@ def _read_npz(path: Path, key: str | None) -> np.ndarray:
 
 
 def _read_torch(path: Path, key: str | None) -> np.ndarray:
-    import pickle
-
     import torch
 
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as err:
-        raise InputError(f"cannot read {path} as a tensor file: {str(err)[:200]}") from err
+    except Exception as err:  # the unpickler raises almost any type on a corrupt file
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise InputError(f"cannot read {path} as a tensor file: {reason[:200]}") from err
     if isinstance(obj, dict):
         obj = _pick(obj, key, path)
     if not isinstance(obj, torch.Tensor):
