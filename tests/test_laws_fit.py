@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 from scipy import optimize, stats
 
 from scalelab.errors import InputError
@@ -26,15 +25,6 @@ from scalelab.laws.fit import (
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 HOFFMANN = {"A": 406.4, "B": 410.7, "E": 1.69, "alpha": 0.34, "beta": 0.28}
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """The batched fits are small; one thread avoids contention on the shared 2 cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _hoffmann_grid() -> tuple[np.ndarray, np.ndarray, np.ndarray]:

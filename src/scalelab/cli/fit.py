@@ -38,6 +38,11 @@ def fit_cmd(
     holdout: int = typer.Option(
         0, "--holdout", help="Also fit without the K largest sizes and report their error."
     ),
+    compute: str | None = typer.Option(
+        None,
+        "--compute",
+        help="chinchilla: comma-separated FLOP budgets C; prints N_opt, D_opt for C = 6ND.",
+    ),
     n_boot: int = typer.Option(
         1000, "--n-boot", help="Bootstrap resamples for the intervals (0: none)."
     ),
@@ -47,6 +52,8 @@ def fit_cmd(
 ) -> None:
     """Fit a scaling law to a table, with bootstrap 95% intervals. The printed form is
     always named: 'power' has no irreducible term, 'power+E' and 'chinchilla' do."""
+    if compute and form != "chinchilla":
+        raise InputError("--compute needs --form chinchilla (the joint fit gives N_opt, D_opt)")
     if form not in FORMS:
         raise InputError(f"unknown --form {form!r}; choose one of {', '.join(FORMS)}")
     if holdout < 0:
@@ -65,6 +72,13 @@ def fit_cmd(
             {"param": k, "value": getattr(fit, k), "ci95": _ci(fit.ci95.get(k))}
             for k in ("A", "B", "E", "alpha", "beta")
         ]
+        if compute:
+            budgets = _floats(compute, "--compute")
+            n_opt, d_opt = fit.compute_optimal(budgets)
+            result["compute_optimal"] = [
+                {"C": c, "N_opt": float(a), "D_opt": float(b), "tokens_per_param": float(b / a)}
+                for c, a, b in zip(budgets, n_opt, d_opt, strict=True)
+            ]
         if holdout:
             result["holdout"] = chinchilla_extrapolation_check(n, d, cols[y], holdout=holdout)
     else:
@@ -89,6 +103,8 @@ def fit_cmd(
         print_json(result)
         return
     print_table(f"{form} fit of {y} ({len(df)} rows, {n_boot} bootstrap resamples)", rows)
+    if "compute_optimal" in result:
+        print_table("compute-optimal allocation (C = 6·N·D)", result["compute_optimal"])
     if holdout:
         h = result["holdout"]
         print_table(
@@ -98,6 +114,16 @@ def fit_cmd(
                 for o, p, r in zip(h["observed"], h["predicted"], h["rel_error"], strict=True)
             ],
         )
+
+
+def _floats(text: str, flag: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise InputError(f"{flag} takes comma-separated numbers, got {text!r}") from None
+    if not values or any(not v > 0 for v in values):
+        raise InputError(f"{flag} values must be positive numbers, got {text!r}")
+    return values
 
 
 def _ci(pair) -> str:

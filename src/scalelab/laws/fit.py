@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-import torch
 from scipy.special import expit
 
 from scalelab.errors import EstimationError, InputError
@@ -324,11 +323,6 @@ def epoch_starts(grid: dict[str, tuple[float, ...]] = EPOCH_GRID) -> np.ndarray:
     return np.array(list(itertools.product(*(grid[k] for k in ("a", "b", "e", "alpha", "beta")))))
 
 
-def _huber(r: torch.Tensor, delta: float) -> torch.Tensor:
-    a = r.abs()
-    return torch.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))
-
-
 def _chinchilla_solve(
     log_n: np.ndarray,
     log_d: np.ndarray,
@@ -340,27 +334,27 @@ def _chinchilla_solve(
     """Minimise from every start for every weight row; returns all endpoints and objectives
     shaped [n_weight_rows, n_starts, 5] and [n_weight_rows, n_starts]."""
     n_w, n_s = weights.shape[0], starts.shape[0]
-    ln, ld, ll = (torch.from_numpy(v) for v in (log_n, log_d, log_l))
-    w = torch.from_numpy(weights)
-    data_row = torch.arange(n_w).repeat_interleave(n_s)
+    data_row = np.repeat(np.arange(n_w), n_s)
 
-    def objective(theta: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-        a, b, e, alpha, beta = theta.unbind(1)
-        terms = torch.stack(
-            [
-                a[:, None] - alpha[:, None] * ln,
-                b[:, None] - beta[:, None] * ld,
-                e[:, None].expand(-1, ln.numel()),
-            ]
-        )
-        r = ll - torch.logsumexp(terms, dim=0)
-        return (w[data_row[rows]] * _huber(r, delta)).sum(1)
+    def objective(theta: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a, b, e, alpha, beta = (theta[:, i : i + 1] for i in range(5))
+        t1, t2 = a - alpha * log_n, b - beta * log_d
+        top = np.maximum(np.maximum(t1, t2), e)
+        p1, p2, p3 = np.exp(t1 - top), np.exp(t2 - top), np.exp(e - top)
+        total = p1 + p2 + p3
+        r = log_l - (top + np.log(total))
+        w = weights[data_row[rows]]
+        absr = np.abs(r)
+        hub = np.where(absr <= delta, 0.5 * r * r, delta * (absr - 0.5 * delta))
+        dh = -w * np.clip(r, -delta, delta) / total  # d loss / d LSE, over the softmax sum
+        g1, g2, g3 = (dh * p1).sum(1), (dh * p2).sum(1), (dh * p3).sum(1)
+        grad = np.stack([g1, g2, g3, -(dh * p1 * log_n).sum(1), -(dh * p2 * log_d).sum(1)], axis=1)
+        return (w * hub).sum(1), grad
 
-    theta0 = torch.from_numpy(np.tile(starts, (n_w, 1)))
     # scipy's relative-decrease test uses max(|f|, 1) as the scale; with f ~ 1e-3 that stops
     # restarts near kinks of the (nearly L1) objective early, so ask for a tighter decrease.
-    res = minimize_batched(objective, theta0, max_iter=1000, ftol=1e-12)
-    return res.x.reshape(n_w, n_s, 5).numpy(), res.fun.reshape(n_w, n_s).numpy()
+    res = minimize_batched(objective, np.tile(starts, (n_w, 1)), max_iter=1000, ftol=1e-12)
+    return res.x.reshape(n_w, n_s, 5), res.fun.reshape(n_w, n_s)
 
 
 def _to_named(theta: np.ndarray) -> dict[str, np.ndarray]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import LogFormatter
 
 from scalelab.laws.fit import PowerLawFit
 
@@ -93,6 +94,9 @@ def scaling_figure(
         draw_predicted(ax, predicted, x, (x0, float(fits[0].predict(x0))))
     ax.set_xscale("log")
     ax.set_yscale("log")
+    # Losses span less than a decade: label the y ticks with plain numbers, not 3×10⁰.
+    ax.yaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))
+    ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 1)))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
