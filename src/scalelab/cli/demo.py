@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
 import typer
 
 from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
@@ -44,7 +45,12 @@ def demo_command(
         _DEFAULT.max_tokens, "--max-tokens", help="Largest training set = the reference model's."
     ),
     points: int = typer.Option(_DEFAULT.points, "--points", help="Sizes in the geometric grid."),
-    workers: int = typer.Option(2, "--workers", help="Sweep runs in parallel (processes)."),
+    workers: int = typer.Option(
+        2, "--workers", help="Sweep runs in parallel (processes of one torch thread each)."
+    ),
+    threads: int | None = typer.Option(
+        None, "--threads", help="Torch threads of the main process (estimate, one worker)."
+    ),
     seed: int = SEED,
     json_out: bool = JSON,
     quiet: bool = QUIET,
@@ -52,15 +58,17 @@ def demo_command(
     """Run the whole pipeline: prepare the corpus, train the reference model, estimate the
     intrinsic dimension d, predict alpha_D = 2/(2+d), train the data sweep, fit the observed
     exponent, write the report. Re-running skips every finished stage."""
-    if workers < 1:
-        raise ConfigError(f"--workers must be >= 1, got {workers}")
+    if workers < 1 or (threads is not None and threads < 1):
+        raise ConfigError(f"--workers and --threads must be >= 1, got {workers}, {threads}")
+    if threads is not None:
+        torch.set_num_threads(threads)
     cfg = PipelineConfig(
         corpus=corpus, min_tokens=min_tokens, max_tokens=max_tokens, points=points, seed=seed
     )
     say = (lambda _msg: None) if json_out else typer.echo
     syn = synthetic_check(out, seed)
     say(
-        f"[0/6] synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
+        f"[0/5] synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
         f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
     )
     summary = run_pipeline(out, cfg, workers=workers, quiet=quiet or json_out, say=say)
@@ -79,6 +87,8 @@ def demo_command(
     ]
     for form, label in (("power", "observed, L = A n^-a"), ("power+E", "observed, L = E + A n^-a")):
         f = fits[form]
+        if f is None:
+            continue
         rows.append(
             {
                 "alpha_D": label,

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import math
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +30,12 @@ from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.lm.model import GPTConfig
 from scalelab.lm.train import TrainConfig, train
+from scalelab.progress import progress
 from scalelab.sweeps.runner import RunSpec, run_sweep, write_table
 
 POLICIES = ("converge", "epochs", "tokens")
 LOG = "train.log"
+POLL_S = 2.0  # seconds between progress polls of the run folders
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,7 +130,8 @@ def run_specs(
     only: Sequence[str] | None,
     quiet: bool,
 ) -> pd.DataFrame:
-    """Run `only` (or all) of `all_specs` and rebuild runs.csv over all of them."""
+    """Run `only` (or all) of `all_specs` and rebuild runs.csv over all of them, with a
+    progress bar in optimizer steps over all runs (runs take minutes each)."""
     chosen = all_specs
     if only:
         names = {s.name for s in all_specs}
@@ -137,7 +142,45 @@ def run_specs(
     # Longest runs first: with parallel workers the sweep then ends when the total work
     # allows, not when the biggest run, started last, does.
     chosen = sorted(chosen, key=lambda s: -s.params["max_steps"] * s.params["train"]["batch_size"])
-    run_sweep(
-        sweep_dir, chosen, train_worker, workers=workers, quiet=quiet, description="sweep runs"
-    )
+    with _step_progress(sweep_dir, chosen, quiet):
+        run_sweep(sweep_dir, chosen, train_worker, workers=workers, quiet=True)
     return write_table(sweep_dir, all_specs)
+
+
+def steps_done(run_dir: Path, budget: int) -> int:
+    """Steps a run has checkpointed (its whole budget once finished: early stopping
+    ends it)."""
+    if (run_dir / "result.json").exists():
+        return budget
+    try:
+        lines = (run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+        return int(json.loads(lines[-1])["step"]) if lines else 0
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0  # not started, or a line being written: counted at the next poll
+
+
+@contextlib.contextmanager
+def _step_progress(sweep_dir: Path, specs: Sequence[RunSpec], quiet: bool) -> Iterator[None]:
+    """A bar of validated steps over the runs' step budgets, polled from the run folders
+    (workers may be other processes)."""
+    budgets = {sweep_dir / "runs" / s.name: int(s.params["max_steps"]) for s in specs}
+    with progress("sweep steps", sum(budgets.values()), quiet=quiet) as advance:
+        stop = threading.Event()
+        shown = [0]
+
+        def poll() -> None:
+            while True:
+                done = sum(steps_done(d, b) for d, b in budgets.items())
+                finished = sum((d / "result.json").exists() for d in budgets)
+                advance(done - shown[0], info=f"{finished}/{len(budgets)} runs")
+                shown[0] = done
+                if stop.wait(POLL_S):
+                    return
+
+        thread = threading.Thread(target=poll, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()

@@ -1,10 +1,14 @@
 """The whole data-scaling experiment of the seed paper in one resumable call (`scalelab demo`).
 
-prepare the corpus → train the reference model → estimate d on its test split → predict
-alpha_D = 2/(2+d) → data sweep (nested prefixes) → fit the observed exponent → report.
+prepare the corpus → data sweep (nested prefixes), whose largest run is the reference model
+→ estimate d with the reference model on the test split → predict alpha_D = 2/(2+d) → fit
+the observed exponent → report.
 
 The reference model is the sweep's largest run (the model trained on all the data, as in the
-paper), so it is trained once. Every stage leaves a finished artefact that a re-run finds
+paper), so it is trained once, in parallel with the other runs: on a 2-core CPU two
+one-thread workers are much faster than one two-thread run, above all on a loaded machine
+(REFERENCE.md: two threads can fall 5-10x there). The prediction does not depend on the
+sweep; it is only computed after it. Every stage leaves a finished artefact that a re-run finds
 and skips: the token store, the run folders' result.json, estimate.json, fits.json, the
 report. `pipeline.json` holds the config; a re-run with other options is refused.
 """
@@ -25,7 +29,7 @@ from scalelab.config import Config, check_same_config
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.sweeps import data as data_sweep
-from scalelab.sweeps.lm import Schedule, run_specs, train_worker
+from scalelab.sweeps.lm import Schedule, run_specs
 from scalelab.sweeps.model import parse_model
 from scalelab.sweeps.runner import open_sweep
 
@@ -98,7 +102,7 @@ def run_pipeline(
         cpu[name], cpu_mark[0] = round(now - cpu_mark[0], 2), now
 
     t0 = time.perf_counter()
-    say(f"[1/6] prepare corpus {cfg.corpus!r} (BPE {cfg.vocab_size}) → {out / 'data'}")
+    say(f"[1/5] prepare corpus {cfg.corpus!r} (BPE {cfg.vocab_size}) → {out / 'data'}")
     data_dir = out / "data"
     if not (data_dir / "meta.json").exists():
         prepare_corpus(
@@ -128,15 +132,21 @@ def run_pipeline(
     t0 = time.perf_counter()
     ref_dir = sweep_dir / "runs" / reference.name
     say(
-        f"[2/6] train the reference model ({model_cfg.n_layer} layers × {model_cfg.n_embd}, "
-        f"ctx {model_cfg.block_size}) on all {grid[-1]:,} sweep tokens → {ref_dir}"
+        f"[2/5] data sweep: {model_cfg.n_layer} layers × {model_cfg.n_embd}, ctx "
+        f"{model_cfg.block_size}, on {len(specs)} nested training sets of {grid[0]:,} … "
+        f"{grid[-1]:,} tokens ({workers} worker(s), longest first); the largest run is the "
+        f"reference model → {sweep_dir}"
     )
-    ref = train_worker(reference.params, ref_dir, quiet=quiet)
-    say(f"      test loss {ref['test_loss_nats']:.4f} nats/token ({ref['stop_reason']})")
-    stage("reference", t0)
+    table = run_specs(sweep_dir, specs, workers=workers, only=None, quiet=quiet)
+    for row in table.itertuples():
+        say(
+            f"      {row.train_tokens:>10,} tokens: test loss {row.test_loss_nats:.4f} "
+            f"({row.stop_reason}, {row.steps} steps)"
+        )
+    stage("sweep", t0)
 
     t0 = time.perf_counter()
-    say("[3/6] estimate the intrinsic dimension (final layer, test split, MLE K=20)")
+    say("[3/5] intrinsic dimension of the reference model (final layer, test split, MLE K=20)")
     est_cfg = EstimateConfig(
         per_doc=cfg.id_per_doc,
         max_documents=cfg.id_max_documents,
@@ -154,20 +164,13 @@ def run_pipeline(
     stage("estimate", t0)
 
     t0 = time.perf_counter()
-    say(
-        f"[4/6] data sweep: {len(specs)} sizes {grid[0]:,} … {grid[-1]:,} tokens, {workers} workers"
-    )
-    table = run_specs(sweep_dir, specs, workers=workers, only=None, quiet=quiet)
-    stage("sweep", t0)
-
-    t0 = time.perf_counter()
-    say("[5/6] fit test loss vs training tokens")
+    say("[4/5] fit test loss vs training tokens")
     fits = fit_sweep(table, est, cfg.n_boot, cfg.seed)
     atomic_write_json(sweep_dir / "fits.json", fits)
     stage("fit", t0)
 
     t0 = time.perf_counter()
-    say("[6/6] report")
+    say("[5/5] report")
     from scalelab.report.build import build_report
 
     html, md = build_report(sweep_dir, out / "report")
@@ -220,6 +223,9 @@ def fit_sweep(table: Any, est: dict[str, Any], n_boot: int, seed: int) -> dict[s
         "stop_reasons": dict(zip(table["run"], table["stop_reason"], strict=True)),
     }
     for form in ("power", "power+E"):
+        if form == "power+E" and len(x) < 4:  # three parameters: needs a fourth point
+            out[form] = None
+            continue
         fit = fit_power_law(x, y, form=form, n_boot=n_boot, seed=seed)
         out[form] = {
             **fit.to_dict(),
