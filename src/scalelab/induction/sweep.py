@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
@@ -185,7 +186,7 @@ def run_one(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
 
 def run_induction_sweep(
     out_dir: str | Path, cfg: InductionSweepConfig, *, workers: int = 1, quiet: bool = False
-):
+) -> pd.DataFrame:
     """Open (or resume) the sweep folder and run every unfinished configuration."""
     sweep_dir = open_sweep(out_dir, KIND, cfg.to_dict())
     return run_sweep(
