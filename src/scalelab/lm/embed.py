@@ -99,11 +99,11 @@ class TokenDocuments:
         """The documents `index` (in that order), copied into a new flat array."""
         lengths = self.lengths[index]
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        gather = _ragged_arange(self.offsets[index], lengths)
+        gather = ragged_arange(self.offsets[index], lengths)
         return TokenDocuments(np.asarray(self.tokens[gather], dtype=np.int64), offsets)
 
 
-def _ragged_arange(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def ragged_arange(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Concatenation of `arange(s, s + n)` for each (s, n), vectorised."""
     lengths = np.asarray(lengths, dtype=np.int64)
     total = int(lengths.sum())
@@ -168,7 +168,7 @@ def sample_positions(
         raise ConfigError(f"groups must be a positive integer, got {groups}")
     window_lengths = np.asarray(window_lengths, dtype=np.int64)
     window = np.repeat(np.arange(len(window_lengths), dtype=np.int64), window_lengths)
-    offset = _ragged_arange(np.zeros(len(window_lengths), dtype=np.int64), window_lengths)
+    offset = ragged_arange(np.zeros(len(window_lengths), dtype=np.int64), window_lengths)
     if len(valid) != len(window):
         raise InputError("valid mask length differs from the total window length")
     keys = rng.random(len(window))  # drawn for every position so masks do not shift the stream
@@ -222,7 +222,7 @@ def sample_protocol(
     that are not special (EOS/padding) tokens."""
     rng = np.random.default_rng(seed)
     windows = sample_windows(docs.lengths, context_len, rng)
-    gather = _ragged_arange(docs.offsets[windows.doc] + windows.start, windows.length)
+    gather = ragged_arange(docs.offsets[windows.doc] + windows.start, windows.length)
     window_tokens = np.asarray(docs.tokens[gather], dtype=np.int64)
     valid = ~np.isin(window_tokens, np.asarray(list(special_ids), dtype=np.int64))
     positions = sample_positions(
@@ -297,5 +297,5 @@ def pad_batch(
     and the mask of real tokens."""
     mask = np.arange(t)[None, :] < lengths[:, None]
     idx = np.zeros((len(rows), t), dtype=np.int64)
-    idx[mask] = sample.window_tokens[_ragged_arange(sample.window_offsets[rows], lengths)]
+    idx[mask] = sample.window_tokens[ragged_arange(sample.window_offsets[rows], lengths)]
     return torch.from_numpy(idx), torch.from_numpy(mask)

@@ -41,6 +41,7 @@ from scalelab.lm.embed import (
     TokenDocuments,
     extract,
     layer_name,
+    ragged_arange,
     resolve_layer,
     sample_protocol,
     tokens_to_run,
@@ -334,9 +335,7 @@ def _store_tokens(path: Path, tok: tokenizers.Tokenizer, split: str) -> CorpusTo
 
 def _strip_last(docs: TokenDocuments, lengths: np.ndarray) -> TokenDocuments:
     """Documents without their final token (the store's EOT)."""
-    from scalelab.lm.embed import _ragged_arange
-
-    gather = _ragged_arange(docs.offsets[:-1], lengths)
+    gather = ragged_arange(docs.offsets[:-1], lengths)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     return TokenDocuments(np.asarray(docs.tokens[gather], dtype=np.int64), offsets)
 
