@@ -99,7 +99,7 @@ def test_data_sweep_report_shows_known_exponent_prediction_and_warnings(tmp_path
     assert len(pred) == 1 and "| 0.2 |" in pred[0]  # 2/(2+8)
     # observed − predicted for the plain fit
     assert f"{truth.exponent - 0.2:.4g}" in rows[0]
-    assert "WARNING: 1 run(s) (r6) hit their step budget" in md
+    assert "WARNING: 1 run(s) (r6) ended without early stopping" in md
     assert "Training-length policy: converge" in md
     assert "abc123" in md and '"git_revision"' in md
     pngs = re.findall(r"base64,([A-Za-z0-9+/=]+)'", page)

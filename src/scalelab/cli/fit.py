@@ -108,7 +108,8 @@ def fit_cmd(
     if holdout:
         h = result["holdout"]
         print_table(
-            f"held out the {holdout} largest; fitted on {h['n_fit']}",
+            f"held out the {holdout} largest ({'6·N·D' if form == 'chinchilla' else x}); "
+            f"fitted on {h['n_fit']}",
             [
                 {"observed": o, "predicted": p, "rel_error": r}
                 for o, p, r in zip(h["observed"], h["predicted"], h["rel_error"], strict=True)

@@ -140,9 +140,10 @@ def _stopping(table: pd.DataFrame, schedule: dict[str, Any] | None) -> list[str]
         capped = table.loc[table["stop_reason"] != "patience", "run"].tolist()
         if capped:
             out.append(
-                f"WARNING: {len(capped)} run(s) ({', '.join(map(str, capped))}) hit their step "
-                "budget instead of early stopping, so they may not have converged; their "
-                "losses are upper bounds and flatten or steepen the fitted slope."
+                f"WARNING: {len(capped)} run(s) ({', '.join(map(str, capped))}) ended without "
+                "early stopping (step budget reached), so they may not have converged: their "
+                "losses may be too high, which biases the fitted slope (flatter when the "
+                "large runs are the capped ones)."
             )
         else:
             out.append("Every run stopped by patience (early stopping on validation loss).")
