@@ -168,15 +168,17 @@ def _step_progress(sweep_dir: Path, specs: Sequence[RunSpec], quiet: bool) -> It
         stop = threading.Event()
         shown = [0]
 
-        def poll() -> None:
-            while True:
-                done = sum(steps_done(d, b) for d, b in budgets.items())
-                finished = sum((d / "result.json").exists() for d in budgets)
-                advance(done - shown[0], info=f"{finished}/{len(budgets)} runs")
-                shown[0] = done
-                if stop.wait(POLL_S):
-                    return
+        def update() -> None:
+            done = sum(steps_done(d, b) for d, b in budgets.items())
+            finished = sum((d / "result.json").exists() for d in budgets)
+            advance(done - shown[0], info=f"{finished}/{len(budgets)} runs")
+            shown[0] = done
 
+        def poll() -> None:
+            while not stop.wait(POLL_S):
+                update()
+
+        update()
         thread = threading.Thread(target=poll, daemon=True)
         thread.start()
         try:
@@ -184,3 +186,4 @@ def _step_progress(sweep_dir: Path, specs: Sequence[RunSpec], quiet: bool) -> It
         finally:
             stop.set()
             thread.join()
+            update()
