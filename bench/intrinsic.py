@@ -12,14 +12,22 @@ relative disagreement between the per-batch estimates (must be <= 1e-6).
     python bench/intrinsic.py                 # 100,000 points (24 batches)
     python bench/intrinsic.py --n 20480       # quicker: 5 batches
     python bench/intrinsic.py --threads 1     # both sides single-threaded
+    OMP_WAIT_POLICY=ACTIVE python bench/intrinsic.py   # OpenMP's default spinning
 
 Timings on a shared machine are noisy: read the ratio and the per-CPU-second figures.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
+
+# Threads that finish a parallel region wait passively instead of spinning: on a shared
+# machine spinning OpenMP threads (torch's and numba's runtimes) steal the CPU the other side
+# of a barrier needs. Read once, when the OpenMP runtime loads, so it must precede the
+# imports below; both scalelab and skdim run under it. Override by setting it yourself.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse
 import time
 
 import numpy as np
@@ -52,7 +60,8 @@ def main() -> None:
     batches = batch_indices(len(x), args.batch_size, seed=0)
     print(
         f"{args.n} x 768 float32, curved S^{args.d}, {len(batches)} batches of "
-        f">= {args.batch_size}, k = {args.k}, torch threads {torch.get_num_threads()}"
+        f">= {args.batch_size}, k = {args.k}, torch threads {torch.get_num_threads()}, "
+        f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}"
     )
     MLE(k=args.k).fit(x[:500])  # compile/load the numba kernels outside the timing
 
