@@ -216,6 +216,9 @@ def test_cli_bad_inputs_are_one_line_exit_2_and_write_nothing(world, tmp_path, r
         (["--model", run, "--batch-size", "256", "--context-len", "65"], "maximum context 64"),
         (["--model", run, "--corpus", tmp_path / "nope.txt"], "neither a built-in"),
         (["--model", world["hf"], "--batch-size", "256"], "--corpus is required"),
+        (["--model", run, "--weights", "latest"], "no state.pt"),
+        (["--model", run, "--weights", "other.bin"], "use best, latest or a .safetensors"),
+        (["--model", world["hf"], "--corpus", text, "--weights", "best"], "takes a .gguf"),
     ]
     for i, (args, message) in enumerate(cases):
         out = tmp_path / f"out{i}"
@@ -349,3 +352,29 @@ def test_token_store_with_another_tokenizer_is_re_encoded_from_its_text(world):
     same = load_corpus_tokens(world["store"], TokenStore(world["store"], "test").tokenizer())
     assert not same.info["retokenized"]
     assert same.docs.n_documents == len(texts)
+
+
+def test_weights_latest_and_named_files_of_a_run(world, tmp_path):
+    """`--weights latest` reads state.pt and a named .safetensors file is read as is: both
+    give exactly the embeddings of a run whose best checkpoint holds those weights."""
+    from scalelab.lm.checkpoint import save_state
+
+    other = GPT(GPTConfig(vocab_size=400, block_size=64, n_layer=2, n_head=2, n_embd=32), seed=5)
+    run = tmp_path / "run"
+    shutil.copytree(world["run"], run)
+    save_state(run / "state.pt", {"model": other.state_dict(), "loop": {"step": 7}})
+    save_weights(other, run / "step7.safetensors")
+    ref = tmp_path / "ref"
+    shutil.copytree(world["run"], ref)
+    save_weights(other, ref / "checkpoint.safetensors")
+    want = estimate(ref, world["text"], CFG, tmp_path / "e-ref", quiet=True)
+    for weights in ("latest", "step7.safetensors"):
+        out = tmp_path / f"e-{weights}"
+        got = estimate(run, world["text"], CFG, out, weights=weights, quiet=True)
+        assert got["model"]["checkpoint"] == weights
+        np.testing.assert_array_equal(
+            _saved(out)["embeddings"], _saved(tmp_path / "e-ref")["embeddings"]
+        )
+        assert got["dimension"] == want["dimension"]
+    best = estimate(run, world["text"], CFG, tmp_path / "e-best", quiet=True)
+    assert best["dimension"] != want["dimension"]  # the default is still the best checkpoint

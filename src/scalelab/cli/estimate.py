@@ -61,8 +61,13 @@ DEVICE = typer.Option("auto", "--device", help="auto (CUDA if present), cpu, cud
 THREADS = typer.Option(
     None, "--threads", help="CPU threads for torch (default: torch's; 1 on a busy machine)."
 )
-GGUF = typer.Option(
-    None, "--gguf", help="GGUF file name inside an HF folder (default: the only one)."
+WEIGHTS = typer.Option(
+    None,
+    "--weights",
+    "--gguf",
+    help="Which weights: for a scalelab run 'best' (default; the weights its test loss was "
+    "measured on), 'latest' (state.pt) or a .safetensors file in the run folder; for an HF "
+    "folder a .gguf file name (default: its weights, or its only .gguf).",
 )
 
 
@@ -115,7 +120,7 @@ def estimate_cmd(
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
     device: str = DEVICE,
-    gguf: str | None = GGUF,
+    weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
     out: Path | None = typer.Option(
         None, "--out", help="Output folder (default: estimates/<model>__<corpus>)."
@@ -147,7 +152,7 @@ def estimate_cmd(
         batch_tokens=batch_tokens,
     )
     out = out or _default_out("estimates", model, corpus)
-    doc = estimate(model, corpus, cfg, out, device=device, gguf_file=gguf, quiet=quiet)
+    doc = estimate(model, corpus, cfg, out, device=device, weights=weights, quiet=quiet)
     if as_json:
         print_json(doc)
         return
@@ -207,7 +212,7 @@ def layers_cmd(
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
     device: str = DEVICE,
-    gguf: str | None = GGUF,
+    weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
     out: Path | None = typer.Option(None, "--out", help="Output folder."),
     as_json: bool = JSON,
@@ -231,7 +236,7 @@ def layers_cmd(
     wanted = [v.strip() for v in layers.split(",") if v.strip()] if layers else None
     out = out or _default_out("ablations/layers", model, corpus)
     doc = ablate_layers(
-        model, corpus, cfg, out, layers=wanted, device=device, gguf_file=gguf, quiet=quiet
+        model, corpus, cfg, out, layers=wanted, device=device, weights=weights, quiet=quiet
     )
     _print_rows(doc, as_json, out)
 
@@ -253,7 +258,7 @@ def positions_cmd(
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
     device: str = DEVICE,
-    gguf: str | None = GGUF,
+    weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
     out: Path | None = typer.Option(None, "--out", help="Output folder."),
     as_json: bool = JSON,
@@ -278,7 +283,7 @@ def positions_cmd(
     )
     out = out or _default_out("ablations/positions", model, corpus)
     doc = ablate_positions(
-        model, corpus, cfg, out, groups=groups, device=device, gguf_file=gguf, quiet=quiet
+        model, corpus, cfg, out, groups=groups, device=device, weights=weights, quiet=quiet
     )
     _print_rows(doc, as_json, out)
 
@@ -301,7 +306,7 @@ def models_cmd(
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
     device: str = DEVICE,
-    gguf: str | None = GGUF,
+    weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
     out: Path = typer.Option(Path("ablations/models"), "--out", help="Output (sweep) folder."),
     as_json: bool = JSON,
@@ -323,7 +328,7 @@ def models_cmd(
         seed=seed,
         batch_tokens=batch_tokens,
     )
-    doc = ablate_models(model, corpus, cfg, out, device=device, gguf_file=gguf, quiet=quiet)
+    doc = ablate_models(model, corpus, cfg, out, device=device, weights=weights, quiet=quiet)
     _print_rows(doc, as_json, out)
 
 
@@ -343,7 +348,7 @@ def batch_size_cmd(
     metric: str = METRIC,
     seed: int = SEED,
     device: str = DEVICE,
-    gguf: str | None = GGUF,
+    weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
     out: Path | None = typer.Option(None, "--out", help="Output folder."),
     as_json: bool = JSON,
@@ -366,7 +371,7 @@ def batch_size_cmd(
         out = out or _default_out("ablations/batch-size", model, corpus)
         run_cfg = EstimateConfig(k=k, metric=metric, seed=seed, batch_size=min(sizes))
         estimate(
-            model, corpus, run_cfg, out / "estimate", device=device, gguf_file=gguf, quiet=quiet
+            model, corpus, run_cfg, out / "estimate", device=device, weights=weights, quiet=quiet
         )
         embeddings = out / "estimate" / EMBEDDINGS
     out = out or Path("ablations/batch-size") / _slug(embeddings.resolve().parent.name)

@@ -113,6 +113,7 @@ class LoadedModel:
     weight_files: list[Path]
     data_dir: Path | None = None
     gguf_file: str | None = None
+    checkpoint: str | None = None
 
     @property
     def n_layer(self) -> int:
@@ -128,6 +129,7 @@ class LoadedModel:
             "kind": self.kind,
             "path": str(self.path.resolve()),
             "gguf_file": self.gguf_file,
+            "checkpoint": self.checkpoint,
             "n_layer": self.n_layer,
             "width": self.width,
             "max_context": self.max_context,
@@ -165,9 +167,12 @@ def tokenizer_sha256(tok: tokenizers.Tokenizer) -> str:
 
 
 def load_model_for_embedding(
-    path: str | Path, *, device: torch.device | str = "cpu", gguf_file: str | None = None
+    path: str | Path, *, device: torch.device | str = "cpu", weights: str | None = None
 ) -> LoadedModel:
-    """A scalelab run folder or a local HF folder, with its own tokenizer."""
+    """A scalelab run folder or a local HF folder, with its own tokenizer. `weights` picks the
+    checkpoint: for a run `best` (default: the weights its test loss was measured on),
+    `latest` (the last saved step, from state.pt) or a .safetensors file in the folder; for an
+    HF folder the .gguf file to read (default: the folder's weights, or its only GGUF)."""
     from scalelab.lm.hf import is_hf_folder
 
     path = Path(path)
@@ -175,20 +180,23 @@ def load_model_for_embedding(
         raise CheckpointError(f"model folder {path} does not exist; pass a run or HF folder")
     config = path / "config.json"
     if config.is_file() and not is_hf_folder(path):
-        return _load_scalelab(path, device)
+        return _load_scalelab(path, device, weights or "best")
     if is_hf_folder(path):
-        return _load_hf(path, device, gguf_file)
+        return _load_hf(path, device, weights)
     raise CheckpointError(
         f"{path} is neither a scalelab run folder (config.json with a 'model' section) nor a "
         "Hugging Face model folder (config.json + weights, or a .gguf file); check --model"
     )
 
 
-def _load_scalelab(path: Path, device: torch.device | str) -> LoadedModel:
+def _load_scalelab(path: Path, device: torch.device | str, weights: str) -> LoadedModel:
     from scalelab.lm.checkpoint import WEIGHTS, load_model
     from scalelab.text.tokenizer import load_tokenizer
 
-    gpt, cfg = load_model(path, device=device)
+    gpt, cfg = load_model(path, device=device)  # the best weights; checks the folder
+    file = path / WEIGHTS
+    if weights != "best":
+        file = _load_other_weights(gpt, path, weights)
     data_dir = Path(cfg.get("data_dir", ""))
     if not (data_dir / "tokenizer.json").is_file():
         raise CheckpointError(
@@ -204,6 +212,7 @@ def _load_scalelab(path: Path, device: torch.device | str) -> LoadedModel:
     return LoadedModel(
         kind="scalelab",
         path=path,
+        checkpoint=weights,
         states=states,
         n_states=c.n_layer + 2,
         max_context=c.block_size,
@@ -212,14 +221,40 @@ def _load_scalelab(path: Path, device: torch.device | str) -> LoadedModel:
         n_params=gpt.num_params(non_embedding=False),
         n_params_non_embedding=gpt.num_params(non_embedding=True),
         tokenizer=tok,
-        weight_files=[path / WEIGHTS],
+        weight_files=[file],
         data_dir=data_dir,
     )
+
+
+def _load_other_weights(gpt: torch.nn.Module, path: Path, weights: str) -> Path:
+    """Replace the best weights with the latest ones (state.pt) or another safetensors file
+    of the run folder; return the file read."""
+    from scalelab.lm.checkpoint import STATE, load_state, load_weights
+
+    if weights == "latest":
+        file = path / STATE
+        if not file.is_file():
+            raise CheckpointError(f"{path} has no {STATE} (latest weights); use --weights best")
+        state = load_state(file)
+        try:
+            gpt.load_state_dict(state["model"])
+        except (KeyError, RuntimeError) as err:
+            raise CheckpointError(f"{file} holds no weights for this model ({err})") from None
+        return file
+    file = path / weights
+    if not weights.endswith(".safetensors") or not file.is_file():
+        raise CheckpointError(
+            f"--weights {weights!r}: use best, latest or a .safetensors file in {path}"
+        )
+    load_weights(gpt, file)
+    return file
 
 
 def _load_hf(path: Path, device: torch.device | str, gguf_file: str | None) -> LoadedModel:
     from scalelab.lm.hf import HFStates, load_hf, max_context, weight_files
 
+    if gguf_file is not None and not gguf_file.endswith(".gguf"):
+        raise CheckpointError(f"--weights {gguf_file!r}: an HF folder takes a .gguf file name")
     model, tok, gguf = load_hf(path, gguf_file=gguf_file, device=device)
     states = HFStates(model)
     emb = model.get_input_embeddings().weight
@@ -486,7 +521,7 @@ def estimate(
     out_dir: str | Path,
     *,
     device: str | None = None,
-    gguf_file: str | None = None,
+    weights: str | None = None,
     quiet: bool = False,
 ) -> dict[str, Any]:
     """The whole protocol: `out_dir/estimate.json` (written last) and the kept embeddings
@@ -494,12 +529,12 @@ def estimate(
     as is; one made with another request is refused. Nothing is written before every input
     has been checked and the estimate has succeeded."""
     out_dir = Path(out_dir)
-    request = _request(model, corpus, gguf_file, cfg)
+    request = _request(model, corpus, weights, cfg)
     done = _finished(out_dir / RESULT, request)
     if done is not None:
         return done
     dev = resolve_device(device)
-    loaded = load_model_for_embedding(model, device=dev, gguf_file=gguf_file)
+    loaded = load_model_for_embedding(model, device=dev, weights=weights)
     layer = resolve_layer(cfg.layer, loaded.n_states)
     prep = prepare(loaded, corpus, cfg)
     keep = shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed)
@@ -529,14 +564,14 @@ def estimate(
 
 
 def _request(
-    model: str | Path | list[str], corpus: str | Path | None, gguf: str | None, cfg: Config
+    model: str | Path | list[str], corpus: str | Path | None, weights: str | None, cfg: Config
 ) -> dict[str, Any]:
     models = model if isinstance(model, list) else [model]
     resolved = [str(Path(m).resolve()) for m in models]
     return {
         "model": resolved if isinstance(model, list) else resolved[0],
         "corpus": _corpus_key(corpus),
-        "gguf_file": gguf,
+        "weights": weights,
         **cfg.to_dict(),
     }
 
@@ -662,11 +697,11 @@ def _prepare_ablation(
     corpus: str | Path | None,
     cfg: EstimateConfig,
     device: str | None,
-    gguf_file: str | None,
+    weights: str | None,
     groups: int = 1,
 ) -> tuple[LoadedModel, Prepared, torch.device]:
     dev = resolve_device(device)
-    loaded = load_model_for_embedding(model, device=dev, gguf_file=gguf_file)
+    loaded = load_model_for_embedding(model, device=dev, weights=weights)
     resolve_layer(cfg.layer, loaded.n_states)
     prep = prepare(loaded, corpus, cfg, groups=groups)
     return loaded, prep, dev
@@ -680,16 +715,16 @@ def ablate_layers(
     *,
     layers: list[str] | None = None,
     device: str | None = None,
-    gguf_file: str | None = None,
+    weights: str | None = None,
     quiet: bool = False,
 ) -> dict[str, Any]:
     """d at every hidden state of one model (or the listed ones), on the same positions."""
     out_dir = Path(out_dir)
-    request = {**_request(model, corpus, gguf_file, cfg), "layers": layers}
+    request = {**_request(model, corpus, weights, cfg), "layers": layers}
     done = _finished(out_dir / "layers.json", request)
     if done is not None:
         return done
-    loaded, prep, dev = _prepare_ablation(model, corpus, cfg, device, gguf_file)
+    loaded, prep, dev = _prepare_ablation(model, corpus, cfg, device, weights)
     index = (
         list(range(loaded.n_states))
         if layers is None
@@ -719,17 +754,17 @@ def ablate_positions(
     *,
     groups: int = 4,
     device: str | None = None,
-    gguf_file: str | None = None,
+    weights: str | None = None,
     quiet: bool = False,
 ) -> dict[str, Any]:
     """d per context-position range: the window split into `groups` equal ranges, `per_doc`
     positions drawn in each range of each window, one estimate per range."""
     out_dir = Path(out_dir)
-    request = {**_request(model, corpus, gguf_file, cfg), "groups": groups}
+    request = {**_request(model, corpus, weights, cfg), "groups": groups}
     done = _finished(out_dir / "positions.json", request)
     if done is not None:
         return done
-    loaded, prep, dev = _prepare_ablation(model, corpus, cfg, device, gguf_file, groups=groups)
+    loaded, prep, dev = _prepare_ablation(model, corpus, cfg, device, weights, groups=groups)
     layer = resolve_layer(cfg.layer, loaded.n_states)
     group = prep.sample.positions.group
     rng = np.random.default_rng([cfg.seed, 0x5A1])
@@ -793,7 +828,7 @@ def _models_worker(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
         cfg,
         run_dir,
         device=params["device"],
-        gguf_file=params["gguf_file"],
+        weights=params["weights"],
         quiet=True,
     )
     m = doc["model"]
@@ -815,7 +850,7 @@ def ablate_models(
     out_dir: str | Path,
     *,
     device: str | None = None,
-    gguf_file: str | None = None,
+    weights: str | None = None,
     quiet: bool = False,
 ) -> dict[str, Any]:
     """d for each model of a list (the same corpus and protocol): against model size
@@ -829,7 +864,7 @@ def ablate_models(
         if not Path(m).is_dir():
             raise CheckpointError(f"model folder {m} does not exist; check the --model list")
     out_dir = Path(out_dir)
-    request = _request(list(models), corpus, gguf_file, cfg)
+    request = _request(list(models), corpus, weights, cfg)
     done = _finished(out_dir / "models.json", request)
     if done is not None:
         return done
@@ -842,7 +877,7 @@ def ablate_models(
                 "corpus": _corpus_key(corpus),
                 "config": cfg.to_dict(),
                 "device": device,
-                "gguf_file": gguf_file,
+                "weights": weights,
             },
         )
         for i, m in enumerate(models)
