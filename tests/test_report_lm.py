@@ -183,3 +183,12 @@ def test_cli_report_success_and_bad_folder(
     assert json.loads(out)["html"] == str(tmp_path / "r" / "report.html")
     code, out, err = call(tmp_path / "missing")
     assert code == 2 and "no sweep.json" in err and err.count("\n") == 1
+
+
+def test_report_uses_the_pipelines_bootstrap_settings(tmp_path: Path) -> None:
+    sweep, sizes, loss = make_sweep(tmp_path, ablation=False)
+    atomic_write_json(sweep / "fits.json", {"power": {"n_boot": 200, "seed": 5}})
+    md = build_report(sweep)[1].read_text()
+    lo, hi = fit_power_law(sizes, loss, n_boot=200, seed=5).exponent_ci95
+    row = next(line for line in md.splitlines() if line.startswith("| observed alpha_D"))
+    assert f"[{lo:.3f}, {hi:.3f}]" in row and "200 resamples, seed 5" in md

@@ -72,12 +72,25 @@ def read_estimate(sweep_dir: Path) -> dict[str, Any] | None:
     return doc
 
 
-def _fits(x: np.ndarray, y: np.ndarray) -> tuple[list[PowerLawFit], list[str]]:
+def boot_settings(sweep_dir: Path) -> tuple[int, int]:
+    """(n_boot, seed): those of the sweep's `fits.json` (written by the pipeline) when it has
+    one, so the page shows the same intervals the pipeline printed; else the defaults."""
+    path = sweep_dir / "fits.json"
+    try:
+        power = read_json(path)["power"]
+        return int(power["n_boot"]), int(power["seed"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return N_BOOT, SEED
+
+
+def _fits(
+    x: np.ndarray, y: np.ndarray, n_boot: int, seed: int
+) -> tuple[list[PowerLawFit], list[str]]:
     """Both fit forms where the points allow; notes say what could not be fitted."""
     fits, notes = [], []
     for form in ("power", "power+E"):
         try:
-            fits.append(fit_power_law(x, y, form=form, n_boot=N_BOOT, seed=SEED))
+            fits.append(fit_power_law(x, y, form=form, n_boot=n_boot, seed=seed))
         except ScalelabError as err:
             notes.append(f"No {form} fit: {err}")
     return fits, notes
@@ -257,17 +270,20 @@ def build(sweep_dir: Path, report: Report) -> None:
     runs = table[ok].sort_values(size)
     x, y = runs[size].to_numpy(float), runs[LOSS].to_numpy(float)
 
+    n_boot, seed = boot_settings(sweep_dir)
     what = "data size (training tokens)" if kind == "data" else "non-embedding parameters"
     report.heading(f"Test loss against {what}")
     report.paragraph(
         f"{len(runs)} finished run(s) of {len(table)} rows. Observed exponents come from two "
         "fits, always named: the log-log least-squares fit with no irreducible term (the "
         "paper's), and L = E + A·n^-α (weakly constrained with few points). Intervals are "
-        f"95% bootstrap intervals ({N_BOOT} resamples, seed {SEED}; residual bootstrap over "
+        f"95% bootstrap intervals ({n_boot} resamples, seed {seed}; residual bootstrap over "
         "the fixed size grid)."
     )
     report.paragraph(_policy_text(config.get("schedule")))
-    fits, notes = _fits(x, y) if len(runs) else ([], ["No finished runs with a positive loss."])
+    fits, notes = (
+        _fits(x, y, n_boot, seed) if len(runs) else ([], ["No finished runs with a positive loss."])
+    )
     for note in notes:
         report.paragraph(note)
     predicted = None
