@@ -142,6 +142,35 @@ def test_joint_fit_on_noisy_hoffmann_law_stays_close_with_consistent_intervals()
         assert lo <= getattr(fit, key) <= hi and fit.se[key] > 0, key
 
 
+def test_joint_fit_bootstrap_se_matches_monte_carlo_spread() -> None:
+    """Over independent noise draws, the bootstrap SE of α, β, E should match the actual
+    spread of the estimates, and the estimates should centre on the truth."""
+    n, d, loss = _hoffmann_grid()
+    starts = epoch_starts(
+        {
+            "a": (0.0, 5.0, 10.0),
+            "b": (0.0, 5.0, 10.0),
+            "e": (0.0, 1.0),
+            "alpha": (0.0, 0.5),
+            "beta": (0.0, 0.5),
+        }
+    )
+    rng = np.random.default_rng(0)
+    keys = ("alpha", "beta", "E")
+    est, se = [], []
+    for rep in range(20):
+        noisy = loss * np.exp(rng.normal(0, 0.01, loss.size))
+        fit = fit_chinchilla(n, d, noisy, starts=starts, n_boot=60, seed=rep)
+        est.append([getattr(fit, k) for k in keys])
+        se.append([fit.se[k] for k in keys])
+    est, se = np.array(est), np.array(se)
+    spread = est.std(0, ddof=1)
+    ratio = se.mean(0) / spread
+    assert np.all((ratio > 0.6) & (ratio < 1.6)), dict(zip(keys, ratio, strict=True))
+    truth = np.array([HOFFMANN[k] for k in keys])
+    assert np.all(np.abs(est.mean(0) - truth) < 3 * spread / np.sqrt(len(est)))
+
+
 @pytest.mark.skipif(not (DATA / "epoch_chinchilla.csv").exists(), reason="needs ../shared/data")
 def test_joint_fit_reproduces_epoch_grid_fit_and_bootstrap_errors() -> None:
     df = pd.read_csv(DATA / "epoch_chinchilla.csv").sort_values("loss").iloc[:-5]
