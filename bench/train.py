@@ -8,6 +8,7 @@ longer fp32-vs-bf16 loss curve of the real trainer (the check behind `dtype="aut
 
     python bench/train.py                  # quick default (a few minutes on 2 quiet cores)
     python bench/train.py --steps 30 --curve-steps 400 --threads 2
+    python bench/train.py --plot-run RUN_DIR --plot-out curve.png   # a run's loss curve
 """
 
 from __future__ import annotations
@@ -183,7 +184,12 @@ def main() -> None:
         "--threads", type=int, default=1, help="torch threads (1: robust on a busy box)"
     )
     ap.add_argument("--cache", type=Path, default=Path(".bench-out"))
+    ap.add_argument("--plot-run", type=Path, help="plot this run folder's curve and stop")
+    ap.add_argument("--plot-out", type=Path, default=Path("curve.png"))
     args = ap.parse_args()
+    if args.plot_run:
+        plot_run(args.plot_run, args.plot_out)
+        return
     torch.set_num_threads(args.threads)
     data = store_dir(args.cache)
     train_tokens, val_tokens = TokenStore(data, "train").tokens, TokenStore(data, "val").tokens
@@ -254,6 +260,33 @@ def quiet_train(cfg: GPTConfig, tcfg: TrainConfig, data: Path, out: Path) -> dic
     """The real trainer with its log lines swallowed (the bench prints its own table)."""
     with contextlib.redirect_stderr(io.StringIO()):
         return train(cfg, tcfg, data, out, quiet=True)
+
+
+def plot_run(run: Path, out: Path) -> None:
+    """Training and validation loss against tokens, with the run's unigram baseline."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    res = json.loads((run / "result.json").read_text())
+    tokens = [r["tokens"] / 1e3 for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ax.plot(
+        tokens, [r["train_loss_nats"] for r in rows], "o-", label="train (mean since last eval)"
+    )
+    ax.plot(tokens, [r["val_loss_nats"] for r in rows], "s-", label="validation")
+    ax.axhline(res["unigram_val_loss_nats"], color="gray", ls="--", label="unigram model (val)")
+    ax.set_xlabel("training tokens (thousands)")
+    ax.set_ylabel("loss (nats/token)")
+    m = res["model"]
+    ax.set_title(f"{m['n_layer']}x{m['n_embd']} GPT, {res['params'] / 1e6:.1f}M params")
+    ax.legend()
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":
