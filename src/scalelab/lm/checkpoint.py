@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
 
 from scalelab.errors import CheckpointError, ConfigError
 from scalelab.io import atomic_write, read_json
@@ -41,11 +41,9 @@ def save_weights(model: GPT, path: Path, **metadata: Any) -> None:
 def load_weights(model: GPT, path: Path) -> dict[str, Any]:
     """Load weights saved by `save_weights` into `model`; return their metadata."""
     try:
-        tensors = load_file(str(path))
-        from safetensors import safe_open
-
         with safe_open(str(path), framework="pt") as f:
-            raw_meta = f.metadata() or {}
+            metadata = {k: json.loads(v) for k, v in (f.metadata() or {}).items()}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open is not a dict)
     except FileNotFoundError as err:
         raise CheckpointError(f"no weights at {path}; train the run first") from err
     except (SafetensorError, OSError, ValueError, RuntimeError) as err:
@@ -65,7 +63,7 @@ def load_weights(model: GPT, path: Path) -> dict[str, Any]:
         for name, p in model.state_dict().items():
             if name != TIED:
                 p.copy_(tensors[name])
-    return {k: json.loads(v) for k, v in raw_meta.items()}
+    return metadata
 
 
 def save_state(path: Path, state: dict[str, Any]) -> None:
