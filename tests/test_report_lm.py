@@ -192,3 +192,28 @@ def test_report_uses_the_pipelines_bootstrap_settings(tmp_path: Path) -> None:
     lo, hi = fit_power_law(sizes, loss, n_boot=200, seed=5).exponent_ci95
     row = next(line for line in md.splitlines() if line.startswith("| observed alpha_D"))
     assert f"[{lo:.3f}, {hi:.3f}]" in row and "200 resamples, seed 5" in md
+
+
+def test_dispatcher_calls_the_section_of_the_saved_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    from scalelab.report import build as build_mod
+
+    calls = []
+    section = types.ModuleType("scalelab.report.toy_section")
+
+    def fake_build(sweep_dir: Path, report) -> None:
+        calls.append(sweep_dir)
+        report.paragraph("toy section body")
+
+    section.build = fake_build
+    monkeypatch.setitem(sys.modules, "scalelab.report.toy_section", section)
+    monkeypatch.setitem(build_mod.SECTIONS, "toy", "toy_section")
+    folder = tmp_path / "toy"
+    atomic_write_json(folder / "sweep.json", {"kind": "toy", "config": {"width": 7}})
+    md = build_report(folder)[1].read_text()
+    assert calls == [folder]
+    assert "toy section body" in md and '"width": 7' in md
+    assert md.index("toy section body") < md.index("Configuration and provenance")
