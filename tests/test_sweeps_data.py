@@ -182,9 +182,14 @@ def test_cli_refuses_a_sweep_folder_from_another_config(
 ) -> None:
     out = tmp_path / "sweep"
     args = ["sweep", "data", "--data", store, "--out", out, *TINY, "--policy", "tokens"]
-    code, _, err = cli([*args, "--token-budget", "640", "--sizes", "1000,2000"], capsys)
+    sizes = ["--token-budget", "640", "--sizes", "1000,2000"]
+    code, _, err = cli([*args, *sizes, "--only", "n0000002000"], capsys)  # one scheduler task
     assert code == 0, err
-    assert len(pd.read_csv(out / "runs.csv")) == 2
+    assert list(pd.read_csv(out / "runs.csv")["run"]) == ["n0000002000"]
+    assert not (out / "runs" / "n0000001000").exists()
+    code, _, err = cli([*args, *sizes], capsys)
+    assert code == 0, err
+    assert list(pd.read_csv(out / "runs.csv")["run"]) == ["n0000001000", "n0000002000"]
     before = (out / "sweep.json").read_text()
     code, _, err = cli([*args, "--token-budget", "640", "--sizes", "1000,3000"], capsys)
     assert code == 2 and "different config" in err and err.count("\n") == 1
