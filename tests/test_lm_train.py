@@ -24,7 +24,7 @@ from scalelab.lm.checkpoint import load_model, save_weights
 from scalelab.lm.data import WindowSampler, tiling_starts, unigram_loss
 from scalelab.lm.distributed import DistContext
 from scalelab.lm.model import GPT, GPTConfig
-from scalelab.lm.train import TrainConfig, evaluate, lr_at, train
+from scalelab.lm.train import TrainConfig, evaluate, lr_at, planned_steps, train
 from scalelab.text.corpora import Corpus, Document
 from scalelab.text.store import TokenStore, prepare_corpus
 
@@ -91,6 +91,12 @@ def test_lr_schedule_warmup_then_cosine_to_min() -> None:
     mid = 10 + 99 // 2  # half-way through the decay: the mean of lr and min_lr
     assert lr_at(10 + 99 / 2, cfg, 110) == pytest.approx(5.5e-4)
     assert all(a >= b for a, b in itertools.pairwise(lrs[10:])) and lrs[mid] > 1e-4
+
+
+def test_max_tokens_sets_the_step_budget() -> None:
+    cfg = TrainConfig(batch_size=2, grad_accum=3, max_steps=100, max_tokens=1000)
+    assert planned_steps(cfg, block_size=16) == (math.ceil(1000 / 96), "max_tokens")
+    assert planned_steps(cfg.replace(max_tokens=10**6), block_size=16) == (100, "max_steps")
 
 
 def test_config_rejects_out_of_range_values() -> None:
