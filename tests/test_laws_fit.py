@@ -349,3 +349,23 @@ def test_cli_bad_input_in_a_real_process(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
+
+
+def test_batched_lbfgs_solves_independent_rosenbrock_problems() -> None:
+    """Each row is its own problem: shifted Rosenbrock valleys with different minima."""
+    from scalelab.laws.batched_lbfgs import minimize_batched
+
+    shift = np.array([[0.0, 0.0], [2.0, -1.0], [-3.0, 4.0], [0.5, 0.5]])
+
+    def rosen(x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        u = x - shift[rows]
+        a, b = u[:, 0], u[:, 1]
+        f = (1 - a) ** 2 + 100 * (b - a * a) ** 2
+        g = np.stack([-2 * (1 - a) - 400 * a * (b - a * a), 200 * (b - a * a)], axis=1)
+        return f, g
+
+    res = minimize_batched(rosen, shift + np.array([-1.2, 1.0]), gtol=1e-9, ftol=0.0)
+    np.testing.assert_allclose(res.x, shift + 1.0, atol=1e-5)
+    assert res.converged.all() and np.all(res.fun < 1e-10)
+    ref = optimize.minimize(lambda z: rosen(z[None], np.array([2]))[0][0], shift[2] - [1.2, -1])
+    np.testing.assert_allclose(res.x[2], ref.x, atol=1e-4)
