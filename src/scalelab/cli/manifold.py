@@ -134,7 +134,7 @@ def sample_command(
     if json_out:
         print_json(info)
     else:
-        print_table("manifold sample", [info])
+        print_table("manifold sample", [{"quantity": k, "value": v} for k, v in info.items()])
 
 
 def register(app: typer.Typer) -> None:
