@@ -199,3 +199,21 @@ def test_cli_refuses_a_sweep_folder_from_another_config(
     assert sorted(p.name for p in (out / "runs").iterdir()) == ["n0000001000", "n0000002000"]
     code, _, err = cli(["sweep", "data", "--data", tmp_path / "nope", "--out", out], capsys)
     assert code == 2 and "corpus prepare" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--corpus", "no-such-corpus"], "neither a built-in"),
+        (["--points", "2"], "points must be >= 3"),
+        (["--min-tokens", "900", "--max-tokens", "800"], "min_tokens < max_tokens"),
+        (["--workers", "0"], "--workers"),
+    ],
+)
+def test_demo_bad_input_is_one_line_exit_2_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list, message: str
+) -> None:
+    out = tmp_path / "demo"
+    code, _, err = cli(["demo", "--out", out, *extra], capsys)
+    assert code == 2 and message in err and err.count("\n") == 1, err
+    assert not out.exists()

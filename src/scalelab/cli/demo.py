@@ -12,7 +12,7 @@ import typer
 from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json, read_json
-from scalelab.sweeps.pipeline import PipelineConfig, fmt_ci, run_pipeline
+from scalelab.sweeps.pipeline import PipelineConfig, check_corpus, fmt_ci, run_pipeline
 
 _DEFAULT = PipelineConfig()
 
@@ -65,6 +65,7 @@ def demo_command(
     cfg = PipelineConfig(
         corpus=corpus, min_tokens=min_tokens, max_tokens=max_tokens, points=points, seed=seed
     )
+    check_corpus(corpus)
     say = (lambda _msg: None) if json_out else typer.echo
     syn = synthetic_check(out, seed)
     say(

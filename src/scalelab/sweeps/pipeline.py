@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from scalelab.config import Config, check_same_config
-from scalelab.errors import ConfigError
+from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps.lm import Schedule, run_specs
@@ -89,6 +89,7 @@ def run_pipeline(
     from scalelab.text.store import prepare_corpus
 
     out = Path(out)
+    check_corpus(cfg.corpus)
     _check_config(out, cfg)
     timings: dict[str, float] = {}
     cpu: dict[str, float] = {}
@@ -195,6 +196,21 @@ def run_pipeline(
     }
     atomic_write_json(out / SUMMARY, summary)
     return summary
+
+
+def check_corpus(name: str) -> None:
+    """Refuse an unknown or uninstalled corpus before anything is written."""
+    from scalelab.text.corpora import list_corpora
+
+    builtins = {row["name"]: row for row in list_corpora()}
+    if name in builtins:
+        if not builtins[name]["available"]:
+            raise InputError(f"corpus {name!r}: {builtins[name]['source']}")
+    elif not Path(name).exists():
+        raise InputError(
+            f"corpus {name!r} is neither a built-in ({', '.join(builtins)}) nor an existing "
+            "path; pick one of those or give a text file/folder"
+        )
 
 
 def _cpu_s() -> float:
