@@ -22,6 +22,16 @@ from scalelab.induction.train import (
 )
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One torch thread (restored afterwards): on this shared 2-core machine two threads
+    thrash under load, and CPU time is what the suite's budget counts."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def _model(**kw) -> InductionTransformer:
     cfg = InductionConfig(**{"alphabet_size": 5, "max_len": 12, "n_layer": 2, **kw})
     with torch.random.fork_rng(devices=[]):
@@ -73,7 +83,6 @@ def test_model_rejects_bad_tokens_and_lengths() -> None:
 
 
 def test_two_layers_learn_the_task_and_checkpoints_round_trip(tmp_path: Path) -> None:
-    torch.set_num_threads(1)
     mcfg = InductionConfig(alphabet_size=4, max_len=16, n_layer=2, n_head=2, d_model=64)
     tcfg = InductionTrainConfig(n=16, max_steps=600, target_acc=0.97, eval_interval=25)
     model, result = train_induction(mcfg, tcfg, tmp_path / "run")
