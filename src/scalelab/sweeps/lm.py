@@ -141,10 +141,17 @@ def run_specs(
         chosen = [s for s in all_specs if s.name in set(only)]
     # Longest runs first: with parallel workers the sweep then ends when the total work
     # allows, not when the biggest run, started last, does.
-    chosen = sorted(chosen, key=lambda s: -s.params["max_steps"] * s.params["train"]["batch_size"])
+    chosen = sorted(chosen, key=lambda s: -planned_flops(s.params))
     with _step_progress(sweep_dir, chosen, quiet):
         run_sweep(sweep_dir, chosen, train_worker, workers=workers, quiet=True)
     return write_table(sweep_dir, all_specs)
+
+
+def planned_flops(params: dict[str, Any]) -> float:
+    """Rough training cost of a run's step budget: 6 · (12 L d²) FLOPs per token."""
+    m, t = params["model"], params["train"]
+    tokens = params["max_steps"] * t["batch_size"] * t["grad_accum"] * m["block_size"]
+    return 6.0 * 12 * m["n_layer"] * m["n_embd"] ** 2 * tokens
 
 
 def steps_done(run_dir: Path, budget: int) -> int:
