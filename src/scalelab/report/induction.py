@@ -103,7 +103,9 @@ def build(sweep_dir: Path, report: Report) -> None:
             "at these sizes is a failure to learn, not forced by capacity."
         )
     report.figure(_figure(table, METRICS), "accuracy vs n: 1 vs 2 layers and the construction")
-    bit_cols = sorted(c for c in table if c.startswith("acc_hard_p"))
+    bit_cols = sorted(
+        (c for c in table if c.startswith("acc_hard_p")), key=lambda c: int(c[len("acc_hard_p") :])
+    )
     if bit_cols:
         labels = tuple((c, f"hard, p = {c.removeprefix('acc_hard_p')} bits") for c in bit_cols)
         report.figure(_figure(table, labels), "hard-instance accuracy, values rounded to p bits")
