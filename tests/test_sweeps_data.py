@@ -217,3 +217,18 @@ def test_demo_bad_input_is_one_line_exit_2_and_writes_nothing(
     code, _, err = cli(["demo", "--out", out, *extra], capsys)
     assert code == 2 and message in err and err.count("\n") == 1, err
     assert not out.exists()
+
+
+def test_cli_model_plan_lists_each_shape(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["sweep", "model", "--data", store, "--out", tmp_path / "m", "--plan", "--json"]
+    code, out, err = cli([*args, "--models", "1x16x1,2x32,tiny", "--train-tokens", "3000"], capsys)
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r["label"] for r in rows] == ["L1-W16-H1", "L2-W32-H1", "tiny"]
+    assert {r["train_tokens"] for r in rows} == {3000} and not (tmp_path / "m").exists()
+    code, _, err = cli([*args, "--models", "2x32,2x32"], capsys)
+    assert code == 2 and "repeat a shape" in err
+    code, _, err = cli([*args, "--models", "2x32,4x100x3"], capsys)
+    assert code == 2 and "not divisible" in err
