@@ -45,7 +45,7 @@ class GPTConfig(Config):
 
 
 # Shapes by name; the vocabulary comes from the data (see `preset_config`). Parameter counts
-# (non-embedding / total with a 4096-token vocabulary): tiny 0.45M / 0.85M, small 3.2M / 4.2M,
+# (non-embedding / total with a 4096-token vocabulary): tiny 0.45M / 0.85M, small 3.2M / 4.3M,
 # medium 10.6M / 12.3M; paper-125m is GPT-2 small with nanoGPT's padded 50304 vocabulary.
 PRESETS: dict[str, GPTConfig] = {
     "tiny": GPTConfig(block_size=128, n_layer=4, n_head=4, n_embd=96),
