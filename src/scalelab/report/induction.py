@@ -63,7 +63,7 @@ def _figure(table: pd.DataFrame, metric_cols: tuple[tuple[str, str], ...]) -> Fi
             if n_min / 2 <= hmp <= n_max * 2:
                 ax.axvline(hmp, color="red", lw=0.8, ls="-.")
                 label = f" h·m·p={hmp}"
-                ax.text(hmp, 0.02, label, color="red", fontsize=8, rotation=90, va="bottom")
+                ax.text(hmp, 0.97, label, color="red", fontsize=8, ha="left", va="top")
         ax.set_xscale("log", base=2)
         ax.set_ylim(0, 1.02)
         ax.set_xlabel("sequence length n")
