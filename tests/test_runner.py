@@ -49,3 +49,17 @@ def test_sweep_folder_from_other_config_is_refused(tmp_path: Path) -> None:
         open_sweep(tmp_path, "toy", {"xs": [1, 3]})
     with pytest.raises(ConfigError, match="not 'other'"):
         open_sweep(tmp_path, "other", {"xs": [1, 2]})
+
+
+def test_atomic_write_leaves_no_temp_and_uses_umask_permissions(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from scalelab.io import atomic_write_json, read_json
+
+    target = atomic_write_json(tmp_path / "r.json", {"a": 1})
+    assert read_json(target) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask

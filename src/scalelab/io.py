@@ -24,6 +24,9 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp makes 0600; results should be readable
     try:
         write(tmp_path)
         with open(tmp_path, "rb+") as f:
