@@ -27,6 +27,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,
 )
 
 for _module in (intrinsic, corpus, train, estimate, sweep, fit, report, manifold, induction, demo):
