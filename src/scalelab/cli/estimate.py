@@ -185,7 +185,7 @@ def _print_rows(doc: dict[str, Any], as_json: bool, out: Path) -> None:
     if as_json:
         print_json(doc)
         return
-    hidden = {"n_batches", "n_duplicates_removed", "model", "kind"}
+    hidden = {"n_batches", "n_duplicates_removed", "model", "kind", "params", "n_points"}
     rows = [{k: v for k, v in r.items() if k not in hidden} for r in doc["rows"]]
     print_table(f"d vs {doc['ablation']}", rows)
     files = doc["files"]

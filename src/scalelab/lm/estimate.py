@@ -678,10 +678,11 @@ def _figure(ncols: int = 1) -> tuple[Any, Any]:
     return fig, axes
 
 
-def _errorbar(ax: Any, x: list, rows: list[dict[str, Any]], label: str | None = None) -> None:
+def _errorbar(ax: Any, x: list, rows: list[dict[str, Any]], *, joined: bool = True) -> None:
+    """d ± SE against `x`; `joined=False` for points that are not a series (other models)."""
     d = [r["dimension"] for r in rows]
     se = [r["dimension_se"] if r["dimension_se"] is not None else 0.0 for r in rows]
-    ax.errorbar(x, d, yerr=se, marker="o", capsize=3, label=label)
+    ax.errorbar(x, d, yerr=se, marker="o", capsize=3, linestyle="-" if joined else "none")
     ax.set_ylabel("estimated intrinsic dimension d")
     ax.grid(alpha=0.3)
 
@@ -887,10 +888,18 @@ def ablate_models(
     cols += ["dimension", "dimension_se", "n_batches", "n_points", "alpha_D", "alpha_N"]
     rows = [{k: _plain(r[k]) for k in cols} for r in table.to_dict("records")]
     fig, (ax_n, ax_w) = _figure(2)
-    _errorbar(ax_n, [r["params_non_embedding"] for r in rows], rows)
+    for ax, key in ((ax_n, "params_non_embedding"), (ax_w, "width")):
+        _errorbar(ax, [r[key] for r in rows], rows, joined=False)
+        for r in rows:
+            ax.annotate(
+                r["run"],
+                (r[key], r["dimension"]),
+                fontsize=7,
+                xytext=(4, 4),
+                textcoords="offset points",
+            )
     ax_n.set_xscale("log")
     ax_n.set_xlabel("non-embedding parameters")
-    _errorbar(ax_w, [r["width"] for r in rows], rows)
     ax_w.set_xlabel("width (embedding dimension)")
     fig.suptitle("d vs model size and width")
     info = {"settings": cfg.to_dict(), "request": request}
