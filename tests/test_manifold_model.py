@@ -56,15 +56,17 @@ def test_block_and_decoder_follow_definitions_1_and_3(attention: str) -> None:
     np.testing.assert_allclose(model(x).detach().numpy(), h[:, -1, 0].detach().numpy())
 
 
-def test_regressor_drives_training_error_near_zero() -> None:
-    """64 noisy points, a small model: training MSE falls far below the label variance."""
+@pytest.mark.parametrize("attention", ["relu", "softmax"])
+def test_regressor_drives_training_error_near_zero(attention: str) -> None:
+    """32 noisy points: training MSE falls far below the label variance (it interpolates)."""
     torch.manual_seed(0)
     problem = Problem(ProblemConfig(d=2, D=8, noise_std=0.5))
-    s = problem.sample(64, np.random.default_rng(0))
-    model = TransformerRegressor(RegressorConfig(D=8, d_embd=32, ffn_width=128))
-    fit = FitConfig(lr=3e-3, batch_size=64, max_steps=1500, patience=10**6, min_eval_steps=100)
+    s = problem.sample(32, np.random.default_rng(0))
+    cfg = RegressorConfig(D=8, d_embd=32, ffn_width=128, attention=attention)
+    model = TransformerRegressor(cfg)
+    fit = FitConfig(lr=3e-3, batch_size=32, max_steps=800, patience=10**6, min_eval_steps=100)
     out = fit_regressor(model, s.x, s.y, s.x, s.y, fit, generator=torch.Generator())
-    assert out["train_mse"] < 0.01 * np.var(s.y)
+    assert out["train_mse"] < 1e-3 * np.var(s.y)
 
 
 def test_bad_regressor_config_raises() -> None:
