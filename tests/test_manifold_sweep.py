@@ -78,3 +78,7 @@ def test_sweep_config_is_validated() -> None:
         ManifoldSweepConfig(manifold="cone")
     with pytest.raises(ConfigError, match="n must be"):
         ManifoldSweepConfig(n_values=(4, 100))
+    with pytest.raises(ConfigError, match="divisible"):
+        ManifoldSweepConfig(model_dims=(2,), model_widths=(6,))
+    with pytest.raises(ConfigError, match="Swiss roll"):
+        ManifoldSweepConfig(manifold="swissroll", dims=(1, 2))

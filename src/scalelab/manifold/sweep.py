@@ -22,7 +22,7 @@ import torch
 from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.io import append_jsonl, atomic_write_json, provenance, to_json
-from scalelab.manifold.geometry import MANIFOLDS
+from scalelab.manifold.geometry import MANIFOLDS, make_manifold
 from scalelab.manifold.model import RegressorConfig, TransformerRegressor
 from scalelab.manifold.problem import Problem, ProblemConfig
 from scalelab.manifold.train import FitConfig, fit_regressor, mse
@@ -81,9 +81,11 @@ class ManifoldSweepConfig(Config):
         if bool(self.model_dims) != bool(self.model_widths):
             raise ConfigError("give both model_dims and model_widths, or neither")
         for d in self.dims:
+            make_manifold(self.manifold, d)  # e.g. the Swiss roll needs d >= 2
             for beta in self.betas:
                 self.problem(d, beta)  # validates d, beta, noise
-        self.regressor()
+        for width in (None, *self.model_widths):
+            self.regressor(width)  # e.g. widths divisible by n_heads
         self.fit()
 
     def problem(self, d: int, beta: float) -> ProblemConfig:
