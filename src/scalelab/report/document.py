@@ -13,9 +13,9 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.figure import Figure
 
-from scalelab.io import atomic_write_bytes, atomic_write_text, to_json  # noqa: E402
+from scalelab.io import atomic_write_bytes, atomic_write_text, to_json
 
 _CSS = """
 body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}
