@@ -84,6 +84,7 @@ def test_pipeline_end_to_end_then_resumes_without_redoing(tmp_path: Path) -> Non
     stamps = {p: p.stat().st_mtime_ns for p in sweep.rglob("*") if p.is_file()}
     again = run_pipeline(out, cfg, workers=1, quiet=True, say=lambda _: None)
     assert again["runs"] == summary["runs"] and again["dimension"] == summary["dimension"]
+    assert [i["wall_s"] for i in again["invocations"]] == [summary["wall_s"], again["wall_s"]]
     changed = [p.name for p, t in stamps.items() if p.stat().st_mtime_ns != t]
     assert set(changed) <= {"runs.csv", "fits.json"}, changed  # tables rebuilt, nothing rerun
     with pytest.raises(ConfigError, match="different config"):

@@ -194,6 +194,10 @@ def run_pipeline(
         "config": cfg.to_dict(),
         "provenance": provenance(),
     }
+    # Timings of earlier invocations are kept: a resumed run's own are small.
+    earlier = read_json(out / SUMMARY).get("invocations", []) if (out / SUMMARY).exists() else []
+    this = {k: summary[k] for k in ("stage_wall_s", "stage_cpu_s", "wall_s", "cpu_s")}
+    summary["invocations"] = [*earlier, {**this, "time_utc": summary["provenance"]["time_utc"]}]
     atomic_write_json(out / SUMMARY, summary)
     return summary
 
