@@ -93,6 +93,11 @@ def demo_command(
     threads: int | None = typer.Option(
         None, "--threads", help="Torch threads of the main process (estimate, one worker)."
     ),
+    id_batch_size: int = typer.Option(
+        _DEFAULT.id_batch_size,
+        "--id-batch-size",
+        help="Points per MLE batch (python-stdlib's 79 test files give ≈ 2.5k points: use 2048).",
+    ),
     seed: int = SEED,
     json_out: bool = JSON,
     quiet: bool = QUIET,
@@ -106,7 +111,12 @@ def demo_command(
     if threads is not None:
         torch.set_num_threads(threads)
     cfg = PipelineConfig(
-        corpus=corpus, min_tokens=min_tokens, max_tokens=max_tokens, points=points, seed=seed
+        corpus=corpus,
+        min_tokens=min_tokens,
+        max_tokens=max_tokens,
+        points=points,
+        id_batch_size=id_batch_size,
+        seed=seed,
     )
     check_corpus(corpus)
     say = (lambda _msg: None) if json_out else typer.echo
