@@ -46,7 +46,8 @@ def build_report(sweep_dir: str | Path, out_dir: str | Path | None = None) -> tu
         section = importlib.import_module(f"scalelab.report.{SECTIONS[kind]}")
     except ModuleNotFoundError:
         raise InputError(f"this scalelab has no report section for {kind!r} sweeps") from None
-    report = Report(f"scalelab report: {kind} sweep {sweep_dir.resolve().name}")
+    where = sweep_dir.resolve()
+    report = Report(f"scalelab report: {kind} sweep in {where.parent.name}/{where.name}")
     section.build(sweep_dir, report)
     report.heading("Configuration and provenance")
     report.paragraph("The sweep's config as saved in sweep.json:")
