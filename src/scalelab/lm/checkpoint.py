@@ -1,5 +1,5 @@
-"""Run-folder checkpoints: weights in safetensors, trainer state in a `torch.load(...,
-weights_only=True)`-safe file, both written atomically.
+"""Run-folder checkpoints: weights in safetensors, trainer state in a file that loads with
+`weights_only=True` (tensors and plain containers only), both written atomically.
 
 A run folder holds `config.json` (`{"model", "train", "data_dir"}`), `metrics.jsonl`,
 `checkpoint.safetensors` (the best weights by validation loss so far: the ones the final test
