@@ -5,7 +5,6 @@ import itertools
 import math
 
 import numpy as np
-import pytest
 import torch
 
 from scalelab.induction.construction import (
@@ -16,16 +15,6 @@ from scalelab.induction.construction import (
 )
 from scalelab.induction.precision import Precision
 from scalelab.induction.task import solve
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread (restored afterwards): on this shared 2-core machine two threads
-    thrash under load, and CPU time is what the suite's budget counts."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def test_construction_is_exact_on_every_sequence_of_length_6_over_3_symbols() -> None:

@@ -22,16 +22,6 @@ from scalelab.induction.train import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread (restored afterwards): on this shared 2-core machine two threads
-    thrash under load, and CPU time is what the suite's budget counts."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _model(**kw) -> InductionTransformer:
     cfg = InductionConfig(**{"alphabet_size": 5, "max_len": 12, "n_layer": 2, **kw})
     with torch.random.fork_rng(devices=[]):

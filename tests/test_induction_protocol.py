@@ -11,16 +11,6 @@ from scalelab.induction.protocol import message_bits_vs_k, round_fixed, run_prot
 from scalelab.induction.task import hard_instances, hard_instances_k
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread (restored afterwards): on this shared 2-core machine two threads
-    thrash under load, and CPU time is what the suite's budget counts."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def random_one_layer(seed: int, **kw) -> InductionTransformer:
     cfg = InductionConfig(alphabet_size=3, max_len=65, n_layer=1, **kw)
     with torch.random.fork_rng(devices=[]):

@@ -9,15 +9,6 @@ from scalelab.errors import ConfigError
 from scalelab.lm.model import GPT, PRESETS, GPTConfig, preset_config
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> object:
-    """One torch thread: two threads on a loaded 2-core machine run many times slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _closed_form_params(c: GPTConfig) -> tuple[int, int]:
     """GPT parameter count by hand: per block 12 d^2 weights + 13 d biases/LN (bias=True)."""
     d = c.n_embd

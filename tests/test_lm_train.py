@@ -31,16 +31,6 @@ from scalelab.text.store import TokenStore, prepare_corpus
 SINGLE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> object:
-    """One torch thread in-process: on a loaded 2-core machine two threads run many times
-    slower (spin-waiting), and the subprocesses here use one thread too."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small real token store: paragraphs of a few standard-library modules, BPE 384."""

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from scalelab.cli import main
 from scalelab.errors import ConfigError
@@ -46,14 +45,6 @@ def make_store(out: Path) -> Path:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_store(tmp_path_factory.mktemp("sweeps") / "store")
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> object:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

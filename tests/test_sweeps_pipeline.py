@@ -9,21 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from test_sweeps_data import mini_paragraphs
 
 from scalelab.errors import ConfigError
 from scalelab.laws.fit import fit_power_law
 from scalelab.sweeps.lm import Schedule
 from scalelab.sweeps.pipeline import PipelineConfig, run_pipeline
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> object:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def toy_config(corpus: Path, **changes: object) -> PipelineConfig:
