@@ -1,7 +1,14 @@
-"""Suite-wide test settings."""
+"""Suite-wide test settings and helpers."""
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import torch
+
+from scalelab.cli import main
 
 
 @pytest.fixture(autouse=True)
@@ -13,3 +20,20 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def run_cli(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`scalelab ARGS` through the real `main()` in this process: exit code, stdout, stderr."""
+
+    def call(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        argv = ["scalelab", *map(str, args)]
+        monkeypatch.setattr(sys, "argv", argv)
+        with pytest.raises(SystemExit) as exit_info:
+            main()
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(argv, exit_info.value.code or 0, out, err)
+
+    return call

@@ -1,29 +1,17 @@
 """`scalelab manifold ...` through the real main(): results on success, exit 2 on bad input."""
 
-import subprocess
-import sys
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from scalelab.cli import main
-
 
 @pytest.fixture
-def run_main(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Callable[..., subprocess.CompletedProcess[str]]:
-    def call(*args: str | Path) -> subprocess.CompletedProcess[str]:
-        argv = ["scalelab", "manifold", *map(str, args)]
-        monkeypatch.setattr(sys, "argv", argv)
-        with pytest.raises(SystemExit) as exit_info:
-            main()
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(argv, exit_info.value.code or 0, out, err)
-
-    return call
+def run_main(run_cli: Callable) -> Callable:
+    """`scalelab manifold ARGS` through the real `main()`, in this process."""
+    return functools.partial(run_cli, "manifold")
 
 
 def test_sample_writes_points_on_the_sphere(tmp_path: Path, run_main: Callable) -> None:

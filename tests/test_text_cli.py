@@ -6,6 +6,7 @@ seconds of imports on a loaded machine); one of each kind also runs as a real su
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -16,7 +17,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from scalelab.cli import main
 from scalelab.text.store import TokenStore
 
 
@@ -30,20 +30,9 @@ def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def run_main(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Callable[..., subprocess.CompletedProcess[str]]:
+def run_main(run_cli: Callable) -> Callable:
     """`scalelab corpus ARGS` through the real `main()`, in this process."""
-
-    def call(*args: str | Path) -> subprocess.CompletedProcess[str]:
-        argv = ["scalelab", "corpus", *map(str, args)]
-        monkeypatch.setattr(sys, "argv", argv)
-        with pytest.raises(SystemExit) as exit_info:
-            main()
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(argv, exit_info.value.code or 0, out, err)
-
-    return call
+    return functools.partial(run_cli, "corpus")
 
 
 def test_list_shows_both_builtins(run_main: Callable) -> None:
