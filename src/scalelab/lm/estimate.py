@@ -31,7 +31,8 @@ import numpy as np
 import tokenizers
 import torch
 
-from scalelab.config import Config, check_same_config
+from scalelab import outdir
+from scalelab.config import Config
 from scalelab.device import resolve_device
 from scalelab.errors import CheckpointError, ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
@@ -586,8 +587,8 @@ def _corpus_key(corpus: str | Path | None) -> str | None:
 def _finished(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
     if not path.is_file():
         return None
-    saved = read_json(path)
-    check_same_config(saved.get("request", {}), request, path.parent)
+    saved = outdir.read_meta(path)
+    outdir.same_config(saved.get("request", {}), request, path.parent)
     return saved
 
 
