@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,8 +28,8 @@ from scalelab.cli import app
 
 FIX_WORDS = re.compile(
     r"\b(use|give|run|choose|set|delete|restore|check|see|pick|make|lower|raise|repeat|wait|"
-    r"add|drop|remove|prepare|train|rerun|change|leave|pass|start|keep|fix|need|must|"
-    r"should|expected|one of|at least|at most|between|range|>=|<=|>|<)\b",
+    r"add|drop|remove|prepare|train|rerun|change|leave|pass|start|keep|fix|need|needs|must|"
+    r"sort|name|one of|at least|at most|between|range)\b|>=|<=|[<>]",
     re.IGNORECASE,
 )
 
@@ -399,7 +400,7 @@ CASES: dict[str, tuple[list[str], str]] = {
         "epochs",
     ),
     "sweep-model-out-other-kind": (
-        ["sweep", "model", "--data", "{store}", "--out", "{data_sweep}", "--models", "1x32"],
+        ["sweep", "model", "--data", "{store}", "--out", "{data_sweep}", "--models", "1x32,1x48"],
         "data",
     ),
     # --- manifold
@@ -649,6 +650,10 @@ def _files(root: Path, p: dict[str, Path]) -> None:
     (p["odd_kind_sweep"] / "sweep.json").write_text('{"kind": "weather", "config": {}}')
 
 
+def _too_slow(*_: object) -> None:
+    raise TimeoutError("the command ran instead of refusing its input")
+
+
 def _snapshot(*roots: Path) -> dict[str, tuple[int, int]]:
     return {
         str(f): (f.stat().st_size, f.stat().st_mtime_ns)
@@ -664,7 +669,12 @@ def test_bad_input(case: str, inputs: dict[str, Path], tmp_path: Path, run_cli: 
     argv = [a.format(**names) if "{" in a else a for a in args]
     before = _snapshot(inputs["root"], tmp_path)
     torch.manual_seed(0)
-    result = run_cli(*argv)
+    signal.signal(signal.SIGALRM, _too_slow)
+    signal.alarm(60)  # bad input is refused within seconds; a case that runs is a failure
+    try:
+        result = run_cli(*argv)
+    finally:
+        signal.alarm(0)
     assert result.returncode == 2, (result.stdout[-500:], result.stderr[-2000:])
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
     assert "Traceback" not in result.stderr + result.stdout

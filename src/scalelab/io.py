@@ -17,10 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from scalelab.errors import InputError
+
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     """Call `write(tmp_path)` on a temporary file beside `path`, then rename it into place."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path} is a folder; give a file path to write to")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)

@@ -102,6 +102,12 @@ def check(
     return saved
 
 
+def check_file(path: str | Path | None) -> None:
+    """Refuse an output *file* path that is a folder, before any work is done."""
+    if path is not None and Path(path).is_dir():
+        raise InputError(f"{path} is a folder; give a file path for the output")
+
+
 def claim(
     folder: str | Path,
     meta: str,

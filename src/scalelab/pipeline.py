@@ -73,6 +73,15 @@ class PipelineConfig(Config):
             )
         if self.points < 3:
             raise ConfigError(f"points must be >= 3 to fit an exponent, got {self.points}")
+        from scalelab.probe.estimate import EstimateConfig
+
+        EstimateConfig(  # the estimate stage's settings, checked before anything is written
+            per_doc=self.id_per_doc,
+            max_documents=self.id_max_documents,
+            k=self.id_k,
+            batch_size=self.id_batch_size,
+            seed=self.seed,
+        )
 
 
 def run_pipeline(

@@ -16,6 +16,7 @@ from scalelab.laws.fit import (
     fit_power_law,
 )
 from scalelab.laws.table import numeric_columns, read_table
+from scalelab.outdir import check_file
 
 FORMS = ("power", "power+E", "chinchilla")
 
@@ -56,6 +57,7 @@ def fit_cmd(
         raise InputError("--compute needs --form chinchilla (the joint fit gives N_opt, D_opt)")
     if form not in FORMS:
         raise InputError(f"unknown --form {form!r}; choose one of {', '.join(FORMS)}")
+    check_file(out)
     if holdout < 0:
         raise InputError(f"--holdout must be >= 0, got {holdout}")
     df = read_table(table)

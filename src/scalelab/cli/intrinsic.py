@@ -15,6 +15,7 @@ from scalelab.intrinsic.arrays import FORMATS, load_points
 from scalelab.intrinsic.protocol import ESTIMATORS, estimate_in_batches, make_estimator
 from scalelab.io import atomic_write_json, provenance
 from scalelab.laws import theory
+from scalelab.outdir import check_file
 
 
 def id_command(
@@ -49,6 +50,7 @@ def id_command(
     )
     if not math.isfinite(beta) or beta <= 0:
         raise ConfigError(f"--beta {beta}: use a positive number")
+    check_file(out)
     points = load_points(path, key=key)
     result = estimate_in_batches(points, est, batch_size=batch_size, seed=seed, quiet=quiet)
     row = {"input": str(path), **result.to_dict(), **_exponents(result, beta), "beta": beta}

@@ -59,10 +59,12 @@ def _prepare_ablation(
     device: str | None,
     weights: str | None,
     groups: int = 1,
+    layers: list[str] | None = None,
 ) -> tuple[LoadedModel, Prepared, torch.device]:
     dev = resolve_device(device)
     loaded = load_model_for_embedding(model, device=dev, weights=weights)
-    resolve_layer(cfg.layer, loaded.n_states)
+    for layer in [cfg.layer, *(layers or [])]:  # every layer is checked before the corpus
+        resolve_layer(layer, loaded.n_states)
     prep = prepare(loaded, corpus, cfg, groups=groups)
     return loaded, prep, dev
 
@@ -79,7 +81,7 @@ def measure_layers(
     quiet: bool = False,
 ) -> Ablation:
     """d at every hidden state of one model (or the listed ones), on the same positions."""
-    loaded, prep, dev = _prepare_ablation(model, corpus, cfg, device, weights)
+    loaded, prep, dev = _prepare_ablation(model, corpus, cfg, device, weights, layers=layers)
     index = (
         list(range(loaded.n_states))
         if layers is None

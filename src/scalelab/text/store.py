@@ -233,6 +233,11 @@ class TokenStore:
             self.meta: dict[str, Any] = read_json(meta_path)
             if self.meta.get("format") != FORMAT:
                 raise InputError(f"{meta_path} is not a {FORMAT} store; prepare it again")
+            if not isinstance(self.meta.get("splits"), dict):
+                raise InputError(
+                    f"{meta_path} is damaged (no 'splits' mapping); prepare the store again "
+                    "with `scalelab corpus prepare`"
+                )
             if split not in self.meta["splits"]:
                 raise InputError(f"no split {split!r} in {self.data_dir}; use one of {SPLITS}")
             self.tokens, self.offsets = self._open(self.meta["splits"][split])
