@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from scalelab import seeds
 from scalelab.config import Config
 from scalelab.errors import CheckpointError, ConfigError
 from scalelab.induction.model import InductionConfig, InductionTransformer, loss_fn
@@ -36,7 +37,7 @@ from scalelab.progress import progress
 
 @dataclass(frozen=True)
 class InductionTrainConfig(Config):
-    """Optimiser and data settings (defaults from REFERENCE.md's measured recipe)."""
+    """Optimiser and data settings (defaults: the measured recipe in docs/background.md)."""
 
     n: int = 32
     seed: int = 0
@@ -132,20 +133,14 @@ def train_induction(
         betas=(train_cfg.beta1, train_cfg.beta2),
         weight_decay=train_cfg.weight_decay,
     )
-    data_rng = np.random.default_rng([train_cfg.seed, 1])
-    eval_seed = [train_cfg.seed, 2]
+    data_rng = np.random.default_rng([train_cfg.seed, seeds.INDUCTION_DATA])
+    eval_seed = [train_cfg.seed, seeds.INDUCTION_EVAL]
     train_prec = (
         Precision(train_cfg.train_bits, train_cfg.precision_mode, straight_through=True)
         if train_cfg.train_bits
         else FULL
     )
-    out = Path(out_dir) if out_dir is not None else None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "metrics.jsonl").unlink(missing_ok=True)
-        atomic_write_json(
-            out / "config.json", {"model": model_cfg.to_dict(), "train": train_cfg.to_dict()}
-        )
+    out = _start_run(out_dir, model_cfg, train_cfg)
     t0, c0 = time.perf_counter(), time.process_time()
     metrics: dict[str, float] = {}
     reached: dict[str, float] | None = None
@@ -158,13 +153,7 @@ def train_induction(
                 train_cfg.batch_size, train_cfg.n, s, data_rng, train_cfg.hard_fraction
             )
             x, y = torch.from_numpy(seqs), torch.from_numpy(solve(seqs))
-            for group in opt.param_groups:
-                group["lr"] = _lr_at(step - 1, train_cfg)
-            loss = loss_fn(model(x, train_prec), y, s)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), train_cfg.grad_clip)
-            opt.step()
+            loss = _step(model, opt, x, y, train_prec, _lr_at(step - 1, train_cfg), train_cfg)
             if step % train_cfg.eval_interval == 0 or step == train_cfg.max_steps:
                 metrics = evaluate(
                     model, train_cfg.n, np.random.default_rng(eval_seed), train_cfg.eval_samples
@@ -193,11 +182,51 @@ def train_induction(
         "params": sum(p.numel() for p in model.parameters()),
     }
     if out is not None:
-        state = {k: v.contiguous() for k, v in model.state_dict().items()}
-        atomic_write(out / "model.safetensors", lambda p: save_file(state, str(p)))
-        atomic_write_json(out / "provenance.json", provenance())
-        atomic_write_json(out / "result.json", result)
+        _save_run(out, model, result)
     return model.eval(), result
+
+
+def _start_run(
+    out_dir: str | Path | None, model_cfg: InductionConfig, train_cfg: InductionTrainConfig
+) -> Path | None:
+    """The run folder with its config.json and no metrics yet (None: no folder)."""
+    if out_dir is None:
+        return None
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "metrics.jsonl").unlink(missing_ok=True)
+    atomic_write_json(
+        out / "config.json", {"model": model_cfg.to_dict(), "train": train_cfg.to_dict()}
+    )
+    return out
+
+
+def _step(
+    model: InductionTransformer,
+    opt: torch.optim.Optimizer,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    prec: Precision,
+    lr: float,
+    cfg: InductionTrainConfig,
+) -> torch.Tensor:
+    """One optimizer step at learning rate `lr`; returns the loss."""
+    for group in opt.param_groups:
+        group["lr"] = lr
+    loss = loss_fn(model(x, prec), y, model.cfg.alphabet_size)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    opt.step()
+    return loss
+
+
+def _save_run(out: Path, model: InductionTransformer, result: dict[str, Any]) -> None:
+    """The weights, provenance and, last, result.json (a folder without it is unfinished)."""
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    atomic_write(out / "model.safetensors", lambda p: save_file(state, str(p)))
+    atomic_write_json(out / "provenance.json", provenance())
+    atomic_write_json(out / "result.json", result)
 
 
 def load_induction_model(run_dir: str | Path) -> InductionTransformer:

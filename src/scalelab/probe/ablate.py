@@ -14,15 +14,17 @@ from typing import Any
 import numpy as np
 import torch
 
+from scalelab import seeds
 from scalelab.device import resolve_device
 from scalelab.errors import CheckpointError, ConfigError, InputError
 from scalelab.lm.load import LoadedModel, load_model_for_embedding
+from scalelab.probe.config import DEFAULT_BATCH_SIZES
 from scalelab.probe.estimate import (
     EstimateConfig,
     Prepared,
     _corpus_key,
     _counts,
-    embed,
+    embed_sample,
     estimate,
     estimate_dimension,
     load_embeddings,
@@ -31,8 +33,6 @@ from scalelab.probe.estimate import (
 )
 from scalelab.probe.sample import layer_name, resolve_layer
 from scalelab.runner import RunSpec, open_sweep, run_sweep
-
-DEFAULT_BATCH_SIZES = (512, 1024, 2048, 4096, 8192, 16384)
 
 
 @dataclass
@@ -86,7 +86,9 @@ def measure_layers(
         else sorted({resolve_layer(v, loaded.n_states) for v in layers})
     )
     sample = prep.sample.subset(shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed))
-    x, timing = embed(loaded, sample, index, batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet)
+    x, timing = embed_sample(
+        loaded, sample, index, batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet
+    )
     rows = []
     for j, layer in enumerate(index):
         result = estimate_dimension(x[j], cfg)
@@ -118,7 +120,7 @@ def measure_positions(
     loaded, prep, dev = _prepare_ablation(model, corpus, cfg, device, weights, groups=groups)
     layer = resolve_layer(cfg.layer, loaded.n_states)
     group = prep.sample.positions.group
-    rng = np.random.default_rng([cfg.seed, 0x5A1])
+    rng = np.random.default_rng([cfg.seed, seeds.SHUFFLE])
     keep = np.concatenate(  # step 4 within each range: shuffle, cap
         [rng.permutation(np.flatnonzero(group == g))[: cfg.max_points] for g in range(groups)]
     )
@@ -129,7 +131,7 @@ def measure_positions(
             "--groups, more documents, more --per-doc or a smaller --batch-size"
         )
     sample = prep.sample.subset(keep)
-    x, timing = embed(
+    x, timing = embed_sample(
         loaded, sample, [layer], batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet
     )
     rows = []

@@ -25,6 +25,7 @@ from torch import Tensor
 from scalelab.errors import ConfigError, InputError
 from scalelab.lm.load import StatesFn
 from scalelab.progress import progress
+from scalelab.validate import positive_int
 
 LAYER_ALIASES: dict[str, int] = {"final": -1, "final-pre-ln": -2, "embeddings": 0}
 
@@ -124,8 +125,7 @@ class Windows:
 def sample_windows(lengths: np.ndarray, context_len: int, rng: np.random.Generator) -> Windows:
     """One uniformly placed window of `context_len` tokens per non-empty document; a shorter
     document is taken whole (step 2 of the protocol)."""
-    if context_len < 1:
-        raise ConfigError(f"context_len must be a positive integer, got {context_len}")
+    positive_int(context_len, "context_len")
     lengths = np.asarray(lengths, dtype=np.int64)
     doc = np.flatnonzero(lengths > 0)
     n = lengths[doc]
@@ -160,10 +160,8 @@ def sample_positions(
     A window with fewer valid positions gives all of them. Vectorised: one random key per valid
     position, sorted within (window, group), the first `per_doc` kept.
     """
-    if per_doc < 1:
-        raise ConfigError(f"per_doc must be a positive integer, got {per_doc}")
-    if groups < 1:
-        raise ConfigError(f"groups must be a positive integer, got {groups}")
+    positive_int(per_doc, "per_doc")
+    positive_int(groups, "groups")
     window_lengths = np.asarray(window_lengths, dtype=np.int64)
     window = np.repeat(np.arange(len(window_lengths), dtype=np.int64), window_lengths)
     offset = ragged_arange(np.zeros(len(window_lengths), dtype=np.int64), window_lengths)

@@ -17,8 +17,7 @@ import pandas as pd
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
-from scalelab.lm.model import PRESETS, GPTConfig, preset_config
-from scalelab.lm.train import TrainConfig
+from scalelab.lm.config import PRESETS, GPTConfig, TrainConfig, preset_config
 from scalelab.runner import RunSpec, open_sweep
 from scalelab.sweeps.lm import Schedule, run_params, run_specs
 from scalelab.text.store import TokenStore
