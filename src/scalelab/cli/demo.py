@@ -9,7 +9,18 @@ from pathlib import Path
 import torch
 import typer
 
-from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
+from scalelab.cli.common import (
+    BACKEND,
+    JSON,
+    QUIET,
+    RAY_ADDRESS,
+    RUN_CPUS,
+    RUN_GPUS,
+    SEED,
+    backend_from,
+    print_json,
+    print_table,
+)
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json, read_json
 from scalelab.sweeps.pipeline import PipelineConfig, check_corpus, fmt_ci, run_pipeline
@@ -99,6 +110,10 @@ def demo_command(
         help="Points per MLE batch (python-stdlib's 79 test files give ≈ 2.5k points: use 2048).",
     ),
     seed: int = SEED,
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     json_out: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
@@ -110,6 +125,7 @@ def demo_command(
         raise ConfigError(f"--workers and --threads must be >= 1, got {workers}, {threads}")
     if threads is not None:
         torch.set_num_threads(threads)
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
     cfg = PipelineConfig(
         corpus=corpus,
         min_tokens=min_tokens,
@@ -125,7 +141,8 @@ def demo_command(
         f"[0/5] synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
         f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
     )
-    summary = run_pipeline(out, cfg, workers=workers, quiet=quiet or json_out, say=say)
+    quiet = quiet or json_out
+    summary = run_pipeline(out, cfg, workers=workers, backend=where, quiet=quiet, say=say)
     if json_out:
         print_json({**summary, "synthetic": syn})
         return

@@ -8,7 +8,18 @@ import numpy as np
 import torch
 import typer
 
-from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
+from scalelab.cli.common import (
+    BACKEND,
+    JSON,
+    QUIET,
+    RAY_ADDRESS,
+    RUN_CPUS,
+    RUN_GPUS,
+    SEED,
+    backend_from,
+    print_json,
+    print_table,
+)
 from scalelab.errors import ConfigError, InputError
 
 sub = typer.Typer(
@@ -292,11 +303,16 @@ def sweep_cmd(
     mlp: bool = typer.Option(False, "--mlp/--no-mlp", help="Give trained models an MLP."),
     hard_fraction: float = typer.Option(0.25, help="Share of hard instances in training."),
     workers: int = typer.Option(1, help="Parallel worker processes."),
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     quiet: bool = QUIET,
 ) -> None:
     """Train 1- vs 2-layer models over a grid; then `scalelab report OUT`."""
     from scalelab.induction.sweep import InductionSweepConfig, run_induction_sweep
 
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
     cfg = InductionSweepConfig(
         ns=tuple(_ints(ns, "--ns")),
         alphabet_sizes=tuple(_ints(alphabets, "--alphabets")),
@@ -315,7 +331,7 @@ def sweep_cmd(
     )
     if workers <= 1:
         torch.set_num_threads(1)
-    table = run_induction_sweep(out, cfg, workers=workers, quiet=quiet)
+    table = run_induction_sweep(out, cfg, workers=workers, backend=where, quiet=quiet)
     cols = [c for c in ("run", "acc_all", "acc_last", "acc_hard", "steps") if c in table]
     print_table(f"induction sweep {out}", table[cols].to_dict("records"))
 

@@ -10,7 +10,17 @@ import pandas as pd
 import torch
 import typer
 
-from scalelab.cli.common import JSON, QUIET, print_json, print_table
+from scalelab.cli.common import (
+    BACKEND,
+    JSON,
+    QUIET,
+    RAY_ADDRESS,
+    RUN_CPUS,
+    RUN_GPUS,
+    backend_from,
+    print_json,
+    print_table,
+)
 from scalelab.errors import ConfigError
 from scalelab.lm.train import configs_for_preset
 from scalelab.sweeps import data as data_sweep
@@ -135,6 +145,10 @@ def data_cmd(
     seed: int = SEED,
     workers: int = WORKERS,
     threads: int | None = THREADS,
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     only: list[str] | None = ONLY,
     plan: bool = PLAN,
     quiet: bool = QUIET,
@@ -144,6 +158,7 @@ def data_cmd(
     --sizes), each evaluated on the same test split. Re-running resumes; finished runs are
     never redone. Example: scalelab sweep data --data data/shk --out sweeps/shk --points 7"""
     _threads(workers, threads)
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
     model_cfg, train_cfg = configs_for_preset(
         preset,
         data,
@@ -176,7 +191,7 @@ def data_cmd(
     if plan:
         _plan(data_sweep.specs(cfg), as_json)
         return
-    table = data_sweep.data_sweep(out, cfg, workers=workers, only=only, quiet=quiet)
+    table = data_sweep.data_sweep(out, cfg, workers=workers, backend=where, only=only, quiet=quiet)
     _show(out, table, as_json, ["train_tokens"])
 
 
@@ -219,6 +234,10 @@ def model_cmd(
     seed: int = SEED,
     workers: int = WORKERS,
     threads: int | None = THREADS,
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     only: list[str] | None = ONLY,
     plan: bool = PLAN,
     quiet: bool = QUIET,
@@ -228,6 +247,7 @@ def model_cmd(
     records each model's non-embedding parameters. Re-running resumes.
     Example: scalelab sweep model --data data/shk --out sweeps/shk-models --models 2x64,4x128"""
     _threads(workers, threads)
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
     base, train_cfg = configs_for_preset(
         preset,
         data,
@@ -254,7 +274,9 @@ def model_cmd(
     if plan:
         _plan(model_sweep.specs(cfg), as_json)
         return
-    table = model_sweep.model_sweep(out, cfg, workers=workers, only=only, quiet=quiet)
+    table = model_sweep.model_sweep(
+        out, cfg, workers=workers, backend=where, only=only, quiet=quiet
+    )
     _show(out, table, as_json, ["label", "params_non_embedding"])
 
 

@@ -26,7 +26,7 @@ from scalelab.manifold.geometry import MANIFOLDS, make_manifold
 from scalelab.manifold.model import RegressorConfig, TransformerRegressor
 from scalelab.manifold.problem import Problem, ProblemConfig
 from scalelab.manifold.train import FitConfig, fit_regressor, mse
-from scalelab.sweeps.runner import RunSpec, open_sweep, run_sweep
+from scalelab.sweeps.runner import Backend, RunSpec, open_sweep, run_sweep
 
 KIND = "manifold"
 
@@ -225,7 +225,12 @@ def run_worker(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
 
 
 def run_manifold_sweep(
-    cfg: ManifoldSweepConfig, out_dir: str | Path, *, workers: int = 1, quiet: bool = False
+    cfg: ManifoldSweepConfig,
+    out_dir: str | Path,
+    *,
+    workers: int = 1,
+    backend: Backend | None = None,
+    quiet: bool = False,
 ) -> Any:
     """Run (or resume) the sweep into `out_dir`; returns the runs table (pandas)."""
     cfg_json = json.loads(to_json(cfg.to_dict()))
@@ -235,7 +240,13 @@ def run_manifold_sweep(
     ]  # the full config travels with each run so a spawned worker needs nothing else
     t0 = time.perf_counter()
     table = run_sweep(
-        sweep_dir, specs, run_worker, workers=workers, quiet=quiet, description="manifold"
+        sweep_dir,
+        specs,
+        run_worker,
+        workers=workers,
+        backend=backend,
+        quiet=quiet,
+        description="manifold",
     )
     append_jsonl(
         sweep_dir / "invocations.jsonl",

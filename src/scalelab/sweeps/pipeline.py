@@ -31,7 +31,7 @@ from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps.lm import Schedule, run_specs
 from scalelab.sweeps.model import parse_model
-from scalelab.sweeps.runner import open_sweep
+from scalelab.sweeps.runner import Backend, open_sweep
 
 CONFIG = "pipeline.json"
 SUMMARY = "demo.json"
@@ -79,6 +79,7 @@ def run_pipeline(
     cfg: PipelineConfig,
     *,
     workers: int = 2,
+    backend: Backend | None = None,
     quiet: bool = False,
     say: Callable[[str], None] = print,
 ) -> dict[str, Any]:
@@ -138,7 +139,7 @@ def run_pipeline(
         f"{grid[-1]:,} tokens ({workers} worker(s), longest first); the largest run is the "
         f"reference model → {sweep_dir}"
     )
-    table = run_specs(sweep_dir, specs, workers=workers, only=None, quiet=quiet)
+    table = run_specs(sweep_dir, specs, workers=workers, backend=backend, only=None, quiet=quiet)
     for row in table.itertuples():
         say(
             f"      {row.train_tokens:>10,} tokens: test loss {row.test_loss_nats:.4f} "
