@@ -32,6 +32,7 @@ from scalelab.induction.task import (
 )
 from scalelab.io import append_jsonl, atomic_write, atomic_write_json, provenance, read_json
 from scalelab.progress import progress
+from scalelab.scalars import Scalars
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,10 @@ def train_induction(
     reached: dict[str, float] | None = None
     step = 0
     s = model_cfg.alphabet_size
-    with progress("induction train", train_cfg.max_steps, quiet=quiet) as advance:
+    with (
+        Scalars(out) as scalars,
+        progress("induction train", train_cfg.max_steps, quiet=quiet) as advance,
+    ):
         for step in range(1, train_cfg.max_steps + 1):
             model.train()
             seqs = mixture_instances(
@@ -178,6 +182,9 @@ def train_induction(
                 }
                 if out is not None:
                     append_jsonl(out / "metrics.jsonl", row)
+                lr = opt.param_groups[0]["lr"]
+                accs = {f"accuracy/{k}": v for k, v in metrics.items()}
+                scalars.log(step, {"loss/train": row["loss"], "lr": lr, **accs})
                 advance(train_cfg.eval_interval, info=f"loss {float(loss.detach()):.3f}")
                 target = train_cfg.target_acc
                 if target is not None and _target_metric(metrics) >= target:

@@ -39,6 +39,7 @@ from scalelab.lm.data import (
 from scalelab.lm.distributed import DistContext, init_distributed
 from scalelab.lm.model import GPT, GPTConfig, preset_config
 from scalelab.progress import progress
+from scalelab.scalars import Scalars
 
 DTYPES = ("auto", "float32", "bfloat16")
 METRICS = "metrics.jsonl"
@@ -382,6 +383,7 @@ class _Trainer:
             self._restore()
         if ctx.is_main:
             _truncate_metrics(out_dir / METRICS, self.s["step"])
+        self.scalars = Scalars(out_dir if ctx.is_main else None, resume_step=self.s["step"])
 
     def _restore(self) -> None:
         path = self.out_dir / ckpt.STATE
@@ -406,7 +408,10 @@ class _Trainer:
         if ctx.active:
             ids = [ctx.device.index] if ctx.device.type == "cuda" else None
             net = DistributedDataParallel(self.model, device_ids=ids)
-        with progress("train", self.total_steps, quiet=quiet or not ctx.is_main) as advance:
+        with (
+            self.scalars,
+            progress("train", self.total_steps, quiet=quiet or not ctx.is_main) as advance,
+        ):
             advance(s["step"])
             while s["stop_reason"] is None and s["step"] < self.total_steps:
                 t0, c0 = time.perf_counter(), time.process_time()
@@ -494,6 +499,15 @@ class _Trainer:
         )
         if ctx.is_main:
             append_jsonl(self.out_dir / METRICS, row)
+            self.scalars.log(
+                s["step"],
+                {
+                    "loss/train_nats": row["train_loss_nats"],
+                    "loss/val_nats": val,
+                    "lr": s["lr"],
+                    "throughput/tokens_per_s": row["tokens_per_s"],
+                },
+            )
             if improved:
                 ckpt.save_weights(
                     self.model, self.out_dir / ckpt.WEIGHTS, step=s["step"], val_loss_nats=val

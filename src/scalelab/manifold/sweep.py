@@ -26,6 +26,7 @@ from scalelab.manifold.geometry import MANIFOLDS, make_manifold
 from scalelab.manifold.model import RegressorConfig, TransformerRegressor
 from scalelab.manifold.problem import Problem, ProblemConfig
 from scalelab.manifold.train import FitConfig, fit_regressor, mse
+from scalelab.scalars import Scalars
 from scalelab.sweeps.runner import Backend, RunSpec, open_sweep, run_sweep
 
 KIND = "manifold"
@@ -175,7 +176,10 @@ def _train_run(cfg: ManifoldSweepConfig, params: dict[str, Any], run_dir: Path) 
         torch.manual_seed(seed)
         model = TransformerRegressor(reg_cfg)
     gen = torch.Generator().manual_seed(seed)
-    summary = fit_regressor(model, train.x, train.y, val.x, val.y, cfg.fit(), generator=gen)
+    with Scalars(run_dir) as scalars:
+        summary = fit_regressor(
+            model, train.x, train.y, val.x, val.y, cfg.fit(), generator=gen, log=scalars.log
+        )
     xt = torch.as_tensor(test.x, dtype=torch.float32)
     from safetensors.torch import save_file
 
