@@ -98,8 +98,9 @@ def estimate_figures(work: Path, run: Path, device: str) -> None:
     gpu, t_gpu = scalelab(*args, "--device", device, "--out", str(work / "est-gpu"))
     cpu, t_cpu = scalelab(*args, "--device", "cpu", "--out", str(work / "est-cpu"))
     d_gpu, d_cpu = gpu["dimension"], cpu["dimension"]
+    points = gpu.get("estimate", {}).get("n_points", "?")
     print(
-        f"estimate (trained model, {gpu.get('estimate', {}).get('n_points', '?')} points): {device} "
+        f"estimate (trained model, {points} points): {device} "
         f"d = {d_gpu:.4f} ({t_gpu:.1f} s), CPU d = {d_cpu:.4f} ({t_cpu:.1f} s)"
     )
 

@@ -20,7 +20,7 @@ from test_sweeps_data import make_store
 from test_sweeps_resume import n_lines, sweep_args
 
 from scalelab.errors import ConfigError
-from scalelab.sweeps.runner import Backend, RunSpec, open_sweep, run_sweep
+from scalelab.runner import Backend, RunSpec, open_sweep, run_sweep
 
 ray = pytest.importorskip("ray", reason="the Ray backend needs the extra: pip install '.[ray]'")
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from scalelab.errors import ConfigError, ScalelabError
 from scalelab.io import atomic_write_text
-from scalelab.sweeps.runner import Backend, RunSpec, Worker, run_one
+from scalelab.runner import Backend, RunSpec, Worker, run_one
 
 MARKER = ".ray-sweep-token"
 

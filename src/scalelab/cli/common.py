@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from scalelab.io import to_json
-from scalelab.sweeps.runner import Backend
+from scalelab.runner import Backend
 
 console = Console()
 

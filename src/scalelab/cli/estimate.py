@@ -9,16 +9,25 @@ from typing import Any
 
 import typer
 
-from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
+from scalelab.cli.common import (
+    BACKEND,
+    JSON,
+    QUIET,
+    RAY_ADDRESS,
+    RUN_CPUS,
+    RUN_GPUS,
+    SEED,
+    backend_from,
+    print_json,
+    print_table,
+)
 from scalelab.errors import ConfigError
-from scalelab.lm.estimate import (
-    EMBEDDINGS,
-    EstimateConfig,
+from scalelab.probe.estimate import EMBEDDINGS, EstimateConfig, estimate
+from scalelab.report.ablations import (
     ablate_batch_size,
     ablate_layers,
     ablate_models,
     ablate_positions,
-    estimate,
 )
 
 MODEL = typer.Option(
@@ -309,6 +318,10 @@ def models_cmd(
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
     out: Path = typer.Option(Path("ablations/models"), "--out", help="Output (sweep) folder."),
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     as_json: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
@@ -328,7 +341,10 @@ def models_cmd(
         seed=seed,
         batch_tokens=batch_tokens,
     )
-    doc = ablate_models(model, corpus, cfg, out, device=device, weights=weights, quiet=quiet)
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
+    doc = ablate_models(
+        model, corpus, cfg, out, device=device, weights=weights, backend=where, quiet=quiet
+    )
     _print_rows(doc, as_json, out)
 
 
