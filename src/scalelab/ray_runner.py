@@ -1,15 +1,16 @@
 """Sweep runs as Ray tasks: one task per run, each with its CPU and GPU request.
 
-A task runs the same `run_one` as the local backend, so a run folder, its resume and its
-`result.json` are identical whichever backend made them. The driver only collects results
-and rewrites `runs.csv`; killing it leaves finished runs finished and unfinished folders to
-be resumed by the next invocation (local or Ray).
+`scalelab.runner` hands each run over as a call of its own `run_one`, so a run folder, its
+resume and its `result.json` are identical whichever backend made them. The driver only
+collects results and rewrites `runs.csv`; killing it leaves finished runs finished and
+unfinished folders to be resumed by the next invocation (local or Ray).
 
 Run folders must live on a filesystem every Ray node mounts at the same path. Each task
 checks this before it starts: the driver writes a fresh token into the sweep folder and a
 task that cannot read the same token there raises a `ConfigError` naming the fix.
 
-Ray is an optional dependency (`pip install 'scalelab[ray]'`), imported only here.
+Ray is an optional dependency (`pip install 'scalelab[ray]'`), imported only here and only
+when a sweep uses it.
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ from __future__ import annotations
 import logging
 import socket
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from scalelab.errors import ConfigError, ScalelabError
 from scalelab.io import atomic_write_text
-from scalelab.runner import Backend, RunSpec, Worker, run_one
 
 MARKER = ".ray-sweep-token"
 
@@ -76,31 +76,33 @@ def check_visible(sweep_dir: Path, token: str) -> None:
         )
 
 
-def _task(worker: Worker, spec: RunSpec, run_dir: str, token: str, threads: int) -> str:
-    run_path = Path(run_dir)
-    check_visible(run_path.parent.parent, token)
-    run_one(worker, spec, run_path, threads)
-    return spec.name
+def _task(call: Callable[..., Any], args: tuple, name: str, sweep_dir: str, token: str) -> str:
+    check_visible(Path(sweep_dir), token)
+    call(*args)
+    return name
 
 
 def run_on_ray(
-    sweep_dir: Path, specs: Sequence[RunSpec], worker: Worker, backend: Backend
+    sweep_dir: Path,
+    jobs: Sequence[tuple[str, tuple]],
+    call: Callable[..., Any],
+    *,
+    address: str | None,
+    num_cpus: int,
+    num_gpus: float,
 ) -> Iterator[str]:
-    """Submit one task per spec and yield each run's name as it finishes. On a failed run,
-    cancel the others (their folders resume next time) and raise its error."""
+    """Run `call(*args)` for each `(name, args)` of `jobs` as one Ray task asking for
+    `num_cpus` CPUs and `num_gpus` GPUs, and yield each name as its task finishes. On a
+    failed task, cancel the others (their run folders resume next time) and raise its error.
+    `call` must be a module-level function (Ray pickles it by reference)."""
     ray = _ray()
     sweep_dir = sweep_dir.resolve()
     token = uuid.uuid4().hex
     atomic_write_text(sweep_dir / MARKER, token)
-    started = connect(backend.address)
+    started = connect(address)
     try:
-        remote = ray.remote(_task).options(
-            num_cpus=backend.num_cpus, num_gpus=backend.num_gpus, max_retries=1
-        )
-        pending = [
-            remote.remote(worker, s, str(sweep_dir / "runs" / s.name), token, backend.num_cpus)
-            for s in specs
-        ]
+        remote = ray.remote(_task).options(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=1)
+        pending = [remote.remote(call, args, name, str(sweep_dir), token) for name, args in jobs]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             try:

@@ -23,6 +23,7 @@ from scalelab.config import Config, check_same_config
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
 from scalelab.progress import progress
+from scalelab.ray_runner import run_on_ray
 
 Worker = Callable[[dict[str, Any], Path], dict[str, Any]]
 BACKENDS = ("local", "ray")
@@ -132,9 +133,10 @@ def run_sweep(
     with progress(description, total=len(specs), quiet=quiet) as advance:
         advance(len(specs) - len(todo), info="resumed" if len(todo) < len(specs) else "")
         if backend is not None and backend.kind == "ray":
-            from scalelab.ray_runner import run_on_ray
-
-            for name in run_on_ray(sweep_dir, todo, worker, backend):
+            root = sweep_dir.resolve()
+            jobs = [(s.name, (worker, s, root / "runs" / s.name, backend.num_cpus)) for s in todo]
+            where = {"address": backend.address, "num_cpus": backend.num_cpus}
+            for name in run_on_ray(root, jobs, run_one, num_gpus=backend.num_gpus, **where):
                 write_table(sweep_dir, specs)
                 advance(1, info=name)
         elif workers <= 1:

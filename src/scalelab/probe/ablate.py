@@ -89,7 +89,7 @@ def measure_layers(
     x, timing = embed(loaded, sample, index, batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet)
     rows = []
     for j, layer in enumerate(index):
-        result = estimate_dimension(x[j], cfg, device=dev)
+        result = estimate_dimension(x[j], cfg, device=dev, quiet=quiet)
         rows.append(
             {"layer": layer, "layer_name": layer_name(layer, loaded.n_states), **_row(result)}
         )

@@ -203,6 +203,7 @@ def estimate_dimension(
     batch_size: int | None = None,
     *,
     device: torch.device | None = None,
+    quiet: bool = True,
 ) -> dict:
     """MLE on batches of (already shuffled) points, and the predicted exponents. The k-NN
     search runs on `device` when it is a GPU (where the model ran), else on the CPU."""
@@ -217,6 +218,7 @@ def estimate_dimension(
         MLE(k=cfg.k, aggregate=cfg.aggregate, metric=cfg.metric, device=knn_device),
         batch_size=batch_size or cfg.batch_size,
         seed=cfg.seed,
+        quiet=quiet,
     )
     result = est.to_dict()
     result["estimate_wall_s"] = time.perf_counter() - t0
@@ -264,7 +266,7 @@ def estimate(
     x, timing = embed(
         loaded, sample, [layer], batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet
     )
-    result = estimate_dimension(x[0], cfg, device=dev)
+    result = estimate_dimension(x[0], cfg, device=dev, quiet=quiet)
     doc = {
         **_headline(result),
         "beta": cfg.beta,
