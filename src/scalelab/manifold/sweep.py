@@ -254,6 +254,11 @@ def run_manifold_sweep(
     )
     append_jsonl(
         sweep_dir / "invocations.jsonl",
-        {"wall_time_s": time.perf_counter() - t0, "workers": workers, "backend": (backend or Backend()).kind, "runs": len(table)},
+        {
+            "wall_time_s": time.perf_counter() - t0,
+            "workers": workers,
+            "backend": (backend or Backend()).kind,
+            "runs": len(table),
+        },
     )
     return table
