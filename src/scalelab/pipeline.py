@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from scalelab.config import Config, check_same_config
+from scalelab import outdir
+from scalelab.config import Config
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.runner import Backend, open_sweep
@@ -247,11 +248,7 @@ def _cpu_s() -> float:
 
 
 def _check_config(out: Path, cfg: PipelineConfig) -> None:
-    path = out / CONFIG
-    if path.exists():
-        check_same_config(read_json(path), cfg.to_dict(), out)
-    else:
-        atomic_write_json(path, cfg.to_dict())
+    outdir.claim(out, CONFIG, cfg.to_dict())
 
 
 def fit_sweep(table: Any, est: dict[str, Any], n_boot: int, seed: int) -> dict[str, Any]:

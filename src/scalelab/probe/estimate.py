@@ -19,7 +19,6 @@ the model's tokenizer otherwise).
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -29,10 +28,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from scalelab.config import Config, check_same_config
+from scalelab import outdir
+from scalelab.config import Config
 from scalelab.device import resolve_device
 from scalelab.errors import ConfigError, InputError
-from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
+from scalelab.io import atomic_write, atomic_write_json, provenance, to_json
 from scalelab.lm.load import LoadedModel, load_model_for_embedding
 from scalelab.probe.corpus import CorpusTokens, load_corpus_tokens
 from scalelab.probe.sample import (
@@ -282,8 +282,9 @@ def estimate(
         "request": request,
         "provenance": provenance(),
     }
-    save_embeddings(out_dir, x[0], prep, sample, doc)
-    atomic_write_json(out_dir / RESULT, doc)
+    with outdir.locked(out_dir):  # taken last: a failed estimate leaves no folder behind
+        save_embeddings(out_dir, x[0], prep, sample, doc)
+        atomic_write_json(out_dir / RESULT, doc)
     return doc
 
 
@@ -310,8 +311,8 @@ def _corpus_key(corpus: str | Path | None) -> str | None:
 def _finished(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
     if not path.is_file():
         return None
-    saved = read_json(path)
-    check_same_config(saved.get("request", {}), request, path.parent)
+    saved = outdir.read_meta(path)
+    outdir.same_config(saved.get("request", {}), request, path.parent)
     return saved
 
 
@@ -351,9 +352,9 @@ def save_embeddings(
     meta = {
         "layer": str(doc["layer"]),
         "layer_name": doc["layer_name"],
-        "model": json.dumps(doc["model"]),
-        "corpus": json.dumps(doc["corpus"]),
-        "settings": json.dumps(doc["settings"]),
+        "model": to_json(doc["model"], indent=None),
+        "corpus": to_json(doc["corpus"], indent=None),
+        "settings": to_json(doc["settings"], indent=None),
     }
     x = {"embeddings": np.ascontiguousarray(points, dtype=np.float32)}
     atomic_write(out_dir / POSITIONS, lambda tmp: save_file(where, str(tmp), metadata=meta))
