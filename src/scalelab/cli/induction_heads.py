@@ -3,6 +3,7 @@ construction, induction heads in language models, and the depth separation in tr
 
 from __future__ import annotations
 
+import io
 import time
 from pathlib import Path
 
@@ -120,9 +121,14 @@ def heads_cmd(
         print_json(result)
         return
     rows = [
-        {"rank": i + 1, **{f"induction {k}": v for k, v in a.items()},
-         **{f"prev-token {k}": v for k, v in b.items()}}
-        for i, (a, b) in enumerate(zip(result["top_induction"], result["top_previous_token"]))
+        {
+            "rank": i + 1,
+            **{f"induction {k}": v for k, v in a.items()},
+            **{f"prev-token {k}": v for k, v in b.items()},
+        }
+        for i, (a, b) in enumerate(
+            zip(result["top_induction"], result["top_previous_token"], strict=True)
+        )
     ]
     print_table(f"top heads of {model} (layer, head from 0)", rows)
     if "icl_score" in result:
@@ -135,4 +141,93 @@ def heads_cmd(
         typer.echo(f"wrote {out}/heads.json and {out}/report.html, {out}/report.md")
 
 
+@sub.command("compare-depth")
+def compare_depth_cmd(
+    data: Path = typer.Option(..., help="Token store (scalelab corpus prepare)."),
+    out: Path = typer.Option(..., help="Output folder (resumable: rerun to continue)."),
+    block_size: int = typer.Option(128, help="Context length."),
+    width: int = typer.Option(64, help="Width of the two-layer model (one layer: ≈ √2×)."),
+    n_head: int = typer.Option(4, help="Heads per layer."),
+    steps: int = typer.Option(1500, help="Training steps per model."),
+    eval_interval: int = typer.Option(100, help="Steps between evaluations (and scores)."),
+    batch_size: int = typer.Option(16, help="Windows per step."),
+    lr: float = typer.Option(2e-3, help="Peak learning rate (cosine to lr/10)."),
+    threshold: float = typer.Option(0.3, help="Induction score that counts as a head formed."),
+    sequences: int = typer.Option(16, help="Repeated random sequences per evaluation."),
+    icl_windows: int = typer.Option(32, help="Validation windows for the ICL score."),
+    seed: int = SEED,
+    quiet: bool = QUIET,
+    json_out: bool = JSON,
+) -> None:
+    """Train a 1-layer and a 2-layer GPT (equal non-embedding parameters); track head scores."""
+    from scalelab.induction.depth import DepthConfig, compare_depth
+    from scalelab.io import atomic_write_bytes
+    from scalelab.report.heads import depth_figure
 
+    cfg = DepthConfig(
+        block_size=block_size,
+        width=width,
+        n_head=n_head,
+        max_steps=steps,
+        eval_interval=eval_interval,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        threshold=threshold,
+        n_sequences=sequences,
+        icl_windows=icl_windows,
+    )
+    _check_out(out)
+    torch.set_num_threads(1)
+    summary = compare_depth(data, out, cfg, quiet=quiet)
+    buf = io.BytesIO()
+    depth_figure(summary["curves"], threshold).savefig(buf, format="png", dpi=90)
+    atomic_write_bytes(out / "depth.png", buf.getvalue())
+    if json_out:
+        print_json(summary["models"])
+    else:
+        print_table(f"depth comparison in {out}", summary["models"])
+
+
+@sub.command("separation")
+def separation_cmd(
+    out: Path = typer.Option(..., help="Folder for separation.csv/.png and trained runs."),
+    mode: str = typer.Option("fixed", help="Rounding: fixed (the paper's appendix) | float."),
+    steps: int = typer.Option(1500, help="Training step cap per trained model."),
+    quick: bool = typer.Option(False, help="A small grid (seconds; for trying it out)."),
+    seed: int = SEED,
+    json_out: bool = JSON,
+) -> None:
+    """Accuracy on hard instances vs h·m·p/n: 1 vs 2 layers, constructed and trained."""
+    import pandas as pd
+
+    from scalelab.induction.separation import SeparationConfig, separation_table
+    from scalelab.io import atomic_write_bytes, atomic_write_json, atomic_write_text, provenance
+    from scalelab.report.separation import separation_figure
+
+    cfg = SeparationConfig(mode=mode, steps=steps, seed=seed)
+    if quick:
+        cfg = cfg.replace(
+            gather_ns=(17,),
+            two_layer_ns=(65,),
+            one_layer_ns=(9,),
+            one_layer_widths=(4,),
+            two_layer_ns_trained=(),
+            eval_instances=64,
+        )
+    _check_out(out)
+    torch.set_num_threads(1)
+    rows = separation_table(cfg, out)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "separation.csv", pd.DataFrame(rows).to_csv(index=False))
+    atomic_write_json(
+        out / "separation.json", {"config": cfg.to_dict(), "rows": rows, "provenance": provenance()}
+    )
+    buf = io.BytesIO()
+    separation_figure(rows).savefig(buf, format="png", dpi=90)
+    atomic_write_bytes(out / "separation.png", buf.getvalue())
+    if json_out:
+        print_json(rows)
+    else:
+        keys = ("kind", "n_layer", "n", "h", "m", "p", "hmp_over_n", "acc_hard")
+        print_table(f"separation ({mode} point)", [{k: r[k] for k in keys} for r in rows])

@@ -290,7 +290,11 @@ def top_heads(scores: list[list[float]], k: int = 5) -> list[dict[str, Any]]:
     arr = np.asarray(scores)
     order = np.argsort(arr, axis=None)[::-1][:k]
     return [
-        {"layer": int(i // arr.shape[1]), "head": int(i % arr.shape[1]), "score": float(arr.flat[i])}
+        {
+            "layer": int(i // arr.shape[1]),
+            "head": int(i % arr.shape[1]),
+            "score": float(arr.flat[i]),
+        }
         for i in order
     ]
 

@@ -22,7 +22,9 @@ def heads_figure(result: dict[str, Any], title: str = "") -> Figure:
     width = min(12.0, 3.0 + 0.5 * n_head) * 2
     fig = Figure(figsize=(width, height), layout="constrained")
     axes = fig.subplots(1, 2)
-    for ax, data, name in zip(axes, (ind, prev), ("induction score", "previous-token score")):
+    for ax, data, name in zip(
+        axes, (ind, prev), ("induction score", "previous-token score"), strict=True
+    ):
         im = ax.imshow(data, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto", origin="lower")
         ax.set_xlabel("head")
         ax.set_ylabel("layer")
@@ -65,10 +67,10 @@ def depth_figure(curves: dict[str, list[dict[str, Any]]], threshold: float) -> F
     ax_ind, ax_icl = fig.subplots(1, 2)
     for i, (label, rows) in enumerate(curves.items()):
         steps = [r["step"] for r in rows]
-        ax_ind.plot(steps, [r["induction_max"] for r in rows], "o-", ms=3, color=f"C{i}",
-                    label=label)
-        ax_icl.plot(steps, [r["icl_score"] for r in rows], "o-", ms=3, color=f"C{i}",
-                    label=label)
+        ax_ind.plot(
+            steps, [r["induction_max"] for r in rows], "o-", ms=3, color=f"C{i}", label=label
+        )
+        ax_icl.plot(steps, [r["icl_score"] for r in rows], "o-", ms=3, color=f"C{i}", label=label)
     ax_ind.axhline(threshold, color="0.5", ls=":", label=f"threshold {threshold}")
     ax_ind.set(xlabel="training step", ylabel="max induction score over heads", ylim=(0, 1))
     ax_icl.axhline(0.0, color="0.5", ls=":")
