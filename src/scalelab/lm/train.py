@@ -317,8 +317,8 @@ def train(
 ) -> dict[str, Any]:
     """Train (or resume, or return the result of a finished run in `out_dir`) and return the
     result dict that is also written to `out_dir/result.json`. `on_eval(model)` adds its
-    fields to every metrics.jsonl row (e.g. head scores over training); it must not touch
-    torch's global RNG, so a resumed run stays bit-exact."""
+    fields to every metrics.jsonl row (e.g. head scores over training); it runs in eval mode
+    under `torch.random.fork_rng`, so it cannot change training (resume stays bit-exact)."""
     ctx = init_distributed(device)
     data_dir, out_dir = Path(data_dir).resolve(), Path(out_dir)
     run_cfg = {
@@ -491,8 +491,9 @@ class _Trainer:
         }
         s["loss_sum"], s["loss_count"] = 0.0, 0
         if self.on_eval is not None and ctx.is_main:
+            cuda = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
             self.model.eval()
-            with torch.no_grad():
+            with torch.no_grad(), torch.random.fork_rng(devices=cuda):
                 row.update(self.on_eval(self.model))
             self.model.train()
         improved = val < s["best_val"]
