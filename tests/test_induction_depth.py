@@ -80,6 +80,49 @@ def test_compare_depth_equal_params_and_curves(store: Path, tmp_path: Path) -> N
         compare_depth(store, tmp_path / "d", cfg.replace(max_steps=6), quiet=True)
 
 
+def test_heads_command_on_a_run_folder(store: Path, tmp_path: Path, run_cli) -> None:
+    """`induction heads` end to end on a trained run: lm.load, ICL on its token store, the
+    report; the scores match the library called on the same weights."""
+    from scalelab.induction.heads import HeadScoreConfig, from_gpt, head_scores
+    from scalelab.lm.checkpoint import load_model
+
+    cfg = DepthConfig(
+        block_size=16,
+        width=16,
+        n_head=2,
+        max_steps=2,
+        eval_interval=2,
+        batch_size=4,
+        n_sequences=2,
+        icl_windows=2,
+    )
+    compare_depth(store, tmp_path / "d", cfg, quiet=True)
+    run = tmp_path / "d" / "runs" / "L2"
+    res = run_cli(
+        "induction",
+        "heads",
+        "--model",
+        run,
+        "--corpus",
+        store,
+        "--out",
+        tmp_path / "h",
+        "--sequences",
+        "4",
+        "--icl-windows",
+        "4",
+    )
+    assert res.returncode == 0, res.stderr
+    saved = json.loads((tmp_path / "h" / "heads.json").read_text())
+    assert (tmp_path / "h" / "report.html").is_file()
+    assert (saved["icl_early"], saved["icl_late"]) == (2, 15)
+    from scalelab.text.tokenizer import load_tokenizer
+
+    scored = from_gpt(load_model(run)[0], load_tokenizer(store / "tokenizer.json"))
+    direct = head_scores(scored, HeadScoreConfig(n_sequences=4))
+    np.testing.assert_allclose(saved["induction"], direct["induction"], rtol=1e-6)
+
+
 def test_index_ceiling_closed_form() -> None:
     """Ceiling a solves 1 − H₂(1 − a) = 4·x·n/k; 1 once the message reaches k bits."""
     n = 201
@@ -101,7 +144,7 @@ def test_gather_rows_exact_at_build_precision() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["heads", "--model", "no/such/folder"], "not a scalelab run folder"),
+        (["heads", "--model", "no/such/folder"], "does not exist"),
         (["gather", "--n", "65", "--bits", "3", "--mode", "fixed"], "needs at least 7 bits"),
         (["gather", "--alphabet", "2"], "three symbols"),
         (["compare-depth", "--data", "no/such", "--out", "OUT"], "not a token store"),

@@ -108,7 +108,7 @@ def test_scalelab_and_hf_paths_agree(tmp_path) -> None:
     ours, theirs = head_scores(from_gpt(gpt), cfg), head_scores(from_hf(hf, bos=False), cfg)
     for key in ("induction", "previous_token"):
         np.testing.assert_allclose(ours[key], theirs[key], atol=1e-5)
-    from scalelab.lm.embed import TokenDocuments
+    from scalelab.probe.sample import TokenDocuments
 
     docs = TokenDocuments.from_list([np.arange(200) % 64])
     icl_cfg = cfg.replace(icl_windows=4)
@@ -125,7 +125,7 @@ def test_bad_settings() -> None:
         HeadScoreConfig(icl_early=10, icl_late=5)
     with pytest.raises(ConfigError, match="positive"):
         HeadScoreConfig(n_sequences=0)
-    from scalelab.lm.embed import TokenDocuments
+    from scalelab.probe.sample import TokenDocuments
 
     with pytest.raises(InputError, match="fewer than one window"):
         icl_score(model, TokenDocuments.from_list([np.arange(10)]), HeadScoreConfig())

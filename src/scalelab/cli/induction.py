@@ -38,13 +38,17 @@ def _fmt_tokens(values: np.ndarray) -> str:
     return " ".join("⊥" if v < 0 else str(int(v)) for v in values)
 
 
-@sub.command("solve")
+@sub.command("solve", context_settings={"ignore_unknown_options": True})
 def solve_cmd(
     tokens: list[int] = typer.Argument(..., help="The input sequence as token ids (>= 0)."),
     json_out: bool = JSON,
 ) -> None:
     """Print τ for one sequence: the token after the previous occurrence of σ_i, or ⊥."""
     from scalelab.induction.task import solve
+
+    negative = [t for t in tokens if t < 0]
+    if negative:  # read as numbers (not options), then refused: ⊥ is an output only
+        raise InputError(f"token ids must be >= 0, got {negative[0]}; give ids 0, 1, 2, ...")
 
     out = solve(np.asarray(tokens, dtype=np.int64)[None])[0]
     if json_out:

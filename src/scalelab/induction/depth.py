@@ -70,7 +70,7 @@ class DepthConfig(Config):
 def _scorer(cfg: DepthConfig, val_tokens: np.ndarray):
     """The on_eval callback: head scores on repeated random tokens, ICL on validation text.
     It uses its own seeded generator, so training's RNG streams are untouched."""
-    from scalelab.lm.embed import TokenDocuments
+    from scalelab.probe.sample import TokenDocuments
 
     docs = TokenDocuments.from_list([np.asarray(val_tokens, dtype=np.int64)])
     score_cfg = HeadScoreConfig(

@@ -35,7 +35,7 @@ from scalelab.config import Config
 from scalelab.errors import CheckpointError, ConfigError, InputError
 
 if TYPE_CHECKING:
-    from scalelab.lm.embed import TokenDocuments
+    from scalelab.probe.sample import TokenDocuments
 
 
 @dataclass(frozen=True)
@@ -139,37 +139,24 @@ def _special_ids(tokenizer: tokenizers.Tokenizer | None) -> list[int]:
 
 
 def load_scored_model(path: str | Path, *, bos: bool | None = None) -> ScoredModel:
-    """A scalelab run folder, a local HF folder, or a .gguf file (read with transformers).
-    `bos` None: HF models get their BOS token first, scalelab GPTs none."""
-    from scalelab.lm.hf import is_hf_folder, load_hf
+    """A scalelab run folder, a local HF folder, or a .gguf file (read with transformers),
+    loaded by `lm.load`. `bos` None: HF models get their BOS token first, scalelab GPTs
+    none (they were trained on windows cut anywhere)."""
+    from scalelab.lm.load import load_model_for_embedding
 
     path = Path(path)
     if path.is_file() and path.suffix == ".gguf":
-        model, tok, gguf = load_hf(path.parent, gguf_file=path.name)
-        scored = from_hf(model, tok, bos=bos is not False)
-    elif path.is_dir() and is_hf_folder(path):
-        model, tok, gguf = load_hf(path)
-        scored = from_hf(model, tok, bos=bos is not False)
-    elif path.is_dir() and (path / "config.json").is_file():
-        scored, gguf = _load_run(path), None
-        if bos and scored.tokenizer is not None:
-            scored.bos_id = scored.tokenizer.token_to_id("<|endoftext|>")
+        loaded = load_model_for_embedding(path.parent, weights=path.name)
     else:
-        raise CheckpointError(
-            f"--model {path}: not a scalelab run folder, a Hugging Face model folder or a "
-            ".gguf file; point it at one of these"
-        )
-    scored.info = {"path": str(path.resolve()), "kind": scored.kind, "gguf_file": gguf}
+        loaded = load_model_for_embedding(path)
+    if loaded.kind == "hf":
+        scored = from_hf(loaded.module, loaded.tokenizer, bos=bos is not False)
+    else:
+        scored = from_gpt(loaded.module, loaded.tokenizer)
+        if bos:
+            scored.bos_id = loaded.tokenizer.token_to_id("<|endoftext|>")
+    scored.info = loaded.describe()
     return scored
-
-
-def _load_run(path: Path) -> ScoredModel:
-    from scalelab.lm.checkpoint import load_model
-    from scalelab.text.tokenizer import load_tokenizer
-
-    gpt, cfg = load_model(path)
-    tok_file = Path(cfg.get("data_dir", "")) / "tokenizer.json"
-    return from_gpt(gpt, load_tokenizer(tok_file) if tok_file.is_file() else None)
 
 
 # --- scores ---------------------------------------------------------------------------------
@@ -266,13 +253,12 @@ def icl_score(model: ScoredModel, docs: TokenDocuments, cfg: HeadScoreConfig) ->
     count = min(cfg.icl_windows, len(stream) // span)
     starts = np.linspace(0, len(stream) - span, count).astype(np.int64)
     windows = torch.from_numpy(np.stack([stream[s : s + span] for s in starts]).astype(np.int64))
+    at = torch.tensor([early, late])  # the token at position t, predicted from positions < t
     losses = []
     for i in range(0, count, cfg.batch_size):
         x = windows[i : i + cfg.batch_size]
-        logp = torch.log_softmax(model.logits(x).double(), dim=-1)
-        # loss of the token at position t, predicted from positions < t
-        at = torch.tensor([early, late])
-        losses.append(-logp[:, at - 1].gather(-1, x[:, at][..., None])[..., 0])
+        logp = torch.log_softmax(model.logits(x)[:, at - 1].double(), dim=-1)
+        losses.append(-logp.gather(-1, x[:, at][..., None])[..., 0])
     loss = torch.cat(losses)
     early_loss, late_loss = float(loss[:, 0].mean()), float(loss[:, 1].mean())
     return {
@@ -329,7 +315,7 @@ def measure_heads(
     result["top_induction"] = top_heads(result["induction"])
     result["top_previous_token"] = top_heads(result["previous_token"])
     if corpus is not None:
-        from scalelab.lm.estimate import load_corpus_tokens
+        from scalelab.probe.corpus import load_corpus_tokens
 
         tokens = load_corpus_tokens(corpus, scored.tokenizer, split="test")
         result["corpus"] = tokens.info

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from scalelab import outdir
 from scalelab.config import Config
 from scalelab.errors import CheckpointError, ConfigError
 from scalelab.induction.model import InductionConfig, InductionTransformer, loss_fn
@@ -140,12 +141,10 @@ def train_induction(
         else FULL
     )
     out = Path(out_dir) if out_dir is not None else None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+    if out is not None:  # a folder with another config is refused; this one is redone
+        run_cfg = {"model": model_cfg.to_dict(), "train": train_cfg.to_dict()}
+        outdir.claim(out, "config.json", run_cfg, flat=True)
         (out / "metrics.jsonl").unlink(missing_ok=True)
-        atomic_write_json(
-            out / "config.json", {"model": model_cfg.to_dict(), "train": train_cfg.to_dict()}
-        )
     t0, c0 = time.perf_counter(), time.process_time()
     metrics: dict[str, float] = {}
     reached: dict[str, float] | None = None
@@ -197,6 +196,7 @@ def train_induction(
         atomic_write(out / "model.safetensors", lambda p: save_file(state, str(p)))
         atomic_write_json(out / "provenance.json", provenance())
         atomic_write_json(out / "result.json", result)
+        outdir.release(out)
     return model.eval(), result
 
 

@@ -245,6 +245,11 @@ class _ApproxSearch:
         return self.c1 * self.norms[rows] * self.max_norm + self.c2 * self.max_norm**2
 
 
+# Fast-math without 'nnan'/'ninf': the kernels compare against +inf placeholders, which the
+# compiler may not assume away; reassociation, contraction and the rest are safe here.
+FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
+
+
 def _rerank(
     x: np.ndarray, rows: np.ndarray, cand: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -254,7 +259,7 @@ def _rerank(
     return sq, idx, sq[:, -1]
 
 
-@numba.njit(parallel=True, fastmath=True, cache=True)
+@numba.njit(parallel=True, fastmath=FASTMATH, cache=True)
 def _row_sq_norms(x: np.ndarray) -> np.ndarray:
     """Float64 |x_i|^2 per row (products of float32 values are exact in float64)."""
     out = np.empty(x.shape[0])
@@ -266,7 +271,7 @@ def _row_sq_norms(x: np.ndarray) -> np.ndarray:
     return out
 
 
-@numba.njit(parallel=True, fastmath=True, cache=True)
+@numba.njit(parallel=True, fastmath=FASTMATH, cache=True)
 def _rerank_kernel(
     x: np.ndarray, rows: np.ndarray, cand: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray]:

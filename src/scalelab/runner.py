@@ -17,9 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from scalelab.config import check_same_config
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
+from scalelab.outdir import claim
 from scalelab.progress import progress
 
 Worker = Callable[[dict[str, Any], Path], dict[str, Any]]
@@ -34,19 +34,10 @@ class RunSpec:
 
 
 def open_sweep(sweep_dir: str | Path, kind: str, config: dict[str, Any]) -> Path:
-    """Create the sweep folder, or check that an existing one was made with this config."""
-    sweep_dir = Path(sweep_dir)
-    meta = sweep_dir / "sweep.json"
-    if meta.exists():
-        saved = read_json(meta)
-        if saved.get("kind") != kind:
-            raise ConfigError(
-                f"{sweep_dir} holds a {saved.get('kind')!r} sweep, not {kind!r}; use a new --out"
-            )
-        check_same_config(saved["config"], config, sweep_dir)
-    else:
-        atomic_write_json(meta, {"kind": kind, "config": config, "provenance": provenance()})
-    return sweep_dir
+    """Create the sweep folder, or check that an existing one was made with this config;
+    either way lock it for this process (`scalelab.outdir`)."""
+    extra = {"provenance": provenance()}
+    return claim(sweep_dir, "sweep.json", config, kind=kind, extra=extra)
 
 
 def _run_one(worker: Worker, spec: RunSpec, run_dir: Path, threads: int) -> dict[str, Any]:
