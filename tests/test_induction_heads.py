@@ -127,5 +127,41 @@ def test_bad_settings() -> None:
         HeadScoreConfig(n_sequences=0)
     from scalelab.probe.sample import TokenDocuments
 
+    short = TokenDocuments.from_list([np.arange(10)])
+    with pytest.raises(InputError, match="no document of the corpus has 32 tokens"):
+        icl_score(model, short, HeadScoreConfig())
     with pytest.raises(InputError, match="fewer than one window"):
-        icl_score(model, TokenDocuments.from_list([np.arange(10)]), HeadScoreConfig())
+        icl_score(model, short, HeadScoreConfig(icl_windows_from="stream"))
+    with pytest.raises(ConfigError, match="icl_windows_from"):
+        HeadScoreConfig(icl_windows_from="middle")
+
+
+def test_icl_score_closed_form() -> None:
+    """A fake model whose logit for the true next token is c·t at position t: the loss at t
+    is log(V − 1 + e^(ct)) − ct, so the ICL score has a closed form. Windows start at the
+    starts of long-enough documents only."""
+    from scalelab.induction.heads import ScoredModel, icl_windows
+    from scalelab.probe.sample import TokenDocuments
+
+    vocab, c = 20, 0.05
+
+    def logits(idx: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros(*idx.shape, vocab)
+        t = torch.arange(idx.shape[1] - 1, dtype=torch.float32)
+        out[:, :-1].scatter_(-1, idx[:, 1:, None], (c * t)[None, :, None].expand(len(idx), -1, 1))
+        return out
+
+    fake = ScoredModel("fake", 1, 1, 64, vocab, attention=lambda idx: [], logits=logits)
+    rng = np.random.default_rng(0)
+    docs = TokenDocuments.from_list([rng.integers(0, vocab, n) for n in (70, 30, 80, 64)])
+    cfg = HeadScoreConfig(icl_windows=8)
+    res = icl_score(fake, docs, cfg)
+    assert (res["icl_early"], res["icl_late"], res["icl_windows"]) == (6, 63, 3)
+
+    def loss(pos: int) -> float:
+        z = c * (pos - 1)
+        return math.log(vocab - 1 + math.exp(z)) - z
+
+    assert res["icl_score"] == pytest.approx(loss(63) - loss(6), rel=1e-6)
+    starts = icl_windows(docs, 64, 8, "documents")[:, 0]
+    assert list(starts) == [docs.tokens[0], docs.tokens[100], docs.tokens[180]]

@@ -83,6 +83,9 @@ def heads_cmd(
     icl_windows: int = typer.Option(64, help="Corpus windows for the ICL score."),
     icl_early: int | None = typer.Option(None, help="Early position (default late / 10)."),
     icl_late: int | None = typer.Option(None, help="Late position (default min(500, ctx-1))."),
+    icl_from: str = typer.Option(
+        "documents", help="ICL windows: documents (starts of long documents) | stream."
+    ),
     bos: bool | None = typer.Option(
         None, "--bos/--no-bos", help="Prepend BOS (default: HF models yes, scalelab runs no)."
     ),
@@ -102,6 +105,7 @@ def heads_cmd(
         icl_windows=icl_windows,
         icl_early=icl_early,
         icl_late=icl_late,
+        icl_windows_from=icl_from,
         seed=seed,
     )
     _check_out(out)

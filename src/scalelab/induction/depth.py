@@ -77,6 +77,7 @@ def _scorer(cfg: DepthConfig, val_tokens: np.ndarray):
         half_len=cfg.block_size // 2,
         n_sequences=cfg.n_sequences,
         icl_windows=cfg.icl_windows,
+        icl_windows_from="stream",  # the validation stream (with EOT), cut as in training
         seed=cfg.seed,
     )
 

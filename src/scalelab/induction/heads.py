@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from scalelab.probe.sample import TokenDocuments
 
 
+ICL_WINDOWS = ("documents", "stream")
+
+
 @dataclass(frozen=True)
 class HeadScoreConfig(Config):
     """How heads are scored. `half_len` None: min(64, what fits the context)."""
@@ -48,6 +51,7 @@ class HeadScoreConfig(Config):
     icl_windows: int = 64
     icl_early: int | None = None
     icl_late: int | None = None
+    icl_windows_from: str = "documents"
     seed: int = 0
 
     def validate(self) -> None:
@@ -65,6 +69,10 @@ class HeadScoreConfig(Config):
             )
         if self.seed < 0:
             raise ConfigError(f"seed must be >= 0, got {self.seed}")
+        if self.icl_windows_from not in ICL_WINDOWS:
+            raise ConfigError(
+                f"icl_windows_from must be one of {ICL_WINDOWS}, got {self.icl_windows_from!r}"
+            )
 
 
 @dataclass
@@ -238,21 +246,40 @@ def icl_positions(model: ScoredModel, cfg: HeadScoreConfig) -> tuple[int, int]:
     return early, late
 
 
+def icl_windows(docs: TokenDocuments, span: int, count: int, where: str) -> np.ndarray:
+    """[≤ count, span] windows. "documents": the first `span` tokens of documents at least
+    that long (so position t is the t-th token of a document, as in Olsson et al.), spread
+    evenly over them; "stream": spaced evenly through the concatenated documents (how
+    scalelab GPTs are trained: windows cut anywhere)."""
+    if where == "stream":
+        stream = docs.tokens
+        if len(stream) < span:
+            raise InputError(
+                f"the corpus has {len(stream)} tokens, fewer than one window of {span}; use "
+                "a larger corpus or a smaller --icl-late"
+            )
+        starts = np.linspace(0, len(stream) - span, min(count, len(stream) // span))
+    else:
+        long = np.flatnonzero(docs.lengths >= span)
+        if len(long) == 0:
+            raise InputError(
+                f"no document of the corpus has {span} tokens (the longest has "
+                f"{int(docs.lengths.max(initial=0))}); use a corpus of longer documents "
+                "(e.g. python-stdlib), a smaller --icl-late, or --icl-from stream"
+            )
+        picked = long[np.linspace(0, len(long) - 1, min(count, len(long))).astype(np.int64)]
+        starts = docs.offsets[picked]
+    idx = starts.astype(np.int64)[:, None] + np.arange(span)
+    return np.asarray(docs.tokens[idx], dtype=np.int64)
+
+
 @torch.no_grad()
 def icl_score(model: ScoredModel, docs: TokenDocuments, cfg: HeadScoreConfig) -> dict[str, Any]:
-    """Loss at the late position minus loss at the early one, over windows of late + 1
-    tokens spaced evenly through the concatenated documents (nats)."""
+    """Loss at the late position minus loss at the early one (nats), over windows of
+    late + 1 tokens (see `icl_windows`)."""
     early, late = icl_positions(model, cfg)
-    stream = docs.tokens
-    span = late + 1
-    if len(stream) < span:
-        raise InputError(
-            f"the corpus has {len(stream)} tokens, fewer than one window of {span}; use a "
-            "larger corpus or a smaller --icl-late"
-        )
-    count = min(cfg.icl_windows, len(stream) // span)
-    starts = np.linspace(0, len(stream) - span, count).astype(np.int64)
-    windows = torch.from_numpy(np.stack([stream[s : s + span] for s in starts]).astype(np.int64))
+    windows = torch.from_numpy(icl_windows(docs, late + 1, cfg.icl_windows, cfg.icl_windows_from))
+    count = len(windows)
     at = torch.tensor([early, late])  # the token at position t, predicted from positions < t
     losses = []
     for i in range(0, count, cfg.batch_size):
@@ -268,6 +295,7 @@ def icl_score(model: ScoredModel, docs: TokenDocuments, cfg: HeadScoreConfig) ->
         "icl_early": early,
         "icl_late": late,
         "icl_windows": count,
+        "icl_windows_from": cfg.icl_windows_from,
     }
 
 
