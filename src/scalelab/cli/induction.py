@@ -342,4 +342,6 @@ def sweep_cmd(
 
 def register(app: typer.Typer) -> None:
     """Add the `induction` command group to the top-level app."""
+    from scalelab.cli import induction_heads  # noqa: F401  (adds its commands to `sub`)
+
     app.add_typer(sub, name="induction")

@@ -19,6 +19,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -307,9 +308,12 @@ def train(
     *,
     quiet: bool = False,
     device: str | None = None,
+    on_eval: Callable[[GPT], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Train (or resume, or return the result of a finished run in `out_dir`) and return the
-    result dict that is also written to `out_dir/result.json`."""
+    result dict that is also written to `out_dir/result.json`. `on_eval(model)` adds its
+    fields to every metrics.jsonl row (e.g. head scores over training); it runs in eval mode
+    under `torch.random.fork_rng`, so it cannot change training (resume stays bit-exact)."""
     ctx = init_distributed(device)
     data_dir, out_dir = Path(data_dir).resolve(), Path(out_dir)
     run_cfg = {
@@ -335,7 +339,7 @@ def train(
         cuda = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
         with torch.random.fork_rng(devices=cuda):
             torch.manual_seed(train_cfg.seed + ctx.rank)  # dropout only; data has its own stream
-            return _Trainer(model_cfg, train_cfg, data, out_dir, ctx).run(quiet)
+            return _Trainer(model_cfg, train_cfg, data, out_dir, ctx, on_eval).run(quiet)
 
 
 def check_world_size(cfg: TrainConfig, world_size: int) -> None:
@@ -352,9 +356,16 @@ class _Trainer:
     """One training session of a run folder: fresh, or continued from its `state.pt`."""
 
     def __init__(
-        self, model_cfg: GPTConfig, cfg: TrainConfig, data: _Data, out_dir: Path, ctx: DistContext
+        self,
+        model_cfg: GPTConfig,
+        cfg: TrainConfig,
+        data: _Data,
+        out_dir: Path,
+        ctx: DistContext,
+        on_eval: Callable[[GPT], dict[str, Any]] | None = None,
     ) -> None:
         self.cfg, self.data, self.out_dir, self.ctx = cfg, data, out_dir, ctx
+        self.on_eval = on_eval
         self.session_start = time.perf_counter()
         self.session_train_time = 0.0
         self.session_train_cpu = 0.0
@@ -512,6 +523,12 @@ class _Trainer:
             "tokens_per_s": tokens / max(s["train_time_s"], 1e-9),
         }
         s["loss_sum"], s["loss_count"] = 0.0, 0
+        if self.on_eval is not None and ctx.is_main:
+            cuda = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
+            self.model.eval()
+            with torch.no_grad(), torch.random.fork_rng(devices=cuda):
+                row.update(self.on_eval(self.model))
+            self.model.train()
         improved = val < s["best_val"]
         if improved:
             s["best_val"], s["best_step"], s["bad_evals"] = val, s["step"], 0
