@@ -36,6 +36,7 @@ from scalelab.device import resolve_device
 from scalelab.errors import CheckpointError, ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
 from scalelab.lm.embed import (
+    PRECISIONS,
     Sample,
     StatesFn,
     TokenDocuments,
@@ -43,6 +44,7 @@ from scalelab.lm.embed import (
     layer_name,
     ragged_arange,
     resolve_layer,
+    resolve_precision,
     sample_protocol,
     tokens_to_run,
 )
@@ -71,6 +73,7 @@ class EstimateConfig(Config):
     seed: int = 0
     split_seed: int = 0
     batch_tokens: int = 4096
+    precision: str = "auto"
 
     def validate(self) -> None:
         if self.split not in ("train", "val", "test", "all"):
@@ -91,6 +94,8 @@ class EstimateConfig(Config):
             raise ConfigError(f"metric must be euclidean, cosine or angular, not {self.metric!r}")
         if not self.beta > 0:
             raise ConfigError(f"beta must be positive, got {self.beta}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision must be one of {PRECISIONS}, not {self.precision!r}")
 
 
 # --- models -------------------------------------------------------------------------------
@@ -460,11 +465,21 @@ def embed(
     *,
     batch_tokens: int = 4096,
     device: torch.device | str = "cpu",
+    precision: str = "auto",
     quiet: bool = True,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Run the model over the sampled windows: `[len(layers), n_points, width]` and timing."""
+    dtype = resolve_precision(precision, device)
     t0, c0 = time.perf_counter(), time.process_time()
-    x = extract(model.states, sample, layers, batch_tokens=batch_tokens, device=device, quiet=quiet)
+    x = extract(
+        model.states,
+        sample,
+        layers,
+        batch_tokens=batch_tokens,
+        device=device,
+        dtype=dtype,
+        quiet=quiet,
+    )
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     n_tokens = tokens_to_run(sample)
     return x, {
@@ -474,6 +489,7 @@ def embed(
         "tokens_per_s": n_tokens / wall if wall > 0 else None,
         "tokens_per_cpu_s": n_tokens / cpu if cpu > 0 else None,
         "device": str(device),
+        "precision": str(dtype).removeprefix("torch."),
         "torch_threads": torch.get_num_threads(),
     }
 
@@ -540,7 +556,13 @@ def estimate(
     keep = shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed)
     sample = prep.sample.subset(keep)
     x, timing = embed(
-        loaded, sample, [layer], batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet
+        loaded,
+        sample,
+        [layer],
+        batch_tokens=cfg.batch_tokens,
+        device=dev,
+        precision=cfg.precision,
+        quiet=quiet,
     )
     result = estimate_dimension(x[0], cfg)
     doc = {
@@ -732,7 +754,15 @@ def ablate_layers(
         else sorted({resolve_layer(v, loaded.n_states) for v in layers})
     )
     sample = prep.sample.subset(shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed))
-    x, timing = embed(loaded, sample, index, batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet)
+    x, timing = embed(
+        loaded,
+        sample,
+        index,
+        batch_tokens=cfg.batch_tokens,
+        device=dev,
+        precision=cfg.precision,
+        quiet=quiet,
+    )
     rows = []
     for j, layer in enumerate(index):
         result = estimate_dimension(x[j], cfg)
@@ -780,7 +810,13 @@ def ablate_positions(
         )
     sample = prep.sample.subset(keep)
     x, timing = embed(
-        loaded, sample, [layer], batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet
+        loaded,
+        sample,
+        [layer],
+        batch_tokens=cfg.batch_tokens,
+        device=dev,
+        precision=cfg.precision,
+        quiet=quiet,
     )
     rows = []
     span = prep.context_len
