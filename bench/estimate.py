@@ -2,7 +2,7 @@
 float32 path, in the same run, on the same sampled windows and positions.
 
 For one model it samples the protocol's windows and positions from the Shakespeare test split,
-then times `scalelab.lm.embed.extract` (each window cut after its last sampled position,
+then times `scalelab.probe.sample.extract` (each window cut after its last sampled position,
 windows batched longest first) twice:
   (a) reference: float32, the path `estimate` took before bf16 autocast;
   (b) fast: `--precision` (default `auto`: bfloat16 autocast where the CPU/GPU has native
@@ -27,7 +27,9 @@ import time
 import numpy as np
 import torch
 
-from scalelab.lm.embed import (
+from scalelab.probe.corpus import encode_texts
+from scalelab.probe.estimate import EstimateConfig, estimate_dimension, shuffle_cap
+from scalelab.probe.sample import (
     LAYER_ALIASES,
     TokenDocuments,
     extract,
@@ -36,7 +38,6 @@ from scalelab.lm.embed import (
     sample_protocol,
     tokens_to_run,
 )
-from scalelab.lm.estimate import EstimateConfig, encode_texts, estimate_dimension, shuffle_cap
 
 
 def _corpus_docs(tok, n_docs: int) -> TokenDocuments:

@@ -12,8 +12,14 @@ import torch
 from safetensors.numpy import load_file
 
 from scalelab.errors import ConfigError
-from scalelab.lm.embed import TokenDocuments, extract, resolve_precision, sample_protocol
-from scalelab.lm.estimate import EstimateConfig, estimate, shuffle_cap, tokens_to_run
+from scalelab.probe.estimate import EstimateConfig, estimate, shuffle_cap
+from scalelab.probe.sample import (
+    TokenDocuments,
+    extract,
+    resolve_precision,
+    sample_protocol,
+    tokens_to_run,
+)
 from scalelab.text.corpora import load_corpus
 from scalelab.text.store import TokenStore, prepare_corpus
 

@@ -13,8 +13,8 @@ from test_sweeps_data import mini_paragraphs
 
 from scalelab.errors import ConfigError
 from scalelab.laws.fit import fit_power_law
+from scalelab.pipeline import PipelineConfig, run_pipeline
 from scalelab.sweeps.lm import Schedule
-from scalelab.sweeps.pipeline import PipelineConfig, run_pipeline
 
 
 def toy_config(corpus: Path, **changes: object) -> PipelineConfig:

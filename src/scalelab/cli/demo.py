@@ -1,6 +1,6 @@
 """`scalelab demo` (`make demo`): the seed paper's data-scaling experiment end to end on a
 built-in corpus (prepare → reference model → d → predicted alpha_D → data sweep → fit →
-report), resumable, sized for a 2-core CPU; plus a one-line synthetic sanity check."""
+report), resumable, sized for a 2-core CPU, after a one-line synthetic sanity check."""
 
 from __future__ import annotations
 
@@ -11,26 +11,9 @@ import typer
 
 from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
 from scalelab.errors import ConfigError
-from scalelab.io import atomic_write_json, read_json
-from scalelab.sweeps.pipeline import PipelineConfig, check_corpus, fmt_ci, run_pipeline
+from scalelab.pipeline import PipelineConfig, check_corpus, fmt_ci, run_pipeline
 
 _DEFAULT = PipelineConfig()
-
-
-def synthetic_check(out: Path, seed: int) -> dict:
-    """MLE (K = 20) on 4096 points of a curved 8-sphere in R^768: should read close to 8
-    (cached in OUT/synthetic.json)."""
-    path = out / "synthetic.json"
-    if path.exists():
-        return read_json(path)
-    from scalelab.intrinsic.mle import MLE
-    from scalelab.intrinsic.synthetic import curved_manifold
-
-    points = curved_manifold(4096, 8, 768, seed=seed)
-    row = {"manifold": "curved S^8 in R^768", "n": 4096, "true_dimension": 8}
-    row["dimension"] = float(MLE(k=20).fit(points).dimension_)
-    atomic_write_json(path, row)
-    return row
 
 
 def print_summary(summary: dict) -> None:
@@ -120,14 +103,9 @@ def demo_command(
     )
     check_corpus(corpus)
     say = (lambda _msg: None) if json_out else typer.echo
-    syn = synthetic_check(out, seed)
-    say(
-        f"[0/5] synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
-        f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
-    )
     summary = run_pipeline(out, cfg, workers=workers, quiet=quiet or json_out, say=say)
     if json_out:
-        print_json({**summary, "synthetic": syn})
+        print_json(summary)
         return
     print_summary(summary)
 

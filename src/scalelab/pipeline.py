@@ -1,13 +1,13 @@
 """The whole data-scaling experiment of the seed paper in one resumable call (`scalelab demo`).
 
-prepare the corpus → data sweep (nested prefixes), whose largest run is the reference model
-→ estimate d with the reference model on the test split → predict alpha_D = 2/(2+d) → fit
-the observed exponent → report.
+synthetic check (MLE on a manifold of known d) → prepare the corpus → data sweep (nested
+prefixes), whose largest run is the reference model → estimate d with the reference model on
+the test split → predict alpha_D = 2/(2+d) → fit the observed exponent → report.
 
 The reference model is the sweep's largest run (the model trained on all the data, as in the
 paper), so it is trained once, in parallel with the other runs: on a 2-core CPU two
 one-thread workers are much faster than one two-thread run, above all on a loaded machine
-(REFERENCE.md: two threads can fall 5-10x there). The prediction does not depend on the
+(docs/background.md: two threads can fall 5-10x there). The prediction does not depend on the
 sweep; it is only computed after it. Every stage leaves a finished artefact that a re-run finds
 and skips: the token store, the run folders' result.json, estimate.json, fits.json, the
 report. `pipeline.json` holds the config; a re-run with other options is refused.
@@ -28,10 +28,10 @@ import numpy as np
 from scalelab.config import Config, check_same_config
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write_json, provenance, read_json
+from scalelab.runner import open_sweep
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps.lm import Schedule, run_specs
 from scalelab.sweeps.model import parse_model
-from scalelab.sweeps.runner import open_sweep
 
 CONFIG = "pipeline.json"
 SUMMARY = "demo.json"
@@ -83,14 +83,19 @@ def run_pipeline(
     say: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run (or resume) every stage under `out`; return the summary written to demo.json."""
-    from scalelab.lm.estimate import EstimateConfig, estimate
     from scalelab.lm.train import configs_for_preset
+    from scalelab.probe.estimate import EstimateConfig, estimate
     from scalelab.text.corpora import load_corpus
     from scalelab.text.store import prepare_corpus
 
     out = Path(out)
     check_corpus(cfg.corpus)
     _check_config(out, cfg)
+    syn = synthetic_check(out, cfg.seed)
+    say(
+        f"[0/5] synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
+        f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
+    )
     timings: dict[str, float] = {}
     cpu: dict[str, float] = {}
     t_all, cpu_all = time.perf_counter(), _cpu_s()
@@ -192,6 +197,7 @@ def run_pipeline(
         "wall_s": round(time.perf_counter() - t_all, 2),
         "cpu_s": round(_cpu_s() - cpu_all, 2),
         "config": cfg.to_dict(),
+        "synthetic": syn,
         "provenance": provenance(),
     }
     # Timings of earlier invocations are kept: a resumed run's own are small.
@@ -200,6 +206,22 @@ def run_pipeline(
     summary["invocations"] = [*earlier, {**this, "time_utc": summary["provenance"]["time_utc"]}]
     atomic_write_json(out / SUMMARY, summary)
     return summary
+
+
+def synthetic_check(out: Path, seed: int) -> dict[str, Any]:
+    """Stage 0: MLE (K = 20) on 4096 points of a curved 8-sphere in R^768 should read close
+    to 8 before any compute is spent on the corpus (cached in OUT/synthetic.json)."""
+    path = out / "synthetic.json"
+    if path.exists():
+        return read_json(path)
+    from scalelab.intrinsic.mle import MLE
+    from scalelab.intrinsic.synthetic import curved_manifold
+
+    points = curved_manifold(4096, 8, 768, seed=seed)
+    row = {"manifold": "curved S^8 in R^768", "n": 4096, "true_dimension": 8}
+    row["dimension"] = float(MLE(k=20).fit(points).dimension_)
+    atomic_write_json(path, row)
+    return row
 
 
 def check_corpus(name: str) -> None:
