@@ -66,6 +66,12 @@ SPLIT_SEED = typer.Option(
 BATCH_TOKENS = typer.Option(
     4096, "--batch-tokens", help="Tokens per forward pass when embedding (memory vs speed)."
 )
+PRECISION = typer.Option(
+    EstimateConfig.precision,
+    "--precision",
+    help="Forward-pass dtype: auto (bfloat16 autocast where the CPU/GPU has native bf16, "
+    "about 2x faster, d within 1%), float32 or bfloat16.",
+)
 DEVICE = typer.Option("auto", "--device", help="auto (CUDA if present), cpu, cuda, cuda:1 ...")
 THREADS = typer.Option(
     None, "--threads", help="CPU threads for torch (default: torch's; 1 on a busy machine)."
@@ -128,6 +134,7 @@ def estimate_cmd(
     split_seed: int = SPLIT_SEED,
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
+    precision: str = PRECISION,
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -159,6 +166,7 @@ def estimate_cmd(
         split_seed=split_seed,
         seed=seed,
         batch_tokens=batch_tokens,
+        precision=precision,
     )
     out = out or _default_out("estimates", model, corpus)
     doc = estimate(model, corpus, cfg, out, device=device, weights=weights, quiet=quiet)
@@ -220,6 +228,7 @@ def layers_cmd(
     split: str = SPLIT,
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
+    precision: str = PRECISION,
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -241,6 +250,7 @@ def layers_cmd(
         split=split,
         seed=seed,
         batch_tokens=batch_tokens,
+        precision=precision,
     )
     wanted = [v.strip() for v in layers.split(",") if v.strip()] if layers else None
     out = out or _default_out("ablations/layers", model, corpus)
@@ -266,6 +276,7 @@ def positions_cmd(
     split: str = SPLIT,
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
+    precision: str = PRECISION,
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -289,6 +300,7 @@ def positions_cmd(
         split=split,
         seed=seed,
         batch_tokens=batch_tokens,
+        precision=precision,
     )
     out = out or _default_out("ablations/positions", model, corpus)
     doc = ablate_positions(
@@ -314,6 +326,7 @@ def models_cmd(
     split: str = SPLIT,
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
+    precision: str = PRECISION,
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -340,6 +353,7 @@ def models_cmd(
         split=split,
         seed=seed,
         batch_tokens=batch_tokens,
+        precision=precision,
     )
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
     doc = ablate_models(

@@ -86,7 +86,15 @@ def measure_layers(
         else sorted({resolve_layer(v, loaded.n_states) for v in layers})
     )
     sample = prep.sample.subset(shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed))
-    x, timing = embed(loaded, sample, index, batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet)
+    x, timing = embed(
+        loaded,
+        sample,
+        index,
+        batch_tokens=cfg.batch_tokens,
+        device=dev,
+        precision=cfg.precision,
+        quiet=quiet,
+    )
     rows = []
     for j, layer in enumerate(index):
         result = estimate_dimension(x[j], cfg, device=dev, quiet=quiet)
@@ -130,7 +138,13 @@ def measure_positions(
         )
     sample = prep.sample.subset(keep)
     x, timing = embed(
-        loaded, sample, [layer], batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet
+        loaded,
+        sample,
+        [layer],
+        batch_tokens=cfg.batch_tokens,
+        device=dev,
+        precision=cfg.precision,
+        quiet=quiet,
     )
     rows = []
     span = prep.context_len

@@ -36,11 +36,13 @@ from scalelab.io import atomic_write, atomic_write_json, provenance, to_json
 from scalelab.lm.load import LoadedModel, load_model_for_embedding
 from scalelab.probe.corpus import CorpusTokens, load_corpus_tokens
 from scalelab.probe.sample import (
+    PRECISIONS,
     Sample,
     TokenDocuments,
     extract,
     layer_name,
     resolve_layer,
+    resolve_precision,
     sample_protocol,
     tokens_to_run,
 )
@@ -69,6 +71,7 @@ class EstimateConfig(Config):
     seed: int = 0
     split_seed: int = 0
     batch_tokens: int = 4096
+    precision: str = "auto"
 
     def validate(self) -> None:
         if self.split not in ("train", "val", "test", "all"):
@@ -89,6 +92,8 @@ class EstimateConfig(Config):
             raise ConfigError(f"metric must be euclidean, cosine or angular, not {self.metric!r}")
         if not self.beta > 0:
             raise ConfigError(f"beta must be positive, got {self.beta}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision must be one of {PRECISIONS}, not {self.precision!r}")
 
 
 @dataclass
@@ -173,11 +178,21 @@ def embed(
     *,
     batch_tokens: int = 4096,
     device: torch.device | str = "cpu",
+    precision: str = "auto",
     quiet: bool = True,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Run the model over the sampled windows: `[len(layers), n_points, width]` and timing."""
+    dtype = resolve_precision(precision, device)
     t0, c0 = time.perf_counter(), time.process_time()
-    x = extract(model.states, sample, layers, batch_tokens=batch_tokens, device=device, quiet=quiet)
+    x = extract(
+        model.states,
+        sample,
+        layers,
+        batch_tokens=batch_tokens,
+        device=device,
+        dtype=dtype,
+        quiet=quiet,
+    )
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     n_tokens = tokens_to_run(sample)
     return x, {
@@ -187,6 +202,7 @@ def embed(
         "tokens_per_s": n_tokens / wall if wall > 0 else None,
         "tokens_per_cpu_s": n_tokens / cpu if cpu > 0 else None,
         "device": str(device),
+        "precision": str(dtype).removeprefix("torch."),
         "torch_threads": torch.get_num_threads(),
     }
 
@@ -264,7 +280,13 @@ def estimate(
     keep = shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed)
     sample = prep.sample.subset(keep)
     x, timing = embed(
-        loaded, sample, [layer], batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet
+        loaded,
+        sample,
+        [layer],
+        batch_tokens=cfg.batch_tokens,
+        device=dev,
+        precision=cfg.precision,
+        quiet=quiet,
     )
     result = estimate_dimension(x[0], cfg, device=dev, quiet=quiet)
     doc = {
