@@ -24,11 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from scalelab.config import Config, check_same_config
+from scalelab import outdir
+from scalelab.config import Config
 from scalelab.errors import ConfigError, InputError
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.io import atomic_write_json, provenance, read_json
-from scalelab.runner import open_sweep
+from scalelab.runner import Backend, open_sweep
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps.lm import Schedule, run_specs
 from scalelab.sweeps.model import parse_model
@@ -104,6 +105,7 @@ def run_pipeline(
     cfg: PipelineConfig,
     *,
     workers: int = 2,
+    backend: Backend | None = None,
     quiet: bool = False,
     say: Callable[[str], None] = print,
 ) -> dict[str, Any]:
@@ -121,7 +123,7 @@ def run_pipeline(
     clock = _Clock()
     data_dir = _prepare_stage(out, cfg, quiet, say)
     clock.stage("prepare")
-    sweep_dir, table, ref_dir = _sweep_stage(out, data_dir, cfg, workers, quiet, say)
+    sweep_dir, table, ref_dir = _sweep_stage(out, data_dir, cfg, workers, backend, quiet, say)
     clock.stage("sweep")
     est = _estimate_stage(ref_dir, sweep_dir, cfg, quiet, say)
     clock.stage("estimate")
@@ -169,7 +171,13 @@ def _prepare_stage(out: Path, cfg: PipelineConfig, quiet: bool, say: Callable) -
 
 
 def _sweep_stage(
-    out: Path, data_dir: Path, cfg: PipelineConfig, workers: int, quiet: bool, say: Callable
+    out: Path,
+    data_dir: Path,
+    cfg: PipelineConfig,
+    workers: int,
+    backend: Backend | None,
+    quiet: bool,
+    say: Callable,
 ) -> tuple[Path, Any, Path]:
     """Stage 2: the data sweep; its largest run is the reference model. Returns the sweep
     folder, its table and the reference run's folder."""
@@ -198,7 +206,7 @@ def _sweep_stage(
         f"{grid[-1]:,} tokens ({workers} worker(s), longest first); the largest run is the "
         f"reference model → {sweep_dir}"
     )
-    table = run_specs(sweep_dir, specs, workers=workers, only=None, quiet=quiet)
+    table = run_specs(sweep_dir, specs, workers=workers, backend=backend, only=None, quiet=quiet)
     for row in table.itertuples():
         say(
             f"      {row.train_tokens:>10,} tokens: test loss {row.test_loss_nats:.4f} "
@@ -270,11 +278,7 @@ def _cpu_s() -> float:
 
 
 def _check_config(out: Path, cfg: PipelineConfig) -> None:
-    path = out / CONFIG
-    if path.exists():
-        check_same_config(read_json(path), cfg.to_dict(), out)
-    else:
-        atomic_write_json(path, cfg.to_dict())
+    outdir.claim(out, CONFIG, cfg.to_dict())
 
 
 def fit_sweep(table: Any, est: dict[str, Any], n_boot: int, seed: int) -> dict[str, Any]:

@@ -118,15 +118,48 @@ def make_app() -> Any:
     return LazyGroup(name="scalelab", help=HELP, no_args_is_help=True, rich_markup_mode=None)
 
 
-def main(argv: list[str] | None = None) -> Any:
-    """Entry point: library errors become one line on stderr and exit code 2.
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: usage and library errors become one line on stderr and exit code 2.
 
     OpenMP threads (torch's, numba's) wait passively between parallel regions unless the
     environment says otherwise: spinning waits cost 30% or more on a loaded machine
     (docs/benchmarks/intrinsic.md). It must be set before torch is imported, hence here."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
-        return make_app().main(args=argv)
+        from typer._click import exceptions as click_errors  # typer >= 0.24 has its own click
+    except ImportError:  # pragma: no cover - older typer uses click itself
+        from click import exceptions as click_errors
+    import typer
+
+    try:
+        code = make_app().main(args=argv, standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as err:
+        print(err.ctx.get_help() if err.ctx else str(err))
+        code = 0
+    except click_errors.UsageError as err:
+        print(usage_line(err), file=sys.stderr)
+        code = 2
+    except click_errors.ClickException as err:  # e.g. a file option that cannot be opened
+        print(f"error: {err.format_message()}", file=sys.stderr)
+        code = 2
+    except (typer.Abort, KeyboardInterrupt):
+        print("error: aborted (Ctrl-C); rerun the same command to continue", file=sys.stderr)
+        code = 130
     except ScalelabError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+        print(f"error: {_one_line(str(err))}", file=sys.stderr)
+        code = 2
+    finally:
+        outdir = sys.modules.get("scalelab.outdir")  # locks exist only if a command took one
+        if outdir is not None:
+            outdir.release_all()
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_line(err: Any) -> str:
+    """Click's usage error as one line: the problem, then where to read the options."""
+    command = err.ctx.command_path if err.ctx else "scalelab"
+    return f"error: {_one_line(err.format_message()).rstrip('.')}; see `{command} --help`"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

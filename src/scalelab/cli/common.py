@@ -55,10 +55,37 @@ def parse_list(
     return values
 
 
+BACKEND = typer.Option(
+    "local",
+    "--backend",
+    help="local (this process or --workers processes) or ray (one task a run).",
+)
+RAY_ADDRESS = typer.Option(
+    None,
+    "--ray-address",
+    help="Ray cluster to join (HOST:6379 from `ray start --head`); default: a local instance. "
+    "The sweep folder must be on a filesystem every node mounts at the same path.",
+)
+RUN_CPUS = typer.Option(1, "--run-cpus", help="With --backend ray: CPUs (torch threads) a run.")
+RUN_GPUS = typer.Option(0.0, "--run-gpus", help="With --backend ray: GPUs a run requests.")
+
+
+def backend_from(kind: str, address: str | None, cpus: int, gpus: float) -> Any:
+    """The sweep backend the shared options describe (ConfigError on a bad combination)."""
+    from scalelab.runner import Backend
+
+    return Backend(kind=kind, address=address, num_cpus=cpus, num_gpus=gpus)
+
+
 def print_json(obj: Any) -> None:
     from scalelab.io import to_json
 
     typer.echo(to_json(obj))
+
+
+def print_record(title: str, record: dict[str, Any]) -> None:
+    """One result as a two-column field/value table (fits a terminal)."""
+    print_table(title, [{"field": k, "value": v} for k, v in record.items()])
 
 
 def print_table(title: str, rows: list[dict[str, Any]]) -> None:

@@ -9,9 +9,14 @@ from pathlib import Path
 import typer
 
 from scalelab.cli.common import (
+    BACKEND,
     JSON,
     QUIET,
+    RAY_ADDRESS,
+    RUN_CPUS,
+    RUN_GPUS,
     SEED,
+    backend_from,
     print_json,
     print_table,
     set_threads,
@@ -89,6 +94,10 @@ def demo_command(
         help="Points per MLE batch (python-stdlib's 79 test files give ≈ 2.5k points: use 2048).",
     ),
     seed: int = SEED,
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     json_out: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
@@ -97,6 +106,7 @@ def demo_command(
     predict alpha_D = 2/(2+d), fit the observed exponent, write the report. Re-running
     skips every finished stage and continues an interrupted run."""
     set_threads(threads, workers=workers)
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
     cfg = PipelineConfig(
         corpus=corpus,
         min_tokens=min_tokens,
@@ -107,7 +117,8 @@ def demo_command(
     )
     check_corpus(corpus)
     say = (lambda _msg: None) if json_out else typer.echo
-    summary = run_pipeline(out, cfg, workers=workers, quiet=quiet or json_out, say=say)
+    quiet = quiet or json_out
+    summary = run_pipeline(out, cfg, workers=workers, backend=where, quiet=quiet, say=say)
     if json_out:
         print_json(summary)
         return

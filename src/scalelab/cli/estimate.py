@@ -10,9 +10,14 @@ from typing import Any
 import typer
 
 from scalelab.cli.common import (
+    BACKEND,
     JSON,
     QUIET,
+    RAY_ADDRESS,
+    RUN_CPUS,
+    RUN_GPUS,
     SEED,
+    backend_from,
     parse_list,
     print_json,
     print_table,
@@ -65,6 +70,12 @@ BATCH_TOKENS = typer.Option(
     "--batch-tokens",
     help="Tokens per forward pass when embedding (memory vs speed).",
 )
+PRECISION = typer.Option(
+    _D.precision,
+    "--precision",
+    help="Forward-pass dtype: auto (bfloat16 autocast where the CPU/GPU has native bf16, "
+    "about 2x faster, d within 1%), float32 or bfloat16.",
+)
 DEVICE = typer.Option("auto", "--device", help="auto (CUDA if present), cpu, cuda, cuda:1 ...")
 THREADS = threads_option()
 WEIGHTS = typer.Option(
@@ -114,6 +125,7 @@ def estimate_command(
     split_seed: int = SPLIT_SEED,
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
+    precision: str = PRECISION,
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -145,6 +157,7 @@ def estimate_command(
         split_seed=split_seed,
         seed=seed,
         batch_tokens=batch_tokens,
+        precision=precision,
     )
     from scalelab.probe.estimate import EMBEDDINGS, estimate
 
@@ -208,6 +221,7 @@ def layers_command(
     split: str = SPLIT,
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
+    precision: str = PRECISION,
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -229,6 +243,7 @@ def layers_command(
         split=split,
         seed=seed,
         batch_tokens=batch_tokens,
+        precision=precision,
     )
     wanted = parse_list(layers, str, "--layers") if layers else None
     out = out or _default_out("ablations/layers", model, corpus)
@@ -256,6 +271,7 @@ def positions_command(
     split: str = SPLIT,
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
+    precision: str = PRECISION,
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -278,6 +294,7 @@ def positions_command(
         split=split,
         seed=seed,
         batch_tokens=batch_tokens,
+        precision=precision,
     )
     out = out or _default_out("ablations/positions", model, corpus)
     from scalelab.report.ablations import ablate_positions
@@ -305,10 +322,15 @@ def models_command(
     split: str = SPLIT,
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
+    precision: str = PRECISION,
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
     out: Path = typer.Option(Path("ablations/models"), "--out", help="Output (sweep) folder."),
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     json_out: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
@@ -327,10 +349,14 @@ def models_command(
         split=split,
         seed=seed,
         batch_tokens=batch_tokens,
+        precision=precision,
     )
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
     from scalelab.report.ablations import ablate_models
 
-    doc = ablate_models(model, corpus, cfg, out, device=device, weights=weights, quiet=quiet)
+    doc = ablate_models(
+        model, corpus, cfg, out, device=device, weights=weights, backend=where, quiet=quiet
+    )
     _print_rows(doc, json_out, out)
 
 

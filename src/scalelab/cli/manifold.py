@@ -10,9 +10,14 @@ import numpy as np
 import typer
 
 from scalelab.cli.common import (
+    BACKEND,
     JSON,
     QUIET,
+    RAY_ADDRESS,
+    RUN_CPUS,
+    RUN_GPUS,
     SEED,
+    backend_from,
     parse_list,
     print_json,
     print_table,
@@ -53,6 +58,10 @@ def sweep_command(
     threads: int = threads_option(
         1, help="Torch threads with --workers 1 (small models gain nothing from more)."
     ),
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
@@ -60,6 +69,7 @@ def sweep_command(
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
     set_threads(threads, workers=workers)
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
     overrides: dict[str, Any] = {
         "manifold": manifold,
         "dims": _values(dims, int, "dims"),
@@ -72,7 +82,7 @@ def sweep_command(
         "model_dims": _values(model_dims, int, "model-dims"),
     }
     cfg = PRESETS[preset].replace(**{k: v for k, v in overrides.items() if v is not None})
-    table = run_manifold_sweep(cfg, out, workers=workers, quiet=quiet)
+    table = run_manifold_sweep(cfg, out, workers=workers, backend=where, quiet=quiet)
     rows = table.to_dict("records")
     if json_out:
         print_json(rows)

@@ -9,8 +9,13 @@ import pandas as pd
 import typer
 
 from scalelab.cli.common import (
+    BACKEND,
     JSON,
     QUIET,
+    RAY_ADDRESS,
+    RUN_CPUS,
+    RUN_GPUS,
+    backend_from,
     parse_list,
     print_json,
     print_table,
@@ -66,6 +71,9 @@ ONLY = typer.Option(
     help="Run only this run name (repeatable): one scheduler task per run; the table still "
     "covers every finished run.",
 )
+SHAPE = typer.Option(
+    None, "--model", help="Shape LAYERSxWIDTH[xHEADS] instead of the preset's, e.g. 4x128."
+)
 PLAN = typer.Option(False, "--plan", help="Print the runs (name, tokens, step budget) and stop.")
 
 
@@ -100,9 +108,7 @@ def data_command(
     data: Path = DATA,
     out: Path = OUT,
     preset: str = PRESET,
-    model: str | None = typer.Option(
-        None, "--model", help="Shape LAYERSxWIDTH[xHEADS] instead of the preset's, e.g. 4x128."
-    ),
+    model: str | None = SHAPE,
     sizes: str | None = typer.Option(
         None, "--sizes", help="Comma-separated training-token counts, strictly increasing."
     ),
@@ -130,6 +136,10 @@ def data_command(
     seed: int = SEED,
     workers: int = WORKERS,
     threads: int | None = THREADS,
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     only: list[str] | None = ONLY,
     plan: bool = PLAN,
     quiet: bool = QUIET,
@@ -139,6 +149,7 @@ def data_command(
     --sizes), each evaluated on the same test split. Re-running resumes; finished runs are
     never redone. Example: scalelab sweep data --data data/shk --out sweeps/shk --points 7"""
     set_threads(threads, workers=workers)
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
     model_cfg, train_cfg = configs_for_preset(
         preset,
         data,
@@ -171,7 +182,7 @@ def data_command(
     if plan:
         _plan(data_sweep.specs(cfg), json_out)
         return
-    table = data_sweep.data_sweep(out, cfg, workers=workers, only=only, quiet=quiet)
+    table = data_sweep.data_sweep(out, cfg, workers=workers, backend=where, only=only, quiet=quiet)
     _show(out, table, json_out, ["train_tokens"])
 
 
@@ -205,6 +216,10 @@ def model_command(
     seed: int = SEED,
     workers: int = WORKERS,
     threads: int | None = THREADS,
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     only: list[str] | None = ONLY,
     plan: bool = PLAN,
     quiet: bool = QUIET,
@@ -214,6 +229,7 @@ def model_command(
     records each model's non-embedding parameters. Re-running resumes.
     Example: scalelab sweep model --data data/shk --out sweeps/shk-models --models 2x64,4x128"""
     set_threads(threads, workers=workers)
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
     base, train_cfg = configs_for_preset(
         preset,
         data,
@@ -240,7 +256,9 @@ def model_command(
     if plan:
         _plan(model_sweep.specs(cfg), json_out)
         return
-    table = model_sweep.model_sweep(out, cfg, workers=workers, only=only, quiet=quiet)
+    table = model_sweep.model_sweep(
+        out, cfg, workers=workers, backend=where, only=only, quiet=quiet
+    )
     _show(out, table, json_out, ["label", "params_non_embedding"])
 
 

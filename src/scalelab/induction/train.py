@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from scalelab import seeds
+from scalelab import outdir, seeds
 from scalelab.config import Config
 from scalelab.errors import CheckpointError, ConfigError
 from scalelab.induction.model import InductionConfig, InductionTransformer, loss_fn
@@ -33,6 +33,7 @@ from scalelab.induction.task import (
 )
 from scalelab.io import append_jsonl, atomic_write, atomic_write_json, provenance, read_json
 from scalelab.progress import progress
+from scalelab.scalars import Scalars
 
 
 @dataclass(frozen=True)
@@ -124,15 +125,7 @@ def train_induction(
         raise ConfigError(f"n={train_cfg.n} exceeds the model's max_len={model_cfg.max_len}")
     if train_cfg.hard_fraction > 0 and model_cfg.alphabet_size < 3:
         raise ConfigError("hard instances need alphabet_size >= 3; or set hard_fraction 0")
-    with torch.random.fork_rng(devices=[]):  # seeded init without touching the caller's RNG
-        torch.manual_seed(train_cfg.seed)
-        model = InductionTransformer(model_cfg)
-    opt = torch.optim.AdamW(
-        model.parameters(),
-        lr=train_cfg.lr,
-        betas=(train_cfg.beta1, train_cfg.beta2),
-        weight_decay=train_cfg.weight_decay,
-    )
+    model, opt = _model_and_optimizer(model_cfg, train_cfg)
     data_rng = np.random.default_rng([train_cfg.seed, seeds.INDUCTION_DATA])
     eval_seed = [train_cfg.seed, seeds.INDUCTION_EVAL]
     train_prec = (
@@ -146,7 +139,10 @@ def train_induction(
     reached: dict[str, float] | None = None
     step = 0
     s = model_cfg.alphabet_size
-    with progress("induction train", train_cfg.max_steps, quiet=quiet) as advance:
+    with (
+        Scalars(out) as scalars,
+        progress("induction train", train_cfg.max_steps, quiet=quiet) as advance,
+    ):
         for step in range(1, train_cfg.max_steps + 1):
             model.train()
             seqs = mixture_instances(
@@ -167,6 +163,9 @@ def train_induction(
                 }
                 if out is not None:
                     append_jsonl(out / "metrics.jsonl", row)
+                lr = opt.param_groups[0]["lr"]
+                accs = {f"accuracy/{k}": v for k, v in metrics.items()}
+                scalars.log(step, {"loss/train": row["loss"], "lr": lr, **accs})
                 advance(train_cfg.eval_interval, info=f"loss {float(loss.detach()):.3f}")
                 target = train_cfg.target_acc
                 if target is not None and _target_metric(metrics) >= target:
@@ -186,18 +185,32 @@ def train_induction(
     return model.eval(), result
 
 
+def _model_and_optimizer(
+    model_cfg: InductionConfig, train_cfg: InductionTrainConfig
+) -> tuple[InductionTransformer, torch.optim.AdamW]:
+    """A seeded initialisation (the caller's RNG untouched) and its AdamW."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(train_cfg.seed)
+        model = InductionTransformer(model_cfg)
+    opt = torch.optim.AdamW(
+        model.parameters(),
+        lr=train_cfg.lr,
+        betas=(train_cfg.beta1, train_cfg.beta2),
+        weight_decay=train_cfg.weight_decay,
+    )
+    return model, opt
+
+
 def _start_run(
     out_dir: str | Path | None, model_cfg: InductionConfig, train_cfg: InductionTrainConfig
 ) -> Path | None:
-    """The run folder with its config.json and no metrics yet (None: no folder)."""
+    """The run folder, claimed for this config, with no metrics yet (None: no folder)."""
     if out_dir is None:
         return None
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(out_dir)  # a folder with another config is refused; this one is redone
+    run_cfg = {"model": model_cfg.to_dict(), "train": train_cfg.to_dict()}
+    outdir.claim(out, "config.json", run_cfg, flat=True)
     (out / "metrics.jsonl").unlink(missing_ok=True)
-    atomic_write_json(
-        out / "config.json", {"model": model_cfg.to_dict(), "train": train_cfg.to_dict()}
-    )
     return out
 
 
@@ -227,6 +240,7 @@ def _save_run(out: Path, model: InductionTransformer, result: dict[str, Any]) ->
     atomic_write(out / "model.safetensors", lambda p: save_file(state, str(p)))
     atomic_write_json(out / "provenance.json", provenance())
     atomic_write_json(out / "result.json", result)
+    outdir.release(out)
 
 
 def load_induction_model(run_dir: str | Path) -> InductionTransformer:

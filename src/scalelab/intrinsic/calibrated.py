@@ -146,8 +146,9 @@ class CalibratedMLE(_NeighbourEstimator):
         precision: str = "bf16",
         max_dim: int | None = None,
         seed: int = 0,
+        device: str | None = None,
     ) -> None:
-        super().__init__(k, metric, remove_duplicates, precision)
+        super().__init__(k, metric, remove_duplicates, precision, device)
         self.aggregate = aggregate
         self.max_dim = max_dim
         self.seed = seed

@@ -95,11 +95,13 @@ class _NeighbourEstimator:
         metric: str = "euclidean",
         remove_duplicates: bool = True,
         precision: str = "bf16",
+        device: str | None = None,
     ) -> None:
         self.k = k
         self.metric = metric
         self.remove_duplicates = remove_duplicates
         self.precision = precision
+        self.device = device
 
     @classmethod
     def _param_names(cls) -> list[str]:
@@ -139,11 +141,14 @@ class _NeighbourEstimator:
 
     def _neighbour_distances(self, X: np.ndarray | torch.Tensor, k: int) -> np.ndarray:
         self._validate()
+        device = self.device
+        if device is None and isinstance(X, torch.Tensor) and X.device.type != "cpu":
+            device = str(X.device)  # the k-NN search runs where the points are
         x, self.n_duplicates_removed_ = prepare_points(
             X, max(k, 2), remove_duplicates=self.remove_duplicates
         )
         self.n_points_ = len(x)
-        dist, _ = knn(x, k, self.metric, precision=self.precision)
+        dist, _ = knn(x, k, self.metric, precision=self.precision, device=device)
         zero = int((dist[:, 0] == 0).sum())
         if zero:
             raise EstimationError(
@@ -178,8 +183,9 @@ class MLE(_NeighbourEstimator):
         metric: str = "euclidean",
         remove_duplicates: bool = True,
         precision: str = "bf16",
+        device: str | None = None,
     ) -> None:
-        super().__init__(k, metric, remove_duplicates, precision)
+        super().__init__(k, metric, remove_duplicates, precision, device)
         self.aggregate = aggregate
         self.unbiased = unbiased
 
@@ -224,8 +230,9 @@ class TwoNN(_NeighbourEstimator):
         metric: str = "euclidean",
         remove_duplicates: bool = True,
         precision: str = "bf16",
+        device: str | None = None,
     ) -> None:
-        super().__init__(2, metric, remove_duplicates, precision)
+        super().__init__(2, metric, remove_duplicates, precision, device)
         self.discard_fraction = discard_fraction
         self.method = method
 

@@ -45,7 +45,8 @@ class GPTConfig(Config):
 class TrainConfig(Config):
     """How to train. `batch_size` is windows per micro-batch; `grad_accum` micro-batches make
     one optimizer step, shared out over all processes (global batch = batch_size * grad_accum
-    windows, whatever the number of processes)."""
+    windows, whatever the number of processes; each process takes an equal share, so that
+    product must be a multiple of the number of processes)."""
 
     seed: int = 0
     batch_size: int = 8

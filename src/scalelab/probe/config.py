@@ -12,6 +12,7 @@ from scalelab.validate import choice, positive_int
 
 PAPER_CONTEXT = 1024  # window length in tokens, or the model's maximum if shorter
 DEFAULT_BATCH_SIZES = (512, 1024, 2048, 4096, 8192, 16384)  # `ablate batch-size`
+PRECISIONS = ("auto", "float32", "bfloat16")  # forward-pass dtype (auto: bf16 where native)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +33,7 @@ class EstimateConfig(Config):
     seed: int = 0
     split_seed: int = 0
     batch_tokens: int = 4096
+    precision: str = "auto"
 
     def validate(self) -> None:
         choice(self.split, "split", ("train", "val", "test", "all"))
@@ -43,5 +45,6 @@ class EstimateConfig(Config):
             raise ConfigError(f"batch_size {self.batch_size} must exceed k = {self.k}")
         choice(self.aggregate, "aggregate", ("mean", "harmonic"))
         choice(self.metric, "metric", ("euclidean", "cosine", "angular"))
+        choice(self.precision, "precision", PRECISIONS)
         if not self.beta > 0:
             raise ConfigError(f"beta must be positive, got {self.beta}")
