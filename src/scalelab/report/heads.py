@@ -53,7 +53,14 @@ def write_heads_report(result: dict[str, Any], out_dir: Path) -> tuple[Path, Pat
     report.table(result["top_induction"], "Top induction heads")
     report.table(result["top_previous_token"], "Top previous-token heads")
     if "icl_score" in result:
-        keys = ("icl_score", "loss_early_nats", "loss_late_nats", "icl_early", "icl_late")
+        keys = (
+            "icl_score",
+            "icl_score_se",
+            "loss_early_nats",
+            "loss_late_nats",
+            "icl_early",
+            "icl_late",
+        )
         report.table([{k: result[k] for k in (*keys, "icl_windows")}], "In-context learning")
     report.heading("Configuration and provenance")
     report.json({"model": result["model"], "config": result["config"]})
