@@ -86,7 +86,7 @@ def heads_command(
     half_len: int | None = typer.Option(None, help="Length of each copy (default ≤ 64)."),
     sequences: int = typer.Option(32, help="Repeated random sequences."),
     batch_size: int = typer.Option(8, help="Sequences per forward pass."),
-    icl_windows: int = typer.Option(64, help="Corpus windows for the ICL score."),
+    icl_windows: int = typer.Option(128, help="Corpus windows for the ICL score."),
     icl_early: int | None = typer.Option(None, help="Early position (default late / 10)."),
     icl_late: int | None = typer.Option(None, help="Late position (default min(500, ctx-1))."),
     icl_from: str = typer.Option(
@@ -141,7 +141,8 @@ def heads_command(
     print_table(f"top heads of {model} (layer, head from 0)", rows)
     if "icl_score" in result:
         typer.echo(
-            f"ICL score {result['icl_score']:+.4f} nats = loss at token {result['icl_late']} "
+            f"ICL score {result['icl_score']:+.4f} ± {result['icl_score_se']:.4f} (SE) nats = "
+            f"loss at token {result['icl_late']} "
             f"({result['loss_late_nats']:.4f}) - loss at token {result['icl_early']} "
             f"({result['loss_early_nats']:.4f}), {result['icl_windows']} windows"
         )

@@ -92,6 +92,7 @@ def _scorer(cfg: DepthConfig, val_tokens: np.ndarray):
             "induction": heads["induction"],
             "previous_token": heads["previous_token"],
             "icl_score": icl["icl_score"],
+            "icl_score_se": icl["icl_score_se"],
             "loss_early_nats": icl["loss_early_nats"],
             "loss_late_nats": icl["loss_late_nats"],
         }
