@@ -24,7 +24,7 @@ import torch
 from safetensors.numpy import save_file
 from test_sweeps_data import make_store
 
-from scalelab.cli import app
+from scalelab.cli import make_app
 
 FIX_WORDS = re.compile(
     r"\b(use|give|run|choose|set|delete|restore|check|see|pick|make|lower|raise|repeat|wait|"
@@ -509,6 +509,45 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["induction", "sweep", "--out", "{induction_sweep}", *IND_SWEEP, "--seeds", "5"],
         "different config",
     ),
+    "induction-gather-n": (["induction", "gather", "--n", "0"], "n"),
+    "induction-gather-mode": (["induction", "gather", "--n", "8", "--mode", "round"], "round"),
+    "induction-gather-bits": (["induction", "gather", "--n", "8", "--bits", "0"], "bits"),
+    "induction-heads-missing": (
+        ["induction", "heads", "--model", "{tmp}/nomodel", "--out", "{out}"],
+        "nomodel",
+    ),
+    "induction-heads-truncated": (
+        ["induction", "heads", "--model", "{run_truncated}", "--out", "{out}"],
+        "checkpoint.safetensors",
+    ),
+    "induction-heads-sequences": (
+        ["induction", "heads", "--model", "{run}", "--out", "{out}", "--sequences", "0"],
+        "sequences",
+    ),
+    "induction-compare-depth-store": (
+        ["induction", "compare-depth", "--data", "{store_no_bin}", "--out", "{out}"],
+        ".bin",
+    ),
+    "induction-compare-depth-steps": (
+        ["induction", "compare-depth", "--data", "{store}", "--out", "{out}", "--steps", "0"],
+        "steps",
+    ),
+    "induction-compare-depth-heads": (
+        ["induction", "compare-depth", "--data", "{store}", "--out", "{out}", "--n-head", "0"],
+        "head",
+    ),
+    "induction-separation-mode": (
+        ["induction", "separation", "--out", "{out}", "--mode", "round"],
+        "round",
+    ),
+    "induction-separation-steps": (
+        ["induction", "separation", "--out", "{out}", "--steps", "-1"],
+        "steps",
+    ),
+    "induction-separation-out-is-sweep": (
+        ["induction", "separation", "--out", "{data_sweep}", "--quick"],
+        "sweep",
+    ),
     # --- demo
     "demo-corpus": (["demo", "--out", "{out}", "--corpus", "klingon"], "klingon"),
     "demo-points": (["demo", "--out", "{out}", "--points", "0"], "points"),
@@ -522,22 +561,18 @@ CASES: dict[str, tuple[list[str], str]] = {
 }
 
 
-def _commands(group: object, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
-    """Every leaf command of the CLI, as a tuple of names (from the real app)."""
-    import typer.main
-
-    cmd = typer.main.get_command(group) if prefix == () else group
-    subs = getattr(cmd, "commands", None)
-    if not subs:
+def _commands(cmd: object, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    """Every leaf command of the CLI, as a tuple of names (walked through click's API)."""
+    if not hasattr(cmd, "list_commands"):
         return {prefix}
     out: set[tuple[str, ...]] = set()
-    for name, sub in subs.items():
-        out |= _commands(sub, (*prefix, name))
+    for name in cmd.list_commands(None):
+        out |= _commands(cmd.get_command(None, name), (*prefix, name))
     return out
 
 
 def test_every_command_has_cases() -> None:
-    commands = _commands(app)
+    commands = _commands(make_app())
     assert len(commands) >= 20
     covered = {c for c in commands if any(tuple(a[: len(c)]) == c for a, _ in CASES.values())}
     assert covered | {("corpus", "list")} == commands, sorted(commands - covered)
