@@ -47,7 +47,8 @@ PROBE = ["--per-doc", "8", "--batch-size", "200", "--k", "10", "--device", "cpu"
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A token store, two tiny trained runs (models to probe) and a text corpus, made once."""
-    from scalelab.lm.train import configs_for_preset, train
+    from scalelab.lm.config import configs_for_preset
+    from scalelab.lm.train import train
 
     root = tmp_path_factory.mktemp("faults")
     store = make_store(root / "store")
@@ -145,9 +146,9 @@ def _wait_killed(proc: subprocess.Popen, delay: float) -> bool:
 
 @pytest.fixture(scope="module")
 def startup() -> float:
-    """Seconds a subprocess needs to import scalelab and parse a command (this machine, now)."""
+    """Seconds a subprocess needs to import scalelab and torch and run a trivial command."""
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "scalelab", "corpus", "list"], env=ENV,
+    subprocess.run([sys.executable, "-m", "scalelab", "induction", "solve", "0", "1"], env=ENV,
                    capture_output=True, check=True)  # fmt: skip
     return time.perf_counter() - t0
 
