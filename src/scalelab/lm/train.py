@@ -67,12 +67,13 @@ class TrainConfig(Config):
     eval_batches: int = 8  # validation windows = eval_batches * batch_size, fixed positions
     test_tokens: int | None = None  # cap on test tokens scored (None: the whole test split)
     patience: int | None = None  # stop after this many validations without improvement
+    decay_steps: int | None = None  # cosine decay length (None: max_steps); then flat min_lr
     dtype: str = "auto"  # auto: bf16 autocast where supported (faster, same curve), else fp32
 
     def validate(self) -> None:
         for name in ("batch_size", "grad_accum", "max_steps", "eval_interval", "eval_batches"):
             _positive_int(self, name)
-        for name in ("max_tokens", "train_tokens", "test_tokens", "patience"):
+        for name in ("max_tokens", "train_tokens", "test_tokens", "patience", "decay_steps"):
             if getattr(self, name) is not None:
                 _positive_int(self, name)
         if not isinstance(self.seed, int) or self.seed < 0:
@@ -151,10 +152,13 @@ def configs_for_preset(
 
 
 def lr_at(step: int, cfg: TrainConfig, total_steps: int) -> float:
-    """Linear warm-up to `lr`, then cosine decay reaching `min_lr` at the last step."""
+    """Linear warm-up to `lr`, then cosine decay reaching `min_lr` at the last step, or at
+    step `decay_steps` when set, flat after it. With `decay_steps` set the schedule does not
+    depend on the step budget: a longer budget replays the same steps, then continues."""
     if step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / (cfg.warmup_steps + 1)
-    span = max(total_steps - cfg.warmup_steps - 1, 1)
+    horizon = cfg.decay_steps if cfg.decay_steps is not None else total_steps
+    span = max(horizon - cfg.warmup_steps - 1, 1)
     frac = min((step - cfg.warmup_steps) / span, 1.0)
     return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * frac)) * (cfg.lr - cfg.min_lr)
 
