@@ -1,6 +1,5 @@
-"""`scalelab demo` (`make demo`): the seed paper's data-scaling experiment end to end on a
-built-in corpus (prepare → reference model → d → predicted alpha_D → data sweep → fit →
-report), resumable, sized for a 2-core CPU; plus a one-line synthetic sanity check."""
+"""`scalelab validate` (any corpus) and `scalelab demo` (`make demo`: validate on the built-in
+default corpus into demo-out/, after a one-line synthetic sanity check)."""
 
 from __future__ import annotations
 
@@ -12,9 +11,9 @@ import typer
 from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json, read_json
-from scalelab.sweeps.pipeline import PipelineConfig, check_corpus, fmt_ci, run_pipeline
+from scalelab.validate.config import ValidateConfig
 
-_DEFAULT = PipelineConfig()
+_D = ValidateConfig()
 
 
 def synthetic_check(out: Path, seed: int) -> dict:
@@ -33,41 +32,41 @@ def synthetic_check(out: Path, seed: int) -> dict:
     return row
 
 
+def _ci(pair: list | None) -> str:
+    return "" if not pair or None in pair else f"[{pair[0]:.3f}, {pair[1]:.3f}]"
+
+
 def print_summary(summary: dict) -> None:
-    """The runs, predicted vs observed alpha_D (both fit forms), timings, the report path."""
-    runs = [
-        {
-            "train tokens": r["train_tokens"],
-            "steps": r["steps"],
-            "stopped by": r["stop_reason"],
-            "best val loss": r["best_val_loss_nats"],
-            "test loss": r["test_loss_nats"],
-        }
-        for r in summary["runs"]
-    ]
-    print_table("data sweep (nats/token; the same test split for every size)", runs)
-    fits = summary["fits"]
-    rows = [
-        {
-            "alpha_D": "predicted 2/(2+d)",
-            "value": f"{fits['predicted_alpha_D']:.4f}",
-            "95% CI": fmt_ci(fits["predicted_alpha_D_ci95"]),
-            "observed - predicted": "",
-        }
-    ]
-    for form, label in (("power", "observed, L = A n^-a"), ("power+E", "observed, L = E + A n^-a")):
-        f = fits[form]
-        if f is None:
-            continue
+    """Sources of d with their predictions, the observed exponents, the verdicts, timings."""
+    rows = []
+    for s in summary["sources"]:
+        lo, hi = s["dimension_range"]
+        se = s["dimension_se"]
         rows.append(
             {
-                "alpha_D": label,
-                "value": f"{f['exponent']:.4f}",
-                "95% CI": fmt_ci(f["exponent_ci95"]),
-                "observed - predicted": f"{f['difference_observed_minus_predicted']:+.4f}",
+                "source of d": s["label"],
+                "d ± SE": f"{s['dimension']:.2f}" + (f" ± {se:.2f}" if se is not None else ""),
+                "d range (batch, K)": f"[{lo:.2f}, {hi:.2f}]",
+                "alpha_D": f"{s['alpha_D']:.3f} {_ci(s['alpha_D_range'])}",
+                "alpha_N": f"{s['alpha_N']:.3f} {_ci(s['alpha_N_range'])}",
             }
         )
-    print_table(f"d = {summary['dimension']:.3f}: predicted vs observed", rows)
+    for side, key in (("data", "alpha_D"), ("model", "alpha_N")):
+        fit = (summary["fits"].get(side) or {}).get("power")
+        if fit:
+            rows.append(
+                {
+                    "source of d": f"observed ({side} sweep, log-log)",
+                    "d ± SE": "",
+                    "d range (batch, K)": "",
+                    "alpha_D" if key == "alpha_D" else "alpha_N": f"{fit['exponent']:.3f} "
+                    f"{_ci(fit['exponent_ci95'])}",
+                }
+            )
+    print_table("predicted (value [batch/K range]) vs observed (value [95% CI])", rows)
+    for side, check in summary["convergence"].items():
+        if check:
+            typer.echo(f"{side} sweep: {check['text']}")
     typer.echo(
         f"this invocation: {summary['wall_s']:.0f} s wall, {summary['cpu_s']:.0f} CPU-s "
         f"(stages, wall s: {summary['stage_wall_s']})"
@@ -75,63 +74,121 @@ def print_summary(summary: dict) -> None:
     typer.echo(f"report: {summary['report_html']}")
 
 
-def demo_command(
-    out: Path = typer.Option(Path("demo-out"), "--out", help="Folder for everything."),
-    corpus: str = typer.Option(
-        _DEFAULT.corpus, "--corpus", help="Built-in corpus: shakespeare or python-stdlib."
-    ),
-    min_tokens: int = typer.Option(
-        _DEFAULT.min_tokens, "--min-tokens", help="Smallest training set (tokens)."
-    ),
-    max_tokens: int = typer.Option(
-        _DEFAULT.max_tokens, "--max-tokens", help="Largest training set = the reference model's."
-    ),
-    points: int = typer.Option(_DEFAULT.points, "--points", help="Sizes in the geometric grid."),
-    workers: int = typer.Option(
-        2, "--workers", help="Sweep runs in parallel (processes of one torch thread each)."
-    ),
-    threads: int | None = typer.Option(
-        None, "--threads", help="Torch threads of the main process (estimate, one worker)."
-    ),
-    id_batch_size: int = typer.Option(
-        _DEFAULT.id_batch_size,
-        "--id-batch-size",
-        help="Points per MLE batch (python-stdlib's 79 test files give ≈ 2.5k points: use 2048).",
-    ),
-    seed: int = SEED,
-    json_out: bool = JSON,
-    quiet: bool = QUIET,
+def _command(
+    out: Path,
+    corpus: str,
+    references: list[str],
+    min_tokens: int,
+    max_tokens: int,
+    points: int,
+    model_sweep: str,
+    workers: int,
+    threads: int | None,
+    id_batch_size: int,
+    seed: int,
+    json_out: bool,
+    quiet: bool,
+    demo: bool,
 ) -> None:
-    """Run the whole pipeline: prepare the corpus, train the data sweep (its largest run is
-    the reference model), estimate the intrinsic dimension d with the reference model,
-    predict alpha_D = 2/(2+d), fit the observed exponent, write the report. Re-running
-    skips every finished stage and continues an interrupted run."""
+    from scalelab.validate.run import run_validate
+
     if workers < 1 or (threads is not None and threads < 1):
         raise ConfigError(f"--workers and --threads must be >= 1, got {workers}, {threads}")
     if threads is not None:
         torch.set_num_threads(threads)
-    cfg = PipelineConfig(
+    shapes = tuple(m.strip() for m in model_sweep.split(",") if m.strip())
+    cfg = ValidateConfig(
         corpus=corpus,
         min_tokens=min_tokens,
         max_tokens=max_tokens,
         points=points,
+        model_sweep=shapes,
         id_batch_size=id_batch_size,
         seed=seed,
     )
-    check_corpus(corpus)
     say = (lambda _msg: None) if json_out else typer.echo
-    syn = synthetic_check(out, seed)
-    say(
-        f"[0/5] synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
-        f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
+    syn = None
+    if demo:
+        syn = synthetic_check(out, seed)
+        say(
+            f"[0/7] synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
+            f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
+        )
+    summary = run_validate(
+        out, cfg, references=references, workers=workers, quiet=quiet or json_out, say=say
     )
-    summary = run_pipeline(out, cfg, workers=workers, quiet=quiet or json_out, say=say)
     if json_out:
         print_json({**summary, "synthetic": syn})
-        return
-    print_summary(summary)
+    else:
+        print_summary(summary)
+
+
+_REFS = typer.Option(
+    [],
+    "--reference-model",
+    help="Another model that measures d (repeatable): a scalelab run folder, a local Hugging "
+    "Face folder, or a .gguf file (its folder holds the tokenizer).",
+)
+_MIN = typer.Option(_D.min_tokens, "--min-tokens", help="Smallest training set (tokens).")
+_MAX = typer.Option(_D.max_tokens, "--max-tokens", help="Largest training set (tokens).")
+_POINTS = typer.Option(_D.points, "--points", help="Sizes in the data sweep's geometric grid.")
+_MODELS = typer.Option(
+    ",".join(_D.model_sweep),
+    "--model-sweep",
+    help="Model-size sweep shapes LAYERSxWIDTH, comma-separated ('' for none).",
+)
+_WORKERS = typer.Option(2, "--workers", help="Runs in parallel (one torch thread each).")
+_THREADS = typer.Option(None, "--threads", help="Torch threads of the main process.")
+_IDB = typer.Option(_D.id_batch_size, "--id-batch-size", help="Points per MLE batch.")
+
+
+def validate_command(
+    corpus: str = typer.Option(
+        ..., "--corpus", help="A built-in name, a text file, a folder, a .jsonl/.parquet file "
+        "or a prepared token store."
+    ),
+    out: Path = typer.Option(..., "--out", help="Folder for everything."),
+    references: list[str] = _REFS,
+    min_tokens: int = _MIN,
+    max_tokens: int = _MAX,
+    points: int = _POINTS,
+    model_sweep: str = _MODELS,
+    workers: int = _WORKERS,
+    threads: int | None = _THREADS,
+    id_batch_size: int = _IDB,
+    seed: int = SEED,
+    json_out: bool = JSON,
+    quiet: bool = QUIET,
+) -> None:
+    """Will this corpus scale as its intrinsic dimension predicts? d from each reference
+    model (before training), a data sweep and a model-size sweep trained to convergence
+    (with a 2x-budget check), d along the sweep, fits, and a report. Re-running resumes."""
+    _command(out, corpus, references, min_tokens, max_tokens, points, model_sweep, workers,
+             threads, id_batch_size, seed, json_out, quiet, demo=False)  # fmt: skip
+
+
+def demo_command(
+    out: Path = typer.Option(Path("demo-out"), "--out", help="Folder for everything."),
+    corpus: str = typer.Option(_D.corpus, "--corpus", help="Corpus (as for validate)."),
+    references: list[str] = _REFS,
+    min_tokens: int = _MIN,
+    max_tokens: int = _MAX,
+    points: int = _POINTS,
+    model_sweep: str = _MODELS,
+    workers: int = _WORKERS,
+    threads: int | None = _THREADS,
+    id_batch_size: int = _IDB,
+    seed: int = SEED,
+    json_out: bool = JSON,
+    quiet: bool = QUIET,
+) -> None:
+    """`scalelab validate` on the built-in default corpus (into demo-out/), after a
+    synthetic sanity check of the estimator. Re-running skips every finished stage."""
+    _command(out, corpus, references, min_tokens, max_tokens, points, model_sweep, workers,
+             threads, id_batch_size, seed, json_out, quiet, demo=True)  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the top-level app."""
+    """Add `validate` and `demo` to the top-level app."""
+    app.command("validate")(validate_command)
     app.command("demo")(demo_command)
