@@ -3,7 +3,7 @@
 For one model it samples the protocol's windows and positions from a corpus, then times
   (a) reference: the model's own forward pass (logits) over the same windows, batched and
       padded the same way, and
-  (b) `scalelab.lm.embed.extract`: the hidden states of the chosen layer gathered at the
+  (b) `scalelab.probe.sample.extract`: the hidden states of the chosen layer gathered at the
       sampled positions (each window cut after its last sampled position),
 and prints tokens/s and tokens per CPU-second for both, and their ratio. A ratio near 1
 means the protocol adds nothing to the model's own cost; above 1, cutting windows after the
@@ -24,7 +24,9 @@ import time
 import numpy as np
 import torch
 
-from scalelab.lm.embed import (
+from scalelab.probe.corpus import encode_texts
+from scalelab.probe.estimate import EstimateConfig, estimate_dimension, shuffle_cap
+from scalelab.probe.sample import (
     LAYER_ALIASES,
     TokenDocuments,
     extract,
@@ -32,7 +34,6 @@ from scalelab.lm.embed import (
     sample_protocol,
     tokens_to_run,
 )
-from scalelab.lm.estimate import EstimateConfig, encode_texts, estimate_dimension, shuffle_cap
 
 
 def _corpus_docs(tok, n_docs: int) -> TokenDocuments:

@@ -21,15 +21,15 @@ from scalelab.cli import main
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json
 from scalelab.lm.checkpoint import save_weights
-from scalelab.lm.estimate import (
+from scalelab.lm.hf import export_gpt_to_hf
+from scalelab.lm.load import load_model_for_embedding
+from scalelab.lm.model import GPT, GPTConfig
+from scalelab.probe.estimate import (
     EstimateConfig,
     estimate,
     estimate_dimension,
     load_embeddings,
-    load_model_for_embedding,
 )
-from scalelab.lm.hf import export_gpt_to_hf
-from scalelab.lm.model import GPT, GPTConfig
 from scalelab.text.corpora import load_corpus
 from scalelab.text.store import TokenStore, prepare_corpus
 
@@ -338,7 +338,7 @@ def test_cli_error_in_a_real_subprocess(tmp_path):
 def test_token_store_with_another_tokenizer_is_re_encoded_from_its_text(world):
     """A store made with tokenizer A, read for a model with tokenizer B, gives exactly B's
     encoding of the same test documents' text."""
-    from scalelab.lm.estimate import encode_texts, load_corpus_tokens
+    from scalelab.probe.corpus import encode_texts, load_corpus_tokens
     from scalelab.text.split import split_documents
     from scalelab.text.tokenizer import train_bpe
 

@@ -8,7 +8,9 @@ import pytest
 import torch
 
 from scalelab.errors import ConfigError
-from scalelab.lm.embed import (
+from scalelab.lm.model import GPT, GPTConfig
+from scalelab.probe.estimate import EstimateConfig, estimate_dimension, shuffle_cap
+from scalelab.probe.sample import (
     TokenDocuments,
     extract,
     resolve_layer,
@@ -17,8 +19,6 @@ from scalelab.lm.embed import (
     sample_windows,
     tokens_to_run,
 )
-from scalelab.lm.estimate import EstimateConfig, estimate_dimension, shuffle_cap
-from scalelab.lm.model import GPT, GPTConfig
 
 SPECIAL = 0  # the "EOS" id of these tests
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from scalelab.errors import ConfigError
-from scalelab.sweeps.runner import RunSpec, open_sweep, run_sweep
+from scalelab.runner import RunSpec, open_sweep, run_sweep
 
 
 def square_worker(params: dict, run_dir: Path) -> dict:

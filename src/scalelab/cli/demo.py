@@ -1,5 +1,5 @@
 """`scalelab validate` (any corpus) and `scalelab demo` (`make demo`: validate on the built-in
-default corpus into demo-out/, after a one-line synthetic sanity check)."""
+default corpus into demo-out/)."""
 
 from __future__ import annotations
 
@@ -10,26 +10,9 @@ import typer
 
 from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
 from scalelab.errors import ConfigError
-from scalelab.io import atomic_write_json, read_json
-from scalelab.validate.config import ValidateConfig
+from scalelab.pipeline.config import PipelineConfig
 
-_D = ValidateConfig()
-
-
-def synthetic_check(out: Path, seed: int) -> dict:
-    """MLE (K = 20) on 4096 points of a curved 8-sphere in R^768: should read close to 8
-    (cached in OUT/synthetic.json)."""
-    path = out / "synthetic.json"
-    if path.exists():
-        return read_json(path)
-    from scalelab.intrinsic.mle import MLE
-    from scalelab.intrinsic.synthetic import curved_manifold
-
-    points = curved_manifold(4096, 8, 768, seed=seed)
-    row = {"manifold": "curved S^8 in R^768", "n": 4096, "true_dimension": 8}
-    row["dimension"] = float(MLE(k=20).fit(points).dimension_)
-    atomic_write_json(path, row)
-    return row
+_D = PipelineConfig()
 
 
 def _ci(pair: list | None) -> str:
@@ -88,16 +71,15 @@ def _command(
     seed: int,
     json_out: bool,
     quiet: bool,
-    demo: bool,
 ) -> None:
-    from scalelab.validate.run import run_validate
+    from scalelab.pipeline.run import run_pipeline
 
     if workers < 1 or (threads is not None and threads < 1):
         raise ConfigError(f"--workers and --threads must be >= 1, got {workers}, {threads}")
     if threads is not None:
         torch.set_num_threads(threads)
     shapes = tuple(m.strip() for m in model_sweep.split(",") if m.strip())
-    cfg = ValidateConfig(
+    cfg = PipelineConfig(
         corpus=corpus,
         min_tokens=min_tokens,
         max_tokens=max_tokens,
@@ -107,18 +89,11 @@ def _command(
         seed=seed,
     )
     say = (lambda _msg: None) if json_out else typer.echo
-    syn = None
-    if demo:
-        syn = synthetic_check(out, seed)
-        say(
-            f"[0/7] synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
-            f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
-        )
-    summary = run_validate(
+    summary = run_pipeline(
         out, cfg, references=references, workers=workers, quiet=quiet or json_out, say=say
     )
     if json_out:
-        print_json({**summary, "synthetic": syn})
+        print_json(summary)
     else:
         print_summary(summary)
 
@@ -144,8 +119,10 @@ _IDB = typer.Option(_D.id_batch_size, "--id-batch-size", help="Points per MLE ba
 
 def validate_command(
     corpus: str = typer.Option(
-        ..., "--corpus", help="A built-in name, a text file, a folder, a .jsonl/.parquet file "
-        "or a prepared token store."
+        ...,
+        "--corpus",
+        help="A built-in name, a text file, a folder, a .jsonl/.parquet file "
+        "or a prepared token store.",
     ),
     out: Path = typer.Option(..., "--out", help="Folder for everything."),
     references: list[str] = _REFS,
@@ -163,8 +140,21 @@ def validate_command(
     """Will this corpus scale as its intrinsic dimension predicts? d from each reference
     model (before training), a data sweep and a model-size sweep trained to convergence
     (with a 2x-budget check), d along the sweep, fits, and a report. Re-running resumes."""
-    _command(out, corpus, references, min_tokens, max_tokens, points, model_sweep, workers,
-             threads, id_batch_size, seed, json_out, quiet, demo=False)  # fmt: skip
+    _command(
+        out,
+        corpus,
+        references,
+        min_tokens,
+        max_tokens,
+        points,
+        model_sweep,
+        workers,
+        threads,
+        id_batch_size,
+        seed,
+        json_out,
+        quiet,
+    )
 
 
 def demo_command(
@@ -182,10 +172,23 @@ def demo_command(
     json_out: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
-    """`scalelab validate` on the built-in default corpus (into demo-out/), after a
-    synthetic sanity check of the estimator. Re-running skips every finished stage."""
-    _command(out, corpus, references, min_tokens, max_tokens, points, model_sweep, workers,
-             threads, id_batch_size, seed, json_out, quiet, demo=True)  # fmt: skip
+    """`scalelab validate` on the built-in default corpus, into demo-out/. Re-running skips
+    every finished stage."""
+    _command(
+        out,
+        corpus,
+        references,
+        min_tokens,
+        max_tokens,
+        points,
+        model_sweep,
+        workers,
+        threads,
+        id_batch_size,
+        seed,
+        json_out,
+        quiet,
+    )
 
 
 def register(app: typer.Typer) -> None:

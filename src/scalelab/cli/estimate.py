@@ -11,14 +11,12 @@ import typer
 
 from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
 from scalelab.errors import ConfigError
-from scalelab.lm.estimate import (
-    EMBEDDINGS,
-    EstimateConfig,
+from scalelab.probe.estimate import EMBEDDINGS, EstimateConfig, estimate
+from scalelab.report.ablations import (
     ablate_batch_size,
     ablate_layers,
     ablate_models,
     ablate_positions,
-    estimate,
 )
 
 MODEL = typer.Option(

@@ -26,7 +26,7 @@ from scalelab.manifold.geometry import MANIFOLDS, make_manifold
 from scalelab.manifold.model import RegressorConfig, TransformerRegressor
 from scalelab.manifold.problem import Problem, ProblemConfig
 from scalelab.manifold.train import FitConfig, fit_regressor, mse
-from scalelab.sweeps.runner import RunSpec, open_sweep, run_sweep
+from scalelab.runner import RunSpec, open_sweep, run_sweep
 
 KIND = "manifold"
 

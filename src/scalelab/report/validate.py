@@ -21,7 +21,13 @@ from scalelab.report.validate_figures import along_figure, curves_figure, scalin
 
 SIDES = {
     "data": ("sweep", "check-data", "train_tokens", "alpha_D", "training tokens"),
-    "model": ("model-sweep", "check-model", "params_non_embedding", "alpha_N", "non-embedding parameters"),
+    "model": (
+        "model-sweep",
+        "check-model",
+        "params_non_embedding",
+        "alpha_N",
+        "non-embedding parameters",
+    ),
 }
 
 
@@ -89,7 +95,9 @@ def sources_table(report: Report, fits: dict[str, Any]) -> None:
             {
                 "source of d": f"OBSERVED {key} ({side} sweep, log-log fit)",
                 "d ± SE": f"implied d = {implied:.2f}" if implied else "implied d: none",
-                f"{key} = 2/(2+d)" if key == "alpha_D" else "alpha_N = 2/d": f"{fit['exponent']:.3f}",
+                f"{key} = 2/(2+d)"
+                if key == "alpha_D"
+                else "alpha_N = 2/d": f"{fit['exponent']:.3f}",
                 f"{key} 95% (SE)": _ci(fit["exponent_ci95"]) + " (bootstrap)",
             }
         )
@@ -111,12 +119,18 @@ def _side_figure(report: Report, side: str, fits: dict[str, Any], table: pd.Data
     slopes = [(f"{s['label']}: {formula} = {s[key]:.3f}", s[key]) for s in fits["sources"]]
     fig_no = "Figure 2" if side == "data" else "Figure 3"
     report.figure(
-        scaling_sources_figure(x, y, fitted, slopes, xlabel=what,
-                               title=f"test loss vs {what} (cf. the paper's {fig_no})"),
+        scaling_sources_figure(
+            x,
+            y,
+            fitted,
+            slopes,
+            xlabel=what,
+            title=f"test loss vs {what} (cf. the paper's {fig_no})",
+        ),
         f"Test loss vs {what}, log-log: fits (solid: no E, with its 95% band; dashed: with "
         "E) and each source's predicted slope (dotted), anchored where the log-log fit passes "
         "the geometric-mean size.",
-    )  # fmt: skip
+    )
 
 
 def _curves(report: Report, out: Path, side: str, table: pd.DataFrame, fits: dict) -> None:
@@ -172,10 +186,16 @@ def build_validate_report(out: str | Path) -> tuple[Path, Path]:
         _side_figure(report, side, fits, table)
     report.heading("d along the data sweep")
     along = read_json(out / "along" / "along.json")
-    report.figure(along_figure(along), "Each data-sweep model's d on the same sampled test "
-                  "positions (bars ±1 SE); the dashed trend is a named fit, not a prediction.")  # fmt: skip
-    report.table(along["rows"], caption=f"d along the sweep (positions sha256 "
-                 f"{along['positions_sha256'][:12]}…, {along['n_points_sampled']} points)")  # fmt: skip
+    report.figure(
+        along_figure(along),
+        "Each data-sweep model's d on the same sampled test "
+        "positions (bars ±1 SE); the dashed trend is a named fit, not a prediction.",
+    )
+    report.table(
+        along["rows"],
+        caption=f"d along the sweep (positions sha256 "
+        f"{along['positions_sha256'][:12]}…, {along['n_points_sampled']} points)",
+    )
     report.heading("Validation curves and convergence")
     for side, table in tables.items():
         _curves(report, out, side, table, fits)

@@ -73,8 +73,13 @@ def along_figure(along: dict[str, Any]) -> Figure:
     ax_n.legend(fontsize=7)
     ax_l.errorbar(loss, d, yerr=se, marker="o", capsize=3)
     for x_, y_, r in zip(loss, d, rows, strict=True):
-        ax_l.annotate(f"{r['train_tokens']:,}", (x_, y_), fontsize=6, xytext=(3, 3),
-                      textcoords="offset points")  # fmt: skip
+        ax_l.annotate(
+            f"{r['train_tokens']:,}",
+            (x_, y_),
+            fontsize=6,
+            xytext=(3, 3),
+            textcoords="offset points",
+        )
     ax_l.set_xlabel("test loss of the run (nats/token)")
     ax_l.invert_xaxis()
     for ax in (ax_n, ax_l):

@@ -28,7 +28,7 @@ from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json, read_json
 from scalelab.lm import checkpoint as ckpt
 from scalelab.lm.train import METRICS, TrainConfig
-from scalelab.sweeps.runner import RunSpec
+from scalelab.runner import RunSpec
 
 FACTOR = 2
 THRESHOLD = 0.01
@@ -109,8 +109,8 @@ def run_check(
 ) -> list[dict[str, Any]]:
     """Obtain the longer-budget result of each of the `largest` runs under `check_dir`
     (a sweep folder of its own, resumable) and return one row per run."""
+    from scalelab.runner import open_sweep
     from scalelab.sweeps.lm import run_specs
-    from scalelab.sweeps.runner import open_sweep
 
     rows = plan(sweep_dir, specs, largest, factor)
     todo = [r for r in rows if r["action"] != "replay"]

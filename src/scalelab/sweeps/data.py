@@ -22,8 +22,8 @@ from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.lm.model import GPTConfig
 from scalelab.lm.train import TrainConfig
+from scalelab.runner import RunSpec, open_sweep
 from scalelab.sweeps.lm import Schedule, run_params, run_specs
-from scalelab.sweeps.runner import RunSpec, open_sweep
 from scalelab.text.store import TokenStore
 
 KIND = "data"

@@ -34,7 +34,7 @@ from scalelab.errors import ConfigError
 from scalelab.lm.model import GPTConfig
 from scalelab.lm.train import TrainConfig, train
 from scalelab.progress import progress
-from scalelab.sweeps.runner import RunSpec, run_sweep, write_table
+from scalelab.runner import RunSpec, run_sweep, write_table
 
 POLICIES = ("converge", "epochs", "tokens")
 LOG = "train.log"

@@ -19,8 +19,8 @@ from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.lm.model import PRESETS, GPTConfig, preset_config
 from scalelab.lm.train import TrainConfig
+from scalelab.runner import RunSpec, open_sweep
 from scalelab.sweeps.lm import Schedule, run_params, run_specs
-from scalelab.sweeps.runner import RunSpec, open_sweep
 from scalelab.text.store import TokenStore
 
 KIND = "model"

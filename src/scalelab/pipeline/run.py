@@ -1,4 +1,4 @@
-"""`scalelab validate`: will this corpus scale as its intrinsic dimension predicts?
+"""`scalelab validate` / `scalelab demo`: will this corpus scale as its d predicts?
 
 prepare (any corpus) → refuse bad input → d from each given reference model (before any
 training: the prediction comes first) → data sweep (its largest run is the own reference
@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 
 from scalelab.config import check_same_config
+from scalelab.errors import ScalelabError
 from scalelab.io import atomic_write_json, provenance, read_json
-from scalelab.validate.config import ValidateConfig
-from scalelab.validate.sources import Source, measure, parse_source, unique_labels
+from scalelab.pipeline.config import PipelineConfig
+from scalelab.probe.sources import Source, measure, parse_source, unique_labels
 
 CONFIG = "validate.json"
 SUMMARY = "summary.json"
@@ -54,9 +55,9 @@ def _cpu_s() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def run_validate(
+def run_pipeline(
     out: str | Path,
-    cfg: ValidateConfig,
+    cfg: PipelineConfig,
     *,
     references: list[str] | tuple[str, ...] = (),
     workers: int = 2,
@@ -64,34 +65,30 @@ def run_validate(
     say: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run (or resume) every stage under `out`; return the summary (also summary.json)."""
-    from scalelab.sweeps import data as data_sweep
-    from scalelab.validate.corpus import check_store, load_for_check, prepare_data
-
     out = Path(out)
     sources = unique_labels([parse_source(r) for r in references])
-    clock = _Clock()
-    say(f"[1/7] corpus {cfg.corpus!r} → token store (BPE {cfg.vocab_size} unless a store)")
-    if not (out / CONFIG).exists():
-        load_for_check(cfg)  # missing, empty, non-UTF-8: refused before any folder exists
     request = {**cfg.to_dict(), "references": [str(Path(r).resolve()) for r in references]}
-    if (out / CONFIG).exists():
-        check_same_config(read_json(out / CONFIG), request, out)
-    data_dir = prepare_data(cfg, out, quiet=quiet)
-    model_cfg, train_cfg = _base_configs(cfg, data_dir)
-    grid = data_sweep.geometric_grid(cfg.min_tokens, cfg.max_tokens, cfg.points)
-    check_store(data_dir, cfg, model_cfg.block_size, grid)
+    clock = _Clock()
+    created = not out.exists()
+    try:
+        data_dir, model_cfg, train_cfg, grid, syn = _prepare(out, cfg, request, say, quiet)
+        clock.lap("prepare")
+        est_cfg = _estimate_config(cfg)
+        say(f"[2/7] d from {len(sources)} given reference model(s), before any training")
+        given = [
+            _measure(s, data_dir, est_cfg, out / "d" / f"{i + 1:02d}-{s.label}", say, quiet)
+            for i, s in enumerate(sources)
+        ]
+    except ScalelabError:
+        if created:  # refused before any training: leave nothing behind
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     atomic_write_json(out / CONFIG, request)
-    clock.lap("prepare")
-
-    est_cfg = _estimate_config(cfg)
-    say(f"[2/7] d from {len(sources)} given reference model(s), before any training")
-    given = [
-        _measure(s, data_dir, est_cfg, out / "d" / f"{i + 1:02d}-{s.label}", say, quiet)
-        for i, s in enumerate(sources)
-    ]
     clock.lap("reference_models")
 
-    sweep_dir, specs, table = _data_sweep(out, cfg, data_dir, model_cfg, train_cfg, grid, workers, quiet, say)
+    sweep_dir, specs, table = _data_sweep(
+        out, cfg, data_dir, model_cfg, train_cfg, grid, workers, quiet, say
+    )
     clock.lap("data_sweep")
 
     say("[4/7] d of the own reference model, and d along the sweep (same test positions)")
@@ -100,13 +97,17 @@ def run_validate(
     along = _along(out, sweep_dir, specs, table, est_cfg, quiet)
     clock.lap("dimension")
 
-    say(f"[5/7] convergence check: the {cfg.check_largest} largest runs with "
-        f"{cfg.check_factor}x their step budget")  # fmt: skip
+    say(
+        f"[5/7] convergence check: the {cfg.check_largest} largest runs with "
+        f"{cfg.check_factor}x their step budget"
+    )
     data_check = _check(sweep_dir, out / "check-data", specs, table, "train_tokens", cfg, workers)
     say(f"      {data_check['text']}")
     clock.lap("data_check")
 
-    model = _model_side(out, cfg, data_dir, model_cfg, train_cfg, sweep_dir, specs, workers, quiet, say)
+    model = _model_side(
+        out, cfg, data_dir, model_cfg, train_cfg, sweep_dir, specs, workers, quiet, say
+    )
     clock.lap("model_sweep")
 
     say("[7/7] fits and report")
@@ -118,7 +119,47 @@ def run_validate(
     html, md = build_validate_report(out)
     clock.lap("report")
     summary = _summary(out, cfg, table, model, fits, along, [own, *given], clock, html, md)
+    summary["synthetic"] = syn
     return summary
+
+
+def _prepare(out: Path, cfg: PipelineConfig, request: dict, say: Callable, quiet: bool) -> tuple:
+    """Stage 1: refuse a changed config, a bad corpus or store; prepare the token store;
+    the synthetic check of the estimator."""
+    from scalelab.pipeline.checks import check_store, load_for_check, prepare_data
+    from scalelab.sweeps import data as data_sweep
+
+    say(f"[1/7] corpus {cfg.corpus!r} → token store (BPE {cfg.vocab_size} unless a store)")
+    if (out / CONFIG).exists():
+        check_same_config(read_json(out / CONFIG), request, out)
+    else:
+        load_for_check(cfg)  # missing, empty, non-UTF-8: refused before any folder exists
+    data_dir = prepare_data(cfg, out, quiet=quiet)
+    model_cfg, train_cfg = _base_configs(cfg, data_dir)
+    grid = data_sweep.geometric_grid(cfg.min_tokens, cfg.max_tokens, cfg.points)
+    check_store(data_dir, cfg, model_cfg.block_size, grid)
+    syn = synthetic_check(out, cfg.seed)
+    say(
+        f"      synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
+        f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
+    )
+    return data_dir, model_cfg, train_cfg, grid, syn
+
+
+def synthetic_check(out: Path, seed: int) -> dict[str, Any]:
+    """MLE (K = 20) on 4096 points of a curved 8-sphere in R^768 should read close to 8
+    before any compute is spent on the corpus (cached in OUT/synthetic.json)."""
+    path = out / "synthetic.json"
+    if path.exists():
+        return read_json(path)
+    from scalelab.intrinsic.mle import MLE
+    from scalelab.intrinsic.synthetic import curved_manifold
+
+    points = curved_manifold(4096, 8, 768, seed=seed)
+    row = {"manifold": "curved S^8 in R^768", "n": 4096, "true_dimension": 8}
+    row["dimension"] = float(MLE(k=20).fit(points).dimension_)
+    atomic_write_json(path, row)
+    return row
 
 
 def _measure(
@@ -136,7 +177,7 @@ def _measure(
     return row
 
 
-def _base_configs(cfg: ValidateConfig, data_dir: Path) -> tuple[Any, Any]:
+def _base_configs(cfg: PipelineConfig, data_dir: Path) -> tuple[Any, Any]:
     from scalelab.lm.train import configs_for_preset
     from scalelab.sweeps.model import parse_model
 
@@ -155,8 +196,8 @@ def _base_configs(cfg: ValidateConfig, data_dir: Path) -> tuple[Any, Any]:
     return parse_model(cfg.model, model_cfg)[1], train_cfg
 
 
-def _estimate_config(cfg: ValidateConfig) -> Any:
-    from scalelab.lm.estimate import EstimateConfig
+def _estimate_config(cfg: PipelineConfig) -> Any:
+    from scalelab.probe.estimate import EstimateConfig
 
     return EstimateConfig(
         per_doc=cfg.id_per_doc,
@@ -168,9 +209,9 @@ def _estimate_config(cfg: ValidateConfig) -> Any:
 
 
 def _data_sweep(out, cfg, data_dir, model_cfg, train_cfg, grid, workers, quiet, say):
+    from scalelab.runner import open_sweep
     from scalelab.sweeps import data as data_sweep
     from scalelab.sweeps.lm import Schedule, run_specs
-    from scalelab.sweeps.runner import open_sweep
 
     schedule = Schedule.from_dict(cfg.schedule)
     sweep_cfg = data_sweep.make_config(data_dir, model_cfg, train_cfg, schedule, grid)
@@ -191,7 +232,7 @@ def _data_sweep(out, cfg, data_dir, model_cfg, train_cfg, grid, workers, quiet, 
 
 
 def _along(out, sweep_dir, specs, table, est_cfg, quiet) -> dict[str, Any]:
-    from scalelab.validate.along import d_along_sweep
+    from scalelab.probe.along import d_along_sweep
 
     by_run = table.set_index("run")
     runs = [
@@ -217,9 +258,13 @@ def _check(sweep_dir, check_dir, specs, table, size, cfg, workers) -> dict[str, 
     from scalelab.sweeps import convergence
 
     rows = convergence.run_check(
-        sweep_dir, check_dir, specs, largest=cfg.check_largest, factor=cfg.check_factor,
+        sweep_dir,
+        check_dir,
+        specs,
+        largest=cfg.check_largest,
+        factor=cfg.check_factor,
         workers=workers,
-    )  # fmt: skip
+    )
     ordered = table.set_index("run").loc[[s.name for s in specs]]
     x = ordered[size].to_numpy(float)
     y = ordered["test_loss_nats"].to_numpy(float)
@@ -230,15 +275,17 @@ def _check(sweep_dir, check_dir, specs, table, size, cfg, workers) -> dict[str, 
     return convergence.verdict(_exponent(x, y), _exponent(x, y_longer), rows)
 
 
-def _model_side(out, cfg, data_dir, model_cfg, train_cfg, sweep_dir, data_specs, workers, quiet, say):
+def _model_side(
+    out, cfg, data_dir, model_cfg, train_cfg, sweep_dir, data_specs, workers, quiet, say
+):
     """The model-size sweep on `model_tokens` (the data sweep's largest run is reused when it
     is one of the shapes), and its convergence check."""
     if not cfg.model_sweep:
         say("[6/7] model-size sweep: none configured")
         return None
+    from scalelab.runner import open_sweep
     from scalelab.sweeps import model as model_sweep
     from scalelab.sweeps.lm import Schedule, run_specs
-    from scalelab.sweeps.runner import open_sweep
 
     tokens = cfg.model_tokens or cfg.max_tokens
     schedule = Schedule.from_dict(cfg.schedule)
@@ -299,7 +346,9 @@ def _fits(table, model, sources, cfg) -> dict[str, Any]:
             if form == "power+E" and len(x) < 4:
                 out[side][form] = None
                 continue
-            out[side][form] = fit_power_law(x, y, form=form, n_boot=cfg.n_boot, seed=cfg.seed).to_dict()
+            out[side][form] = fit_power_law(
+                x, y, form=form, n_boot=cfg.n_boot, seed=cfg.seed
+            ).to_dict()
     return out
 
 

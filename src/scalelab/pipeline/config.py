@@ -25,7 +25,7 @@ def _schedule() -> dict[str, Any]:
 
 
 @dataclasses.dataclass(frozen=True)
-class ValidateConfig(Config):
+class PipelineConfig(Config):
     """Everything that defines a validation (saved as validate.json, checked on resume)."""
 
     corpus: str = "shakespeare"
@@ -79,7 +79,7 @@ class ValidateConfig(Config):
         return {**super().to_dict(), "model_sweep": list(self.model_sweep)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ValidateConfig:
+    def from_dict(cls, data: dict[str, Any]) -> PipelineConfig:
         if "model_sweep" in data:
             data = {**data, "model_sweep": tuple(data["model_sweep"])}
         return super().from_dict(data)

@@ -48,8 +48,8 @@ def load_for_check(cfg) -> None:
 def id_points(data_dir: Path, cfg, context_len: int) -> int:
     """Points the protocol samples from the test split with the store's own tokenizer (the
     data sweep's models), without running a model."""
-    from scalelab.lm.embed import sample_protocol
-    from scalelab.lm.estimate import load_corpus_tokens
+    from scalelab.probe.corpus import load_corpus_tokens
+    from scalelab.probe.sample import sample_protocol
 
     store = TokenStore(data_dir, "test")
     tok = store.tokenizer()

@@ -58,15 +58,9 @@ def d_along_sweep(
     `test_loss_nats`), smallest first. Writes `out_dir/along.json`; a finished one with the
     same request is returned as is."""
     from scalelab.config import check_same_config
-    from scalelab.lm.embed import resolve_layer
-    from scalelab.lm.estimate import (
-        embed,
-        estimate_dimension,
-        load_model_for_embedding,
-        prepare,
-        shuffle_cap,
-        tokenizer_sha256,
-    )
+    from scalelab.lm.load import load_model_for_embedding, tokenizer_sha256
+    from scalelab.probe.estimate import embed, estimate_dimension, prepare, shuffle_cap
+    from scalelab.probe.sample import resolve_layer
 
     path = out_dir / RESULT
     request = {"runs": [str(Path(r["run_dir"]).resolve()) for r in runs], **cfg.to_dict()}

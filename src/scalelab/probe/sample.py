@@ -15,7 +15,7 @@ residual stream after the last block.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,12 +23,10 @@ import torch
 from torch import Tensor
 
 from scalelab.errors import ConfigError, InputError
+from scalelab.lm.load import StatesFn
 from scalelab.progress import progress
 
 LAYER_ALIASES: dict[str, int] = {"final": -1, "final-pre-ln": -2, "embeddings": 0}
-
-# hidden_states(idx [b, t] int64, attention_mask [b, t] bool) -> n_layer + 2 tensors [b, t, c]
-StatesFn = Callable[[Tensor, Tensor], Sequence[Tensor]]
 
 
 def resolve_layer(layer: int | str, n_states: int) -> int:

@@ -64,7 +64,7 @@ def unique_labels(sources: list[Source]) -> list[Source]:
 def sensitivity(x: np.ndarray, cfg: Any) -> list[dict[str, Any]]:
     """d at each batch size of SENSITIVITY_BATCHES (K fixed) and each K of SENSITIVITY_K
     (batch size fixed), on the saved points `x` of one estimate."""
-    from scalelab.lm.estimate import estimate_dimension
+    from scalelab.probe.estimate import estimate_dimension
 
     n = len(x)
     batches = sorted({min(b, n) for b in SENSITIVITY_BATCHES if min(b, n) > max(SENSITIVITY_K)})
@@ -129,7 +129,7 @@ def measure(
 ) -> dict[str, Any]:
     """estimate.json of one source (resumable, `scalelab estimate`'s protocol) plus its
     sensitivity rows (`source.json`, written last)."""
-    from scalelab.lm.estimate import EMBEDDINGS, estimate, load_embeddings
+    from scalelab.probe.estimate import EMBEDDINGS, estimate, load_embeddings
 
     path = out_dir / "source.json"
     if path.is_file():

@@ -1,0 +1,364 @@
+"""From a language model and a corpus to an intrinsic dimension and predicted exponents.
+
+The seed paper's protocol (Havrilla & Liao 2024, §4 and its code), every step an option:
+1. documents of the corpus's test split (all, or a seeded subset of `max_documents`);
+2. one random window of `context_len` tokens per document (default min(1024, model max));
+   shorter documents whole;
+3. the hidden states of `layer` (default the final LayerNorm's output), `per_doc` random
+   non-special positions per window (default 32);
+4. all vectors shuffled together, capped at `max_points` (1,000,000), MLE (K = 20, mean of
+   local estimates) on batches of `batch_size` (4096): d = batch mean ± standard error;
+5. alpha_D = 2β/(2β+d), alpha_N = 2β/d with delta-method intervals.
+
+Models: a scalelab run folder (its own tokenizer from the run's token store) or a local
+Hugging Face folder (its own tokenizer). Corpora: a built-in name, a text path, or a prepared
+token store (its split used as stored when the tokenizer matches; decoded and re-encoded with
+the model's tokenizer otherwise).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from scalelab.config import Config, check_same_config
+from scalelab.device import resolve_device
+from scalelab.errors import ConfigError, InputError
+from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
+from scalelab.lm.load import LoadedModel, load_model_for_embedding
+from scalelab.probe.corpus import CorpusTokens, load_corpus_tokens
+from scalelab.probe.sample import (
+    Sample,
+    TokenDocuments,
+    extract,
+    layer_name,
+    resolve_layer,
+    sample_protocol,
+    tokens_to_run,
+)
+
+PAPER_CONTEXT = 1024
+RESULT = "estimate.json"
+EMBEDDINGS = "embeddings.safetensors"
+POSITIONS = "positions.safetensors"
+
+
+@dataclasses.dataclass(frozen=True)
+class EstimateConfig(Config):
+    """The protocol's options; defaults are the paper's."""
+
+    split: str = "test"
+    max_documents: int | None = None
+    context_len: int | None = None
+    per_doc: int = 32
+    layer: str = "final"
+    max_points: int = 1_000_000
+    batch_size: int = 4096
+    k: int = 20
+    aggregate: str = "mean"
+    metric: str = "euclidean"
+    beta: float = 1.0
+    seed: int = 0
+    split_seed: int = 0
+    batch_tokens: int = 4096
+
+    def validate(self) -> None:
+        if self.split not in ("train", "val", "test", "all"):
+            raise ConfigError(f"split must be train, val, test or all, not {self.split!r}")
+        for name in ("per_doc", "max_points", "batch_size", "k", "batch_tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        for name in ("max_documents", "context_len"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{name} must be a positive integer or unset, got {value!r}")
+        if self.k + 1 > self.batch_size:
+            raise ConfigError(f"batch_size {self.batch_size} must exceed k = {self.k}")
+        if self.aggregate not in ("mean", "harmonic"):
+            raise ConfigError(f"aggregate must be 'mean' or 'harmonic', not {self.aggregate!r}")
+        if self.metric not in ("euclidean", "cosine", "angular"):
+            raise ConfigError(f"metric must be euclidean, cosine or angular, not {self.metric!r}")
+        if not self.beta > 0:
+            raise ConfigError(f"beta must be positive, got {self.beta}")
+
+
+@dataclass
+class Prepared:
+    """Everything checked and sampled, before the model runs."""
+
+    model: LoadedModel
+    corpus: CorpusTokens
+    docs: TokenDocuments
+    doc_ids: np.ndarray
+    context_len: int
+    sample: Sample
+
+
+def prepare(
+    model: LoadedModel,
+    corpus: str | Path | None,
+    cfg: EstimateConfig,
+    *,
+    groups: int = 1,
+) -> Prepared:
+    """Resolve the corpus and context, check vocabularies, and sample windows and positions.
+    Every user error surfaces here, before any file is written or the model runs."""
+    context_len = cfg.context_len or min(PAPER_CONTEXT, model.max_context)
+    if context_len > model.max_context:
+        raise ConfigError(
+            f"--context-len {context_len} exceeds the model's maximum context "
+            f"{model.max_context}; use at most {model.max_context}"
+        )
+    n_tok = model.tokenizer.get_vocab_size(with_added_tokens=True)
+    if n_tok > model.vocab_size:
+        raise InputError(
+            f"the tokenizer has {n_tok} tokens but the model's embedding has only "
+            f"{model.vocab_size} rows: they do not belong together; use the model's own "
+            "tokenizer (the run's token store, or the HF folder's tokenizer files)"
+        )
+    if corpus is None:
+        if model.data_dir is None:
+            raise ConfigError("--corpus is required for a Hugging Face model")
+        corpus = model.data_dir
+    tokens = load_corpus_tokens(corpus, model.tokenizer, split=cfg.split, split_seed=cfg.split_seed)
+    docs = tokens.docs
+    if len(docs.tokens) and int(docs.tokens.max()) >= model.vocab_size:
+        raise InputError(
+            f"token id {int(docs.tokens.max())} is outside the model's vocabulary "
+            f"({model.vocab_size}); the corpus was tokenised for another model"
+        )
+    doc_ids = np.arange(docs.n_documents)
+    if cfg.max_documents is not None and cfg.max_documents < docs.n_documents:
+        rng = np.random.default_rng([cfg.seed, 0xD0C])
+        doc_ids = np.sort(rng.choice(docs.n_documents, cfg.max_documents, replace=False))
+        docs = docs.select(doc_ids)
+    sample = sample_protocol(
+        docs,
+        context_len=context_len,
+        per_doc=cfg.per_doc,
+        seed=cfg.seed,
+        special_ids=model.special_ids,
+        groups=groups,
+    )
+    need = cfg.batch_size
+    if cfg.max_points < need:
+        raise ConfigError(
+            f"--max-points {cfg.max_points} is below --batch-size {need}: raise the cap or "
+            "lower the batch size"
+        )
+    if sample.n_points < need:
+        usable = int((sample.windows.length > 0).sum())
+        raise InputError(
+            f"the {cfg.split} split of {tokens.info['name']!r} gives only {sample.n_points} "
+            f"points ({usable} usable documents, at most {cfg.per_doc} positions each) but "
+            f"one batch needs {need}; use a larger corpus, more --per-doc or a smaller "
+            "--batch-size"
+        )
+    return Prepared(model, tokens, docs, doc_ids, context_len, sample)
+
+
+def embed(
+    model: LoadedModel,
+    sample: Sample,
+    layers: list[int],
+    *,
+    batch_tokens: int = 4096,
+    device: torch.device | str = "cpu",
+    quiet: bool = True,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Run the model over the sampled windows: `[len(layers), n_points, width]` and timing."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    x = extract(model.states, sample, layers, batch_tokens=batch_tokens, device=device, quiet=quiet)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    n_tokens = tokens_to_run(sample)
+    return x, {
+        "tokens_run": n_tokens,
+        "extract_wall_s": wall,
+        "extract_cpu_s": cpu,
+        "tokens_per_s": n_tokens / wall if wall > 0 else None,
+        "tokens_per_cpu_s": n_tokens / cpu if cpu > 0 else None,
+        "device": str(device),
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def shuffle_cap(n_points: int, max_points: int, seed: int) -> np.ndarray:
+    """Step 4: a seeded permutation of all points, cut to `max_points`."""
+    perm = np.random.default_rng([seed, 0x5A1]).permutation(n_points)
+    return perm[:max_points]
+
+
+def estimate_dimension(x: np.ndarray, cfg: EstimateConfig, batch_size: int | None = None) -> dict:
+    """MLE on batches of (already shuffled) points, and the predicted exponents."""
+    from scalelab.intrinsic.mle import MLE
+    from scalelab.intrinsic.protocol import estimate_in_batches
+    from scalelab.laws.theory import predict_exponents
+
+    t0 = time.perf_counter()
+    est = estimate_in_batches(
+        x,
+        MLE(k=cfg.k, aggregate=cfg.aggregate, metric=cfg.metric),
+        batch_size=batch_size or cfg.batch_size,
+        seed=cfg.seed,
+    )
+    result = est.to_dict()
+    result["estimate_wall_s"] = time.perf_counter() - t0
+    se = float(est.dimension_se)
+    pred = predict_exponents(float(est.dimension), se if math.isfinite(se) else 0.0, cfg.beta)
+    if not math.isfinite(se):  # one batch: no spread, so no interval either
+        pred = {k: (None if k.endswith(("_se", "_ci95")) else v) for k, v in pred.items()}
+    result.update({k: v for k, v in pred.items() if k.startswith("alpha")})
+    return result
+
+
+def _headline(result: dict[str, Any]) -> dict[str, Any]:
+    """The numbers a reader wants first: d ± se and both exponents with intervals."""
+    keys = ("dimension", "dimension_se", "alpha_D", "alpha_D_se", "alpha_D_ci95")
+    keys += ("alpha_N", "alpha_N_se", "alpha_N_ci95")
+    return {k: result[k] for k in keys}
+
+
+def estimate(
+    model: str | Path,
+    corpus: str | Path | None,
+    cfg: EstimateConfig,
+    out_dir: str | Path,
+    *,
+    device: str | None = None,
+    weights: str | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """The whole protocol: `out_dir/estimate.json` (written last) and the kept embeddings
+    (`out_dir/embeddings.safetensors`). A finished folder with the same request is returned
+    as is; one made with another request is refused. Nothing is written before every input
+    has been checked and the estimate has succeeded."""
+    out_dir = Path(out_dir)
+    request = _request(model, corpus, weights, cfg)
+    done = _finished(out_dir / RESULT, request)
+    if done is not None:
+        return done
+    dev = resolve_device(device)
+    loaded = load_model_for_embedding(model, device=dev, weights=weights)
+    layer = resolve_layer(cfg.layer, loaded.n_states)
+    prep = prepare(loaded, corpus, cfg)
+    keep = shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed)
+    sample = prep.sample.subset(keep)
+    x, timing = embed(
+        loaded, sample, [layer], batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet
+    )
+    result = estimate_dimension(x[0], cfg)
+    doc = {
+        **_headline(result),
+        "beta": cfg.beta,
+        "estimate": {k: v for k, v in result.items() if not k.startswith("alpha")},
+        "layer": layer,
+        "layer_name": layer_name(layer, loaded.n_states),
+        "settings": {**cfg.to_dict(), "context_len": prep.context_len},
+        "model": loaded.describe(),
+        "corpus": prep.corpus.info,
+        "counts": _counts(prep, len(keep)),
+        "timing": timing,
+        "files": {"embeddings": EMBEDDINGS, "positions": POSITIONS},
+        "request": request,
+        "provenance": provenance(),
+    }
+    save_embeddings(out_dir, x[0], prep, sample, doc)
+    atomic_write_json(out_dir / RESULT, doc)
+    return doc
+
+
+def _request(
+    model: str | Path | list[str], corpus: str | Path | None, weights: str | None, cfg: Config
+) -> dict[str, Any]:
+    models = model if isinstance(model, list) else [model]
+    resolved = [str(Path(m).resolve()) for m in models]
+    return {
+        "model": resolved if isinstance(model, list) else resolved[0],
+        "corpus": _corpus_key(corpus),
+        "weights": weights,
+        **cfg.to_dict(),
+    }
+
+
+def _corpus_key(corpus: str | Path | None) -> str | None:
+    if corpus is None:
+        return None
+    path = Path(corpus)
+    return str(path.resolve()) if path.exists() else str(corpus)
+
+
+def _finished(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    saved = read_json(path)
+    check_same_config(saved.get("request", {}), request, path.parent)
+    return saved
+
+
+def _counts(prep: Prepared, kept: int) -> dict[str, int]:
+    return {
+        "documents_in_split": prep.corpus.docs.n_documents,
+        "documents_used": prep.docs.n_documents,
+        "windows": len(prep.sample.windows.doc),
+        "window_tokens": int(prep.sample.windows.length.sum()),
+        "points_sampled": prep.sample.n_points,
+        "points_kept": kept,
+    }
+
+
+def point_index(prep: Prepared, sample: Sample) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per point of `sample`: document index (in the split), position in the document, and
+    position in its window."""
+    pos, win = sample.positions, sample.windows
+    doc = prep.doc_ids[win.doc[pos.window]]
+    return doc, win.start[pos.window] + pos.offset, pos.offset
+
+
+def save_embeddings(
+    out_dir: Path, points: np.ndarray, prep: Prepared, sample: Sample, doc: dict
+) -> None:
+    """The kept vectors (in their shuffled order) alone in `embeddings.safetensors`, so
+    `scalelab id OUT/embeddings.safetensors` re-estimates the ID without the model, and
+    where each came from in `positions.safetensors` (same row order)."""
+    from safetensors.numpy import save_file
+
+    d, p, w = point_index(prep, sample)
+    where = {
+        "document": d.astype(np.int64),
+        "position": p.astype(np.int64),
+        "window_position": w.astype(np.int64),
+    }
+    meta = {
+        "layer": str(doc["layer"]),
+        "layer_name": doc["layer_name"],
+        "model": json.dumps(doc["model"]),
+        "corpus": json.dumps(doc["corpus"]),
+        "settings": json.dumps(doc["settings"]),
+    }
+    x = {"embeddings": np.ascontiguousarray(points, dtype=np.float32)}
+    atomic_write(out_dir / POSITIONS, lambda tmp: save_file(where, str(tmp), metadata=meta))
+    atomic_write(out_dir / EMBEDDINGS, lambda tmp: save_file(x, str(tmp), metadata=meta))
+
+
+def load_embeddings(path: str | Path) -> tuple[np.ndarray, dict[str, str]]:
+    """The vectors and metadata of an `embeddings.safetensors` written by `estimate`."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            meta = f.metadata() or {}
+            x = f.get_tensor("embeddings")
+    except (FileNotFoundError, SafetensorError, OSError) as err:
+        raise InputError(f"cannot read embeddings from {path} ({err}); check the path") from err
+    except KeyError:
+        raise InputError(f"{path} has no 'embeddings' tensor; give a file from estimate") from None
+    return x, meta

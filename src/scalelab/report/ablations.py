@@ -1,0 +1,179 @@
+"""The seed paper's Figure 4 as files: each ablation of `scalelab.probe.ablate` written as
+`<name>.csv` (one row per setting), `<name>.png` and `<name>.json` (rows, settings,
+fingerprints, provenance), the JSON last: a folder without it is unfinished and is redone; a
+finished one with the same request is returned as is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from scalelab.io import atomic_write, atomic_write_json, provenance
+from scalelab.probe import ablate
+from scalelab.probe.estimate import EstimateConfig, _finished, _request
+
+
+def write_ablation(out_dir: Path, result: ablate.Ablation, fig: Figure) -> dict[str, Any]:
+    """The table, the plot, then the JSON (last)."""
+    import pandas as pd
+
+    name, rows = result.name, result.rows
+    table = pd.DataFrame(rows)
+    atomic_write(out_dir / f"{name}.csv", lambda p: table.to_csv(p, index=False))
+    atomic_write(out_dir / f"{name}.png", lambda p: fig.savefig(p, format="png", dpi=110))
+    doc = {"ablation": name, "rows": rows, **result.info, "provenance": provenance()}
+    doc["files"] = {"table": f"{name}.csv", "plot": f"{name}.png"}
+    atomic_write_json(out_dir / f"{name}.json", doc)
+    return doc
+
+
+def _figure(ncols: int = 1) -> tuple[Figure, Any]:
+    fig = Figure(figsize=(5.2 * ncols, 3.8), layout="constrained")
+    axes = fig.subplots(1, ncols, squeeze=False)[0]
+    return fig, axes
+
+
+def _errorbar(ax: Any, x: list, rows: list[dict[str, Any]], *, joined: bool = True) -> None:
+    """d ± SE against `x`; `joined=False` for points that are not a series (other models)."""
+    d = [r["dimension"] for r in rows]
+    se = [r["dimension_se"] if r["dimension_se"] is not None else 0.0 for r in rows]
+    ax.errorbar(x, d, yerr=se, marker="o", capsize=3, linestyle="-" if joined else "none")
+    ax.set_ylabel("estimated intrinsic dimension d")
+    ax.grid(alpha=0.3)
+
+
+def layers_figure(result: ablate.Ablation) -> Figure:
+    rows, lab = result.rows, result.labels
+    fig, (ax,) = _figure()
+    _errorbar(ax, [r["layer"] for r in rows], rows)
+    ax.set_xlabel(f"hidden state (0 = embeddings, {lab['n_states'] - 1} = after final LN)")
+    ax.set_title(f"d vs layer: {lab['model']} on {lab['corpus']}")
+    return fig
+
+
+def positions_figure(result: ablate.Ablation) -> Figure:
+    lab = result.labels
+    shown = [r for r in result.rows if r["dimension"] is not None]
+    fig, (ax,) = _figure()
+    _errorbar(ax, [(r["position_from"] + r["position_to"]) / 2 for r in shown], shown)
+    ax.set_xlabel(f"position in the window (centre of each of {lab['groups']} ranges)")
+    ax.set_title(f"d vs position: {lab['model']}, {lab['layer_name']}")
+    return fig
+
+
+def models_figure(result: ablate.Ablation) -> Figure:
+    rows = result.rows
+    fig, (ax_n, ax_w) = _figure(2)
+    for ax, key in ((ax_n, "params_non_embedding"), (ax_w, "width")):
+        _errorbar(ax, [r[key] for r in rows], rows, joined=False)
+        for r in rows:
+            ax.annotate(
+                r["run"],
+                (r[key], r["dimension"]),
+                fontsize=7,
+                xytext=(4, 4),
+                textcoords="offset points",
+            )
+    ax_n.set_xscale("log")
+    ax_n.set_xlabel("non-embedding parameters")
+    ax_w.set_xlabel("width (embedding dimension)")
+    fig.suptitle("d vs model size and width")
+    return fig
+
+
+def batch_size_figure(result: ablate.Ablation) -> Figure:
+    rows, lab = result.rows, result.labels
+    fig, (ax,) = _figure()
+    _errorbar(ax, [r["batch_size"] for r in rows], rows)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("points per MLE batch")
+    ax.set_title(f"d vs batch size ({lab['n_points']} points, K = {lab['k']})")
+    return fig
+
+
+def ablate_layers(
+    model: str | Path,
+    corpus: str | Path | None,
+    cfg: EstimateConfig,
+    out_dir: str | Path,
+    *,
+    layers: list[str] | None = None,
+    device: str | None = None,
+    weights: str | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """d at every hidden state of one model (or the listed ones), on the same positions."""
+    out_dir = Path(out_dir)
+    request = {**_request(model, corpus, weights, cfg), "layers": layers}
+    done = _finished(out_dir / "layers.json", request)
+    if done is not None:
+        return done
+    result = ablate.measure_layers(
+        model, corpus, cfg, request, layers=layers, device=device, weights=weights, quiet=quiet
+    )
+    return write_ablation(out_dir, result, layers_figure(result))
+
+
+def ablate_positions(
+    model: str | Path,
+    corpus: str | Path | None,
+    cfg: EstimateConfig,
+    out_dir: str | Path,
+    *,
+    groups: int = 4,
+    device: str | None = None,
+    weights: str | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """d per context-position range (`groups` equal ranges of the window)."""
+    out_dir = Path(out_dir)
+    request = {**_request(model, corpus, weights, cfg), "groups": groups}
+    done = _finished(out_dir / "positions.json", request)
+    if done is not None:
+        return done
+    result = ablate.measure_positions(
+        model, corpus, cfg, request, groups=groups, device=device, weights=weights, quiet=quiet
+    )
+    return write_ablation(out_dir, result, positions_figure(result))
+
+
+def ablate_models(
+    models: list[str],
+    corpus: str | Path | None,
+    cfg: EstimateConfig,
+    out_dir: str | Path,
+    *,
+    device: str | None = None,
+    weights: str | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """d for each model of a list: against model size (non-embedding parameters) and width."""
+    ablate.check_models(models)
+    out_dir = Path(out_dir)
+    request = _request(list(models), corpus, weights, cfg)
+    done = _finished(out_dir / "models.json", request)
+    if done is not None:
+        return done
+    result = ablate.measure_models(
+        models, corpus, cfg, out_dir, request, device=device, weights=weights, quiet=quiet
+    )
+    return write_ablation(out_dir, result, models_figure(result))
+
+
+def ablate_batch_size(
+    embeddings: str | Path,
+    cfg: EstimateConfig,
+    out_dir: str | Path,
+    *,
+    batch_sizes: list[int] | None = None,
+) -> dict[str, Any]:
+    """d against the number of points per MLE batch, on one saved set of embeddings."""
+    out_dir = Path(out_dir)
+    request = ablate.batch_size_request(embeddings, cfg, batch_sizes)
+    done = _finished(out_dir / "batch_size.json", request)
+    if done is not None:
+        return done
+    result = ablate.measure_batch_size(embeddings, cfg, request)
+    return write_ablation(out_dir, result, batch_size_figure(result))
