@@ -6,15 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_sweeps_data import make_store
 
 from scalelab.errors import ConfigError
 from scalelab.io import read_json
 from scalelab.lm.model import GPTConfig
 from scalelab.lm.train import TrainConfig, lr_at, train
+from scalelab.runner import RunSpec
 from scalelab.sweeps import convergence
 from scalelab.sweeps.lm import Schedule, run_params
-from scalelab.sweeps.runner import RunSpec
-from tests.test_sweeps_data import make_store
 
 MODEL = GPTConfig(block_size=32, n_layer=1, n_head=1, n_embd=32, vocab_size=384)
 
@@ -42,7 +42,7 @@ def test_schedule_sets_a_budget_independent_decay() -> None:
     sched = Schedule(max_epochs=20, decay_epochs=4, min_steps=10, step_cap=100)
     base = TrainConfig(batch_size=4, warmup_steps=50)
     small = sched.train_config(base, 640, 32)  # 5 steps per pass
-    assert (small.max_steps, small.decay_steps, small.warmup_steps) == (100, 20, 2)
+    assert (small.max_steps, small.decay_steps, small.warmup_steps) == (100, 20, 2)  # eval 100
     big = sched.train_config(base, 6400, 32)  # budget capped at 100; decay 200 -> 100
     assert (big.max_steps, big.decay_steps) == (100, 100)
     assert Schedule().train_config(base, 640, 32).decay_steps is None

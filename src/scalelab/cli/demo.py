@@ -19,8 +19,41 @@ def _ci(pair: list | None) -> str:
     return "" if not pair or None in pair else f"[{pair[0]:.3f}, {pair[1]:.3f}]"
 
 
+def _runs_tables(summary: dict) -> None:
+    along = {r["run"]: r["dimension"] for r in summary["along"]}
+    print_table(
+        "data sweep (test loss in nats/token; d of each run on the same test positions)",
+        [
+            {
+                "train tokens": r["train_tokens"],
+                "steps/budget": f"{r['steps']}/{r['max_steps']}",
+                "stopped by": r["stop_reason"],
+                "test loss": r["test_loss_nats"],
+                "d": along.get(r["run"]),
+            }
+            for r in summary["runs"]
+        ],
+    )
+    if summary["model_runs"]:
+        print_table(
+            "model-size sweep",
+            [
+                {
+                    "model": r["label"],
+                    "non-emb. params": r["params_non_embedding"],
+                    "steps/budget": f"{r['steps']}/{r['max_steps']}",
+                    "stopped by": r["stop_reason"],
+                    "test loss": r["test_loss_nats"],
+                }
+                for r in summary["model_runs"]
+            ],
+        )
+
+
 def print_summary(summary: dict) -> None:
-    """Sources of d with their predictions, the observed exponents, the verdicts, timings."""
+    """The runs, every source of d with its predictions, the observed exponents, the
+    convergence verdicts, timings."""
+    _runs_tables(summary)
     rows = []
     for s in summary["sources"]:
         lo, hi = s["dimension_range"]
@@ -37,16 +70,13 @@ def print_summary(summary: dict) -> None:
     for side, key in (("data", "alpha_D"), ("model", "alpha_N")):
         fit = (summary["fits"].get(side) or {}).get("power")
         if fit:
-            rows.append(
-                {
-                    "source of d": f"observed ({side} sweep, log-log)",
-                    "d ± SE": "",
-                    "d range (batch, K)": "",
-                    "alpha_D" if key == "alpha_D" else "alpha_N": f"{fit['exponent']:.3f} "
-                    f"{_ci(fit['exponent_ci95'])}",
-                }
-            )
-    print_table("predicted (value [batch/K range]) vs observed (value [95% CI])", rows)
+            value = f"{fit['exponent']:.3f} {_ci(fit['exponent_ci95'])}"
+            row = dict.fromkeys(rows[0], "")
+            row.update({"source of d": f"observed ({side} sweep, log-log)", key: value})
+            rows.append(row)
+    print_table(
+        "alpha: predicted with its range over MLE batch sizes and K; observed with its 95% CI", rows
+    )
     for side, check in summary["convergence"].items():
         if check:
             typer.echo(f"{side} sweep: {check['text']}")

@@ -20,7 +20,7 @@ from scalelab.sweeps.lm import Schedule
 
 def _schedule() -> dict[str, Any]:
     return Schedule(
-        patience=4, max_epochs=30.0, decay_epochs=4.0, min_steps=100, step_cap=1500
+        patience=4, max_epochs=10.0, decay_epochs=3.0, min_steps=100, step_cap=1500
     ).to_dict()
 
 
@@ -33,7 +33,7 @@ class PipelineConfig(Config):
     glob: str = "**/*.txt"
     text_field: str = "text"
     vocab_size: int = 2048
-    model: str = "3x64"  # the data sweep's model (LAYERSxWIDTH[xHEADS]); its largest run
+    model: str = "2x48"  # the data sweep's model (LAYERSxWIDTH[xHEADS]); its largest run
     context_len: int = 128  # is the own reference model
     batch_size: int = 16
     lr: float = 2e-3
@@ -45,7 +45,7 @@ class PipelineConfig(Config):
     eval_batches: int = 8
     test_tokens: int | None = 100_000
     schedule: dict[str, Any] = dataclasses.field(default_factory=_schedule)
-    model_sweep: tuple[str, ...] = ("1x32", "2x32", "2x48", "3x64", "4x80")
+    model_sweep: tuple[str, ...] = ("1x16", "1x32", "2x32", "2x48", "3x64")
     model_tokens: int | None = None  # the model sweep's data (None: max_tokens)
     check_largest: int = 2  # convergence check: the largest runs of each sweep
     check_factor: int = 2  # ... given this many times their step budget
