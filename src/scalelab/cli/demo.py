@@ -4,6 +4,7 @@ default corpus into demo-out/)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 import typer
@@ -89,19 +90,15 @@ def print_summary(summary: dict) -> None:
 
 def _command(
     out: Path,
-    corpus: str,
     references: list[str],
-    min_tokens: int,
-    max_tokens: int,
-    points: int,
-    model_sweep: str,
     workers: int,
     threads: int | None,
-    id_batch_size: int,
-    seed: int,
     json_out: bool,
     quiet: bool,
+    model_sweep: str,
+    **fields: object,
 ) -> None:
+    """Build the config from the options (its own validation refuses bad values), run."""
     from scalelab.pipeline.run import run_pipeline
 
     if workers < 1 or (threads is not None and threads < 1):
@@ -109,15 +106,7 @@ def _command(
     if threads is not None:
         torch.set_num_threads(threads)
     shapes = tuple(m.strip() for m in model_sweep.split(",") if m.strip())
-    cfg = PipelineConfig(
-        corpus=corpus,
-        min_tokens=min_tokens,
-        max_tokens=max_tokens,
-        points=points,
-        model_sweep=shapes,
-        id_batch_size=id_batch_size,
-        seed=seed,
-    )
+    cfg = PipelineConfig(model_sweep=shapes, **fields)
     say = (lambda _msg: None) if json_out else typer.echo
     summary = run_pipeline(
         out, cfg, references=references, workers=workers, quiet=quiet or json_out, say=say
@@ -128,15 +117,26 @@ def _command(
         print_summary(summary)
 
 
+def _opt(name: str, help_text: str) -> Any:
+    """An option whose default is PipelineConfig's (one default, one place)."""
+    field = name.removeprefix("--").replace("-", "_")
+    return typer.Option(getattr(_D, field), name, help=help_text)
+
+
 _REFS = typer.Option(
     [],
     "--reference-model",
     help="Another model that measures d (repeatable): a scalelab run folder, a local Hugging "
     "Face folder, or a .gguf file (its folder holds the tokenizer).",
 )
-_MIN = typer.Option(_D.min_tokens, "--min-tokens", help="Smallest training set (tokens).")
-_MAX = typer.Option(_D.max_tokens, "--max-tokens", help="Largest training set (tokens).")
-_POINTS = typer.Option(_D.points, "--points", help="Sizes in the data sweep's geometric grid.")
+_VOCAB = _opt("--vocab-size", "BPE vocabulary (ignored for a token store).")
+_SPLIT_ON = _opt("--split-on", "Text files: documents end at 'blank' lines or each 'line'.")
+_GLOB = _opt("--glob", "Folders: files to read.")
+_FIELD = _opt("--text-field", "JSONL field / Parquet column holding the text.")
+_MODEL = _opt("--model", "The data sweep's model shape LAYERSxWIDTH[xHEADS].")
+_MIN = _opt("--min-tokens", "Smallest training set (tokens).")
+_MAX = _opt("--max-tokens", "Largest training set (tokens); also the model sweep's data.")
+_POINTS = _opt("--points", "Sizes in the data sweep's geometric grid.")
 _MODELS = typer.Option(
     ",".join(_D.model_sweep),
     "--model-sweep",
@@ -144,7 +144,8 @@ _MODELS = typer.Option(
 )
 _WORKERS = typer.Option(2, "--workers", help="Runs in parallel (one torch thread each).")
 _THREADS = typer.Option(None, "--threads", help="Torch threads of the main process.")
-_IDB = typer.Option(_D.id_batch_size, "--id-batch-size", help="Points per MLE batch.")
+_IDB = _opt("--id-batch-size", "Points per MLE batch.")
+_IDP = _opt("--id-per-doc", "Positions per test document for d.")
 
 
 def validate_command(
@@ -156,6 +157,11 @@ def validate_command(
     ),
     out: Path = typer.Option(..., "--out", help="Folder for everything."),
     references: list[str] = _REFS,
+    vocab_size: int = _VOCAB,
+    split_on: str = _SPLIT_ON,
+    glob: str = _GLOB,
+    text_field: str = _FIELD,
+    model: str = _MODEL,
     min_tokens: int = _MIN,
     max_tokens: int = _MAX,
     points: int = _POINTS,
@@ -163,6 +169,7 @@ def validate_command(
     workers: int = _WORKERS,
     threads: int | None = _THREADS,
     id_batch_size: int = _IDB,
+    id_per_doc: int = _IDP,
     seed: int = SEED,
     json_out: bool = JSON,
     quiet: bool = QUIET,
@@ -170,21 +177,7 @@ def validate_command(
     """Will this corpus scale as its intrinsic dimension predicts? d from each reference
     model (before training), a data sweep and a model-size sweep trained to convergence
     (with a 2x-budget check), d along the sweep, fits, and a report. Re-running resumes."""
-    _command(
-        out,
-        corpus,
-        references,
-        min_tokens,
-        max_tokens,
-        points,
-        model_sweep,
-        workers,
-        threads,
-        id_batch_size,
-        seed,
-        json_out,
-        quiet,
-    )
+    _command(**locals())  # every parameter: run options and PipelineConfig fields
 
 
 def demo_command(
@@ -204,21 +197,7 @@ def demo_command(
 ) -> None:
     """`scalelab validate` on the built-in default corpus, into demo-out/. Re-running skips
     every finished stage."""
-    _command(
-        out,
-        corpus,
-        references,
-        min_tokens,
-        max_tokens,
-        points,
-        model_sweep,
-        workers,
-        threads,
-        id_batch_size,
-        seed,
-        json_out,
-        quiet,
-    )
+    _command(**locals())  # every parameter: run options and PipelineConfig fields
 
 
 def register(app: typer.Typer) -> None:
