@@ -64,6 +64,27 @@ def verdicts(report: Report, fits: dict[str, Any], tables: dict[str, pd.DataFram
             continue
         name = "Data sweep" if side == "data" else "Model-size sweep"
         report.paragraph(f"{name}: {_stop_counts(tables[side])}. {check['text']} ({check['how']}.)")
+    if "model" in tables:
+        report.paragraph(data_limit(tables["model"]))
+
+
+def data_limit(table: pd.DataFrame) -> str:
+    """Whether the model sweep's largest model was limited by its data: how many passes over
+    its tokens it had made at its best step, and whether it stopped by patience (validation
+    loss rising or flat while it trained on repeated data)."""
+    big = table.sort_values("params_non_embedding").iloc[-1]
+    passes = big["best_step"] / max(big["steps"], 1) * big["tokens_seen"] / big["train_tokens"]
+    text = (
+        f"Data limit: the largest model ({big['label']}, {int(big['params_non_embedding']):,} "
+        f"non-embedding parameters) had made {passes:.1f} passes over its "
+        f"{int(big['train_tokens']):,} training tokens at its best step"
+    )
+    if big["stop_reason"] == "patience":
+        return text + (
+            "; it stopped by patience on repeated data, so more data would likely lower its "
+            "loss: the largest models may be data-limited, which flattens alpha_N."
+        )
+    return text + "; it ended at its budget, not by patience, so repeated data had not stopped it."
 
 
 def sources_table(report: Report, fits: dict[str, Any]) -> None:
