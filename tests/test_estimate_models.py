@@ -33,7 +33,7 @@ from scalelab.probe.estimate import (
 from scalelab.text.corpora import load_corpus
 from scalelab.text.store import TokenStore, prepare_corpus
 
-CFG = EstimateConfig(batch_size=256)
+CFG = EstimateConfig(batch_size=256, precision="float32")  # paths compared exactly
 
 
 @pytest.fixture(scope="module")

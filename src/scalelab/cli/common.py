@@ -9,12 +9,31 @@ from rich.console import Console
 from rich.table import Table
 
 from scalelab.io import to_json
+from scalelab.runner import Backend
 
 console = Console()
 
 QUIET = typer.Option(False, "--quiet", "-q", help="No progress bars; logs only.")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout.")
 SEED = typer.Option(0, "--seed", help="Random seed (recorded with the results).")
+BACKEND = typer.Option(
+    "local",
+    "--backend",
+    help="local (this process or --workers processes) or ray (one task a run).",
+)
+RAY_ADDRESS = typer.Option(
+    None,
+    "--ray-address",
+    help="Ray cluster to join (HOST:6379 from `ray start --head`); default: a local instance. "
+    "The sweep folder must be on a filesystem every node mounts at the same path.",
+)
+RUN_CPUS = typer.Option(1, "--run-cpus", help="With --backend ray: CPUs (torch threads) a run.")
+RUN_GPUS = typer.Option(0.0, "--run-gpus", help="With --backend ray: GPUs a run requests.")
+
+
+def backend_from(kind: str, address: str | None, cpus: int, gpus: float) -> Backend:
+    """The sweep backend the shared options describe (ConfigError on a bad combination)."""
+    return Backend(kind=kind, address=address, num_cpus=cpus, num_gpus=gpus)
 
 
 def print_json(obj: Any) -> None:

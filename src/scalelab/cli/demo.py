@@ -9,7 +9,18 @@ from typing import Any
 import torch
 import typer
 
-from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
+from scalelab.cli.common import (
+    BACKEND,
+    JSON,
+    QUIET,
+    RAY_ADDRESS,
+    RUN_CPUS,
+    RUN_GPUS,
+    SEED,
+    backend_from,
+    print_json,
+    print_table,
+)
 from scalelab.errors import ConfigError
 from scalelab.pipeline.config import PipelineConfig
 
@@ -96,6 +107,10 @@ def _command(
     json_out: bool,
     quiet: bool,
     model_sweep: str,
+    backend: str,
+    ray_address: str | None,
+    run_cpus: int,
+    run_gpus: float,
     **fields: object,
 ) -> None:
     """Build the config from the options (its own validation refuses bad values), run."""
@@ -105,11 +120,18 @@ def _command(
         raise ConfigError(f"--workers and --threads must be >= 1, got {workers}, {threads}")
     if threads is not None:
         torch.set_num_threads(threads)
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
     shapes = tuple(m.strip() for m in model_sweep.split(",") if m.strip())
     cfg = PipelineConfig(model_sweep=shapes, **fields)
     say = (lambda _msg: None) if json_out else typer.echo
     summary = run_pipeline(
-        out, cfg, references=references, workers=workers, quiet=quiet or json_out, say=say
+        out,
+        cfg,
+        references=references,
+        workers=workers,
+        backend=where,
+        quiet=quiet or json_out,
+        say=say,
     )
     if json_out:
         print_json(summary)
@@ -171,6 +193,10 @@ def validate_command(
     id_batch_size: int = _IDB,
     id_per_doc: int = _IDP,
     seed: int = SEED,
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     json_out: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
@@ -192,6 +218,10 @@ def demo_command(
     threads: int | None = _THREADS,
     id_batch_size: int = _IDB,
     seed: int = SEED,
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     json_out: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:

@@ -9,7 +9,18 @@ from typing import Any
 
 import typer
 
-from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
+from scalelab.cli.common import (
+    BACKEND,
+    JSON,
+    QUIET,
+    RAY_ADDRESS,
+    RUN_CPUS,
+    RUN_GPUS,
+    SEED,
+    backend_from,
+    print_json,
+    print_table,
+)
 from scalelab.errors import ConfigError
 from scalelab.probe.estimate import EMBEDDINGS, EstimateConfig, estimate
 from scalelab.report.ablations import (
@@ -54,6 +65,12 @@ SPLIT_SEED = typer.Option(
 )
 BATCH_TOKENS = typer.Option(
     4096, "--batch-tokens", help="Tokens per forward pass when embedding (memory vs speed)."
+)
+PRECISION = typer.Option(
+    EstimateConfig.precision,
+    "--precision",
+    help="Forward-pass dtype: auto (bfloat16 autocast where the CPU/GPU has native bf16, "
+    "about 2x faster, d within 1%), float32 or bfloat16.",
 )
 DEVICE = typer.Option("auto", "--device", help="auto (CUDA if present), cpu, cuda, cuda:1 ...")
 THREADS = typer.Option(
@@ -117,6 +134,7 @@ def estimate_cmd(
     split_seed: int = SPLIT_SEED,
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
+    precision: str = PRECISION,
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -148,6 +166,7 @@ def estimate_cmd(
         split_seed=split_seed,
         seed=seed,
         batch_tokens=batch_tokens,
+        precision=precision,
     )
     out = out or _default_out("estimates", model, corpus)
     doc = estimate(model, corpus, cfg, out, device=device, weights=weights, quiet=quiet)
@@ -209,6 +228,7 @@ def layers_cmd(
     split: str = SPLIT,
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
+    precision: str = PRECISION,
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -230,6 +250,7 @@ def layers_cmd(
         split=split,
         seed=seed,
         batch_tokens=batch_tokens,
+        precision=precision,
     )
     wanted = [v.strip() for v in layers.split(",") if v.strip()] if layers else None
     out = out or _default_out("ablations/layers", model, corpus)
@@ -255,6 +276,7 @@ def positions_cmd(
     split: str = SPLIT,
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
+    precision: str = PRECISION,
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -278,6 +300,7 @@ def positions_cmd(
         split=split,
         seed=seed,
         batch_tokens=batch_tokens,
+        precision=precision,
     )
     out = out or _default_out("ablations/positions", model, corpus)
     doc = ablate_positions(
@@ -303,10 +326,15 @@ def models_cmd(
     split: str = SPLIT,
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
+    precision: str = PRECISION,
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
     out: Path = typer.Option(Path("ablations/models"), "--out", help="Output (sweep) folder."),
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     as_json: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
@@ -325,8 +353,12 @@ def models_cmd(
         split=split,
         seed=seed,
         batch_tokens=batch_tokens,
+        precision=precision,
     )
-    doc = ablate_models(model, corpus, cfg, out, device=device, weights=weights, quiet=quiet)
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
+    doc = ablate_models(
+        model, corpus, cfg, out, device=device, weights=weights, backend=where, quiet=quiet
+    )
     _print_rows(doc, as_json, out)
 
 

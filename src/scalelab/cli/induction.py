@@ -8,7 +8,18 @@ import numpy as np
 import torch
 import typer
 
-from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
+from scalelab.cli.common import (
+    BACKEND,
+    JSON,
+    QUIET,
+    RAY_ADDRESS,
+    RUN_CPUS,
+    RUN_GPUS,
+    SEED,
+    backend_from,
+    print_json,
+    print_table,
+)
 from scalelab.errors import ConfigError, InputError
 
 sub = typer.Typer(
@@ -38,13 +49,17 @@ def _fmt_tokens(values: np.ndarray) -> str:
     return " ".join("⊥" if v < 0 else str(int(v)) for v in values)
 
 
-@sub.command("solve")
+@sub.command("solve", context_settings={"ignore_unknown_options": True})
 def solve_cmd(
     tokens: list[int] = typer.Argument(..., help="The input sequence as token ids (>= 0)."),
     json_out: bool = JSON,
 ) -> None:
     """Print τ for one sequence: the token after the previous occurrence of σ_i, or ⊥."""
     from scalelab.induction.task import solve
+
+    negative = [t for t in tokens if t < 0]
+    if negative:  # read as numbers (not options), then refused: ⊥ is an output only
+        raise InputError(f"token ids must be >= 0, got {negative[0]}; give ids 0, 1, 2, ...")
 
     out = solve(np.asarray(tokens, dtype=np.int64)[None])[0]
     if json_out:
@@ -292,11 +307,16 @@ def sweep_cmd(
     mlp: bool = typer.Option(False, "--mlp/--no-mlp", help="Give trained models an MLP."),
     hard_fraction: float = typer.Option(0.25, help="Share of hard instances in training."),
     workers: int = typer.Option(1, help="Parallel worker processes."),
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     quiet: bool = QUIET,
 ) -> None:
     """Train 1- vs 2-layer models over a grid; then `scalelab report OUT`."""
     from scalelab.induction.sweep import InductionSweepConfig, run_induction_sweep
 
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
     cfg = InductionSweepConfig(
         ns=tuple(_ints(ns, "--ns")),
         alphabet_sizes=tuple(_ints(alphabets, "--alphabets")),
@@ -315,11 +335,13 @@ def sweep_cmd(
     )
     if workers <= 1:
         torch.set_num_threads(1)
-    table = run_induction_sweep(out, cfg, workers=workers, quiet=quiet)
+    table = run_induction_sweep(out, cfg, workers=workers, backend=where, quiet=quiet)
     cols = [c for c in ("run", "acc_all", "acc_last", "acc_hard", "steps") if c in table]
     print_table(f"induction sweep {out}", table[cols].to_dict("records"))
 
 
 def register(app: typer.Typer) -> None:
     """Add the `induction` command group to the top-level app."""
+    from scalelab.cli import induction_heads  # noqa: F401  (adds its commands to `sub`)
+
     app.add_typer(sub, name="induction")

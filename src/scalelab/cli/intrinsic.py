@@ -33,6 +33,9 @@ def id_command(
     key: str | None = typer.Option(None, help="Array name/column in a multi-array file."),
     beta: float = typer.Option(1.0, help="Hölder smoothness β for the predicted exponents."),
     out: Path | None = typer.Option(None, help="Also save the result + provenance as JSON."),
+    device: str | None = typer.Option(
+        None, help="Run the k-NN search on this torch device (cuda, cuda:1; default: CPU)."
+    ),
     seed: int = SEED,
     json_out: bool = JSON,
     quiet: bool = QUIET,
@@ -46,6 +49,7 @@ def id_command(
         unbiased=unbiased,
         remove_duplicates=not keep_duplicates,
         seed=seed,
+        device=device,
     )
     if not math.isfinite(beta) or beta <= 0:
         raise ConfigError(f"--beta {beta}: use a positive number")

@@ -10,7 +10,18 @@ import numpy as np
 import torch
 import typer
 
-from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
+from scalelab.cli.common import (
+    BACKEND,
+    JSON,
+    QUIET,
+    RAY_ADDRESS,
+    RUN_CPUS,
+    RUN_GPUS,
+    SEED,
+    backend_from,
+    print_json,
+    print_table,
+)
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance
 from scalelab.manifold.geometry import MANIFOLDS
@@ -60,6 +71,10 @@ def sweep_command(
     threads: int = typer.Option(
         1, help="Torch threads with --workers 1 (small models gain nothing from more)."
     ),
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
@@ -69,6 +84,7 @@ def sweep_command(
     if workers < 1 or threads < 1:
         raise ConfigError(f"--workers {workers} --threads {threads}: use 1 or more of each")
     torch.set_num_threads(threads)
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
     overrides: dict[str, Any] = {
         "manifold": manifold,
         "dims": _ints(dims, "dims"),
@@ -81,7 +97,7 @@ def sweep_command(
         "model_dims": _ints(model_dims, "model-dims"),
     }
     cfg = PRESETS[preset].replace(**{k: v for k, v in overrides.items() if v is not None})
-    table = run_manifold_sweep(cfg, out, workers=workers, quiet=quiet)
+    table = run_manifold_sweep(cfg, out, workers=workers, backend=where, quiet=quiet)
     rows = table.to_dict("records")
     if json_out:
         print_json(rows)

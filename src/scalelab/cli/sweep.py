@@ -10,9 +10,20 @@ import pandas as pd
 import torch
 import typer
 
-from scalelab.cli.common import JSON, QUIET, print_json, print_table
+from scalelab.cli.common import (
+    BACKEND,
+    JSON,
+    QUIET,
+    RAY_ADDRESS,
+    RUN_CPUS,
+    RUN_GPUS,
+    backend_from,
+    print_json,
+    print_table,
+)
 from scalelab.errors import ConfigError
 from scalelab.lm.train import configs_for_preset
+from scalelab.runner import Backend
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
 from scalelab.sweeps.lm import POLICIES, Schedule
@@ -56,6 +67,9 @@ ONLY = typer.Option(
     help="Run only this run name (repeatable): one scheduler task per run; the table still "
     "covers every finished run.",
 )
+SHAPE = typer.Option(
+    None, "--model", help="Shape LAYERSxWIDTH[xHEADS] instead of the preset's, e.g. 4x128."
+)
 PLAN = typer.Option(False, "--plan", help="Print the runs (name, tokens, step budget) and stop.")
 
 
@@ -65,13 +79,15 @@ def _schedule(**kw: Any) -> Schedule:
     return Schedule(**kw)
 
 
-def _threads(workers: int, threads: int | None) -> None:
+def _execution(workers: int, threads: int | None, where: Backend) -> Backend:
+    """Check --workers and --threads, set the threads; the backend passes through."""
     if workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}")
     if threads is not None:
         if threads < 1:
             raise ConfigError(f"--threads must be >= 1, got {threads}")
         torch.set_num_threads(threads)
+    return where
 
 
 def _plan(specs: list, as_json: bool) -> None:
@@ -105,9 +121,7 @@ def data_cmd(
     data: Path = DATA,
     out: Path = OUT,
     preset: str = PRESET,
-    model: str | None = typer.Option(
-        None, "--model", help="Shape LAYERSxWIDTH[xHEADS] instead of the preset's, e.g. 4x128."
-    ),
+    model: str | None = SHAPE,
     sizes: str | None = typer.Option(
         None, "--sizes", help="Comma-separated training-token counts, strictly increasing."
     ),
@@ -135,6 +149,10 @@ def data_cmd(
     seed: int = SEED,
     workers: int = WORKERS,
     threads: int | None = THREADS,
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     only: list[str] | None = ONLY,
     plan: bool = PLAN,
     quiet: bool = QUIET,
@@ -143,7 +161,7 @@ def data_cmd(
     """Train one model on nested prefixes of the train split (a geometric grid of sizes, or
     --sizes), each evaluated on the same test split. Re-running resumes; finished runs are
     never redone. Example: scalelab sweep data --data data/shk --out sweeps/shk --points 7"""
-    _threads(workers, threads)
+    where = _execution(workers, threads, backend_from(backend, ray_address, run_cpus, run_gpus))
     model_cfg, train_cfg = configs_for_preset(
         preset,
         data,
@@ -176,7 +194,7 @@ def data_cmd(
     if plan:
         _plan(data_sweep.specs(cfg), as_json)
         return
-    table = data_sweep.data_sweep(out, cfg, workers=workers, only=only, quiet=quiet)
+    table = data_sweep.data_sweep(out, cfg, workers=workers, backend=where, only=only, quiet=quiet)
     _show(out, table, as_json, ["train_tokens"])
 
 
@@ -219,6 +237,10 @@ def model_cmd(
     seed: int = SEED,
     workers: int = WORKERS,
     threads: int | None = THREADS,
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     only: list[str] | None = ONLY,
     plan: bool = PLAN,
     quiet: bool = QUIET,
@@ -227,7 +249,7 @@ def model_cmd(
     """Train several model shapes on the same data with the same training config; runs.csv
     records each model's non-embedding parameters. Re-running resumes.
     Example: scalelab sweep model --data data/shk --out sweeps/shk-models --models 2x64,4x128"""
-    _threads(workers, threads)
+    where = _execution(workers, threads, backend_from(backend, ray_address, run_cpus, run_gpus))
     base, train_cfg = configs_for_preset(
         preset,
         data,
@@ -254,7 +276,9 @@ def model_cmd(
     if plan:
         _plan(model_sweep.specs(cfg), as_json)
         return
-    table = model_sweep.model_sweep(out, cfg, workers=workers, only=only, quiet=quiet)
+    table = model_sweep.model_sweep(
+        out, cfg, workers=workers, backend=where, only=only, quiet=quiet
+    )
     _show(out, table, as_json, ["label", "params_non_embedding"])
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from scalelab import outdir
 from scalelab.config import Config
 from scalelab.errors import CheckpointError, ConfigError
 from scalelab.induction.model import InductionConfig, InductionTransformer, loss_fn
@@ -32,6 +33,7 @@ from scalelab.induction.task import (
 )
 from scalelab.io import append_jsonl, atomic_write, atomic_write_json, provenance, read_json
 from scalelab.progress import progress
+from scalelab.scalars import Scalars
 
 
 @dataclass(frozen=True)
@@ -140,18 +142,19 @@ def train_induction(
         else FULL
     )
     out = Path(out_dir) if out_dir is not None else None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+    if out is not None:  # a folder with another config is refused; this one is redone
+        run_cfg = {"model": model_cfg.to_dict(), "train": train_cfg.to_dict()}
+        outdir.claim(out, "config.json", run_cfg, flat=True)
         (out / "metrics.jsonl").unlink(missing_ok=True)
-        atomic_write_json(
-            out / "config.json", {"model": model_cfg.to_dict(), "train": train_cfg.to_dict()}
-        )
     t0, c0 = time.perf_counter(), time.process_time()
     metrics: dict[str, float] = {}
     reached: dict[str, float] | None = None
     step = 0
     s = model_cfg.alphabet_size
-    with progress("induction train", train_cfg.max_steps, quiet=quiet) as advance:
+    with (
+        Scalars(out) as scalars,
+        progress("induction train", train_cfg.max_steps, quiet=quiet) as advance,
+    ):
         for step in range(1, train_cfg.max_steps + 1):
             model.train()
             seqs = mixture_instances(
@@ -178,6 +181,9 @@ def train_induction(
                 }
                 if out is not None:
                     append_jsonl(out / "metrics.jsonl", row)
+                lr = opt.param_groups[0]["lr"]
+                accs = {f"accuracy/{k}": v for k, v in metrics.items()}
+                scalars.log(step, {"loss/train": row["loss"], "lr": lr, **accs})
                 advance(train_cfg.eval_interval, info=f"loss {float(loss.detach()):.3f}")
                 target = train_cfg.target_acc
                 if target is not None and _target_metric(metrics) >= target:
@@ -197,6 +203,7 @@ def train_induction(
         atomic_write(out / "model.safetensors", lambda p: save_file(state, str(p)))
         atomic_write_json(out / "provenance.json", provenance())
         atomic_write_json(out / "result.json", result)
+        outdir.release(out)
     return model.eval(), result
 
 

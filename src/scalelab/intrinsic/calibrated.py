@@ -146,8 +146,9 @@ class CalibratedMLE(_NeighbourEstimator):
         precision: str = "bf16",
         max_dim: int | None = None,
         seed: int = 0,
+        device: str | None = None,
     ) -> None:
-        super().__init__(k, metric, remove_duplicates, precision)
+        super().__init__(k, metric, remove_duplicates, precision, device)
         if aggregate not in AGGREGATES:
             raise InputError(f"unknown aggregate {aggregate!r}: use 'mean' or 'harmonic'")
         if max_dim is not None and max_dim < 1:

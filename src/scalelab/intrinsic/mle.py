@@ -88,6 +88,7 @@ class _NeighbourEstimator:
         metric: str = "euclidean",
         remove_duplicates: bool = True,
         precision: str = "bf16",
+        device: str | None = None,
     ) -> None:
         if metric not in METRICS:
             raise InputError(f"unknown metric {metric!r}: use one of {', '.join(METRICS)}")
@@ -99,13 +100,17 @@ class _NeighbourEstimator:
         self.metric = metric
         self.remove_duplicates = remove_duplicates
         self.precision = precision
+        self.device = device
 
     def _neighbour_distances(self, X: np.ndarray | torch.Tensor, k: int) -> np.ndarray:
+        device = self.device
+        if device is None and isinstance(X, torch.Tensor) and X.device.type != "cpu":
+            device = str(X.device)  # the k-NN search runs where the points are
         x, self.n_duplicates_removed_ = prepare_points(
             X, max(k, 2), remove_duplicates=self.remove_duplicates
         )
         self.n_points_ = len(x)
-        dist, _ = knn(x, k, self.metric, precision=self.precision)
+        dist, _ = knn(x, k, self.metric, precision=self.precision, device=device)
         zero = int((dist[:, 0] == 0).sum())
         if zero:
             raise EstimationError(
@@ -140,8 +145,9 @@ class MLE(_NeighbourEstimator):
         metric: str = "euclidean",
         remove_duplicates: bool = True,
         precision: str = "bf16",
+        device: str | None = None,
     ) -> None:
-        super().__init__(k, metric, remove_duplicates, precision)
+        super().__init__(k, metric, remove_duplicates, precision, device)
         if aggregate not in AGGREGATES:
             raise InputError(f"unknown aggregate {aggregate!r}: use 'mean' or 'harmonic'")
         self.aggregate = aggregate
@@ -188,8 +194,9 @@ class TwoNN(_NeighbourEstimator):
         metric: str = "euclidean",
         remove_duplicates: bool = True,
         precision: str = "bf16",
+        device: str | None = None,
     ) -> None:
-        super().__init__(2, metric, remove_duplicates, precision)
+        super().__init__(2, metric, remove_duplicates, precision, device)
         if not 0.0 <= discard_fraction < 1.0:
             raise InputError(f"discard_fraction = {discard_fraction}: use a value in [0, 1)")
         if method not in ("linear", "mle"):

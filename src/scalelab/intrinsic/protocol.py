@@ -31,12 +31,13 @@ def make_estimator(
     unbiased: bool = False,
     remove_duplicates: bool = True,
     seed: int = 0,
+    device: str | None = None,
 ) -> Any:
     """An estimator by name; options left as None take that estimator's own default.
 
     Options that an estimator does not have are refused rather than ignored.
     """
-    common = {"metric": metric, "remove_duplicates": remove_duplicates}
+    common = {"metric": metric, "remove_duplicates": remove_duplicates, "device": device}
     if name == "twonn":
         if k is not None or aggregate is not None or unbiased:
             raise ConfigError("TwoNN uses exactly 2 neighbours: drop --k/--aggregate/--unbiased")

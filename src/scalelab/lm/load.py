@@ -39,6 +39,7 @@ class LoadedModel:
     data_dir: Path | None = None
     gguf_file: str | None = None
     checkpoint: str | None = None
+    module: torch.nn.Module | None = None  # the model itself (GPT or HF), for other analyses
 
     @property
     def n_layer(self) -> int:
@@ -148,6 +149,7 @@ def _load_scalelab(path: Path, device: torch.device | str, weights: str) -> Load
         tokenizer=tok,
         weight_files=[file],
         data_dir=data_dir,
+        module=gpt,
     )
 
 
@@ -204,4 +206,5 @@ def _load_hf(path: Path, device: torch.device | str, gguf_file: str | None) -> L
         tokenizer=tok,
         weight_files=weight_files(path, gguf),
         gguf_file=gguf,
+        module=model,
     )

@@ -85,6 +85,16 @@ class CausalSelfAttention(nn.Module):
         y = y.transpose(1, 2).contiguous().view(b, t, c)
         return self.resid_dropout(self.c_proj(y))
 
+    def probs(self, x: Tensor) -> Tensor:
+        """Attention probabilities `[b, heads, t, t]`, softmax(QKᵀ/√d + causal mask) written
+        out: the fused kernel in `forward` never materialises them. For analysis only."""
+        b, t, c = x.shape
+        q, k, _ = self.c_attn(x).split(c, dim=2)
+        q, k = (z.view(b, t, self.n_head, c // self.n_head).transpose(1, 2) for z in (q, k))
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(c // self.n_head)
+        causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        return scores.masked_fill(~causal, float("-inf")).softmax(dim=-1)
+
 
 class MLP(nn.Module):
     def __init__(self, cfg: GPTConfig) -> None:
@@ -174,6 +184,16 @@ class GPT(nn.Module):
                 logits.reshape(-1, logits.size(-1)).float(), targets.reshape(-1), ignore_index=-1
             )
         return logits, loss
+
+    def attention_probs(self, idx: Tensor) -> list[Tensor]:
+        """One tensor `[b, heads, t, t]` per layer: where each head attends (rows sum to 1).
+        A separate pass, so training and `forward` keep the fused kernel."""
+        x = self._embed(idx)
+        probs = []
+        for block in self.blocks:
+            probs.append(block.attn.probs(block.ln_1(x)))
+            x = block(x)
+        return probs
 
     def hidden_states(self, idx: Tensor) -> list[Tensor]:
         """n_layer + 2 tensors `[b, t, n_embd]`: the embeddings (token + position), the residual

@@ -26,7 +26,8 @@ from scalelab.manifold.geometry import MANIFOLDS, make_manifold
 from scalelab.manifold.model import RegressorConfig, TransformerRegressor
 from scalelab.manifold.problem import Problem, ProblemConfig
 from scalelab.manifold.train import FitConfig, fit_regressor, mse
-from scalelab.runner import RunSpec, open_sweep, run_sweep
+from scalelab.runner import Backend, RunSpec, open_sweep, run_sweep
+from scalelab.scalars import Scalars
 
 KIND = "manifold"
 
@@ -175,7 +176,10 @@ def _train_run(cfg: ManifoldSweepConfig, params: dict[str, Any], run_dir: Path) 
         torch.manual_seed(seed)
         model = TransformerRegressor(reg_cfg)
     gen = torch.Generator().manual_seed(seed)
-    summary = fit_regressor(model, train.x, train.y, val.x, val.y, cfg.fit(), generator=gen)
+    with Scalars(run_dir) as scalars:
+        summary = fit_regressor(
+            model, train.x, train.y, val.x, val.y, cfg.fit(), generator=gen, log=scalars.log
+        )
     xt = torch.as_tensor(test.x, dtype=torch.float32)
     from safetensors.torch import save_file
 
@@ -225,7 +229,12 @@ def run_worker(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
 
 
 def run_manifold_sweep(
-    cfg: ManifoldSweepConfig, out_dir: str | Path, *, workers: int = 1, quiet: bool = False
+    cfg: ManifoldSweepConfig,
+    out_dir: str | Path,
+    *,
+    workers: int = 1,
+    backend: Backend | None = None,
+    quiet: bool = False,
 ) -> Any:
     """Run (or resume) the sweep into `out_dir`; returns the runs table (pandas)."""
     cfg_json = json.loads(to_json(cfg.to_dict()))
@@ -235,10 +244,21 @@ def run_manifold_sweep(
     ]  # the full config travels with each run so a spawned worker needs nothing else
     t0 = time.perf_counter()
     table = run_sweep(
-        sweep_dir, specs, run_worker, workers=workers, quiet=quiet, description="manifold"
+        sweep_dir,
+        specs,
+        run_worker,
+        workers=workers,
+        backend=backend,
+        quiet=quiet,
+        description="manifold",
     )
     append_jsonl(
         sweep_dir / "invocations.jsonl",
-        {"wall_time_s": time.perf_counter() - t0, "workers": workers, "runs": len(table)},
+        {
+            "wall_time_s": time.perf_counter() - t0,
+            "workers": workers,
+            "backend": (backend or Backend()).kind,
+            "runs": len(table),
+        },
     )
     return table

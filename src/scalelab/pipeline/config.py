@@ -26,7 +26,7 @@ def _schedule() -> dict[str, Any]:
 
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig(Config):
-    """Everything that defines a validation (saved as validate.json, checked on resume)."""
+    """Everything that defines a validation (saved as pipeline.json, checked on resume)."""
 
     corpus: str = "shakespeare"
     split_on: str = "blank"

@@ -4,7 +4,7 @@ prepare (any corpus) → refuse bad input → d from each given reference model 
 training: the prediction comes first) → data sweep (its largest run is the own reference
 model) → d of the own reference and d along the sweep (every run, the same positions) →
 convergence check of the data sweep → model-size sweep and its convergence check → fits →
-report. Every stage leaves a finished artefact that a re-run finds and skips; `validate.json`
+report. Every stage leaves a finished artefact that a re-run finds and skips; `pipeline.json`
 holds the config, and a re-run with other options is refused.
 
 Folder: `data/` (token store, unless a store was given), `d/NN-label/` (one per source of d),
@@ -23,13 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from scalelab.config import check_same_config
+from scalelab import outdir
 from scalelab.errors import ScalelabError
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.probe.sources import Source, measure, parse_source, unique_labels
+from scalelab.runner import Backend
 
-CONFIG = "validate.json"
+CONFIG = "pipeline.json"
 SUMMARY = "summary.json"
 OWN_LABEL = "own reference (largest data-sweep run)"
 
@@ -61,11 +62,14 @@ def run_pipeline(
     *,
     references: list[str] | tuple[str, ...] = (),
     workers: int = 2,
+    backend: Backend | None = None,
     quiet: bool = False,
     say: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Run (or resume) every stage under `out`; return the summary (also summary.json)."""
+    """Run (or resume) every stage under `out`; return the summary (also summary.json).
+    Sweep runs go to `workers` local processes, or to `backend` (e.g. Ray) when given."""
     out = Path(out)
+    pool = {"workers": workers, "backend": backend}
     sources = unique_labels([parse_source(r) for r in references])
     request = {**cfg.to_dict(), "references": [str(Path(r).resolve()) for r in references]}
     clock = _Clock()
@@ -80,14 +84,15 @@ def run_pipeline(
             for i, s in enumerate(sources)
         ]
     except ScalelabError:
-        if created:  # refused before any training: leave nothing behind
+        if created and out.exists():  # refused before any training: leave nothing behind
+            outdir.release(out)
             shutil.rmtree(out, ignore_errors=True)
         raise
-    atomic_write_json(out / CONFIG, request)
+    outdir.claim(out, CONFIG, request)
     clock.lap("reference_models")
 
     sweep_dir, specs, table = _data_sweep(
-        out, cfg, data_dir, model_cfg, train_cfg, grid, workers, quiet, say
+        out, cfg, data_dir, model_cfg, train_cfg, grid, pool, quiet, say
     )
     clock.lap("data_sweep")
 
@@ -101,12 +106,12 @@ def run_pipeline(
         f"[5/7] convergence check: the {cfg.check_largest} largest runs with "
         f"{cfg.check_factor}x their step budget"
     )
-    data_check = _check(sweep_dir, out / "check-data", specs, table, "train_tokens", cfg, workers)
+    data_check = _check(sweep_dir, out / "check-data", specs, table, "train_tokens", cfg, pool)
     say(f"      {data_check['text']}")
     clock.lap("data_check")
 
     model = _model_side(
-        out, cfg, data_dir, model_cfg, train_cfg, sweep_dir, specs, workers, quiet, say
+        out, cfg, data_dir, model_cfg, train_cfg, sweep_dir, specs, pool, quiet, say
     )
     clock.lap("model_sweep")
 
@@ -130,10 +135,9 @@ def _prepare(out: Path, cfg: PipelineConfig, request: dict, say: Callable, quiet
     from scalelab.sweeps import data as data_sweep
 
     say(f"[1/7] corpus {cfg.corpus!r} → token store (BPE {cfg.vocab_size} unless a store)")
-    if (out / CONFIG).exists():
-        check_same_config(read_json(out / CONFIG), request, out)
-    else:
+    if outdir.check(out, CONFIG, request) is None:  # a changed config is refused here
         load_for_check(cfg)  # missing, empty, non-UTF-8: refused before any folder exists
+    outdir.lock(out)  # a second process on this folder is refused from here on
     data_dir = prepare_data(cfg, out, quiet=quiet)
     model_cfg, train_cfg = _base_configs(cfg, data_dir)
     grid = data_sweep.geometric_grid(cfg.min_tokens, cfg.max_tokens, cfg.points)
@@ -208,7 +212,7 @@ def _estimate_config(cfg: PipelineConfig) -> Any:
     )
 
 
-def _data_sweep(out, cfg, data_dir, model_cfg, train_cfg, grid, workers, quiet, say):
+def _data_sweep(out, cfg, data_dir, model_cfg, train_cfg, grid, pool, quiet, say):
     from scalelab.runner import open_sweep
     from scalelab.sweeps import data as data_sweep
     from scalelab.sweeps.lm import Schedule, run_specs
@@ -220,9 +224,9 @@ def _data_sweep(out, cfg, data_dir, model_cfg, train_cfg, grid, workers, quiet, 
     say(
         f"[3/7] data sweep: {model_cfg.n_layer} layers × {model_cfg.n_embd}, ctx "
         f"{model_cfg.block_size}, {len(specs)} nested training sets of {grid[0]:,} … "
-        f"{grid[-1]:,} tokens ({workers} worker(s)); the largest run is the own reference"
+        f"{grid[-1]:,} tokens ({pool['workers']} worker(s)); the largest run is the own reference"
     )
-    table = run_specs(sweep_dir, specs, workers=workers, only=None, quiet=quiet)
+    table = run_specs(sweep_dir, specs, **pool, only=None, quiet=quiet)
     for row in table.itertuples():
         say(
             f"      {row.train_tokens:>10,} tokens: test loss {row.test_loss_nats:.4f} "
@@ -253,7 +257,7 @@ def _exponent(x: np.ndarray, y: np.ndarray) -> float:
     return fit_power_law(x, y, form="power", n_boot=0).exponent
 
 
-def _check(sweep_dir, check_dir, specs, table, size, cfg, workers) -> dict[str, Any]:
+def _check(sweep_dir, check_dir, specs, table, size, cfg, pool) -> dict[str, Any]:
     """Longer budgets for the largest runs; the log-log exponent refitted with them."""
     from scalelab.sweeps import convergence
 
@@ -263,7 +267,7 @@ def _check(sweep_dir, check_dir, specs, table, size, cfg, workers) -> dict[str, 
         specs,
         largest=cfg.check_largest,
         factor=cfg.check_factor,
-        workers=workers,
+        **pool,
     )
     ordered = table.set_index("run").loc[[s.name for s in specs]]
     x = ordered[size].to_numpy(float)
@@ -275,9 +279,7 @@ def _check(sweep_dir, check_dir, specs, table, size, cfg, workers) -> dict[str, 
     return convergence.verdict(_exponent(x, y), _exponent(x, y_longer), rows)
 
 
-def _model_side(
-    out, cfg, data_dir, model_cfg, train_cfg, sweep_dir, data_specs, workers, quiet, say
-):
+def _model_side(out, cfg, data_dir, model_cfg, train_cfg, sweep_dir, data_specs, pool, quiet, say):
     """The model-size sweep on `model_tokens` (the data sweep's largest run is reused when it
     is one of the shapes), and its convergence check."""
     if not cfg.model_sweep:
@@ -299,13 +301,13 @@ def _model_side(
         f"the convergence check of its {cfg.check_largest} largest"
     )
     _reuse_run(sweep_dir / "runs" / data_specs[-1].name, data_specs[-1], mdir, specs)
-    table = run_specs(mdir, specs, workers=workers, only=None, quiet=quiet)
+    table = run_specs(mdir, specs, **pool, only=None, quiet=quiet)
     for row in table.set_index("run").loc[[s.name for s in specs]].itertuples():
         say(
             f"      {row.label:>12} ({row.params_non_embedding:>8,} params): test loss "
             f"{row.test_loss_nats:.4f} ({row.stop_reason}, {row.steps}/{row.max_steps} steps)"
         )
-    check = _check(mdir, out / "check-model", specs, table, "params_non_embedding", cfg, workers)
+    check = _check(mdir, out / "check-model", specs, table, "params_non_embedding", cfg, pool)
     say(f"      {check['text']}")
     return {"sweep_dir": str(mdir), "table": table, "specs": specs, "check": check}
 
@@ -326,7 +328,7 @@ def _reuse_run(src: Path, src_spec: Any, mdir: Path, specs: list) -> None:
         if same and (src / "result.json").exists() and not dst.exists():
             tmp = dst.with_name(f".{dst.name}.tmp")
             shutil.rmtree(tmp, ignore_errors=True)
-            shutil.copytree(src, tmp)
+            shutil.copytree(src, tmp, ignore=shutil.ignore_patterns(outdir.LOCK))
             tmp.rename(dst)
 
 

@@ -19,7 +19,6 @@ the model's tokenizer otherwise).
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -29,18 +28,21 @@ from typing import Any
 import numpy as np
 import torch
 
-from scalelab.config import Config, check_same_config
+from scalelab import outdir
+from scalelab.config import Config
 from scalelab.device import resolve_device
 from scalelab.errors import ConfigError, InputError
-from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
+from scalelab.io import atomic_write, atomic_write_json, provenance, to_json
 from scalelab.lm.load import LoadedModel, load_model_for_embedding
 from scalelab.probe.corpus import CorpusTokens, load_corpus_tokens
 from scalelab.probe.sample import (
+    PRECISIONS,
     Sample,
     TokenDocuments,
     extract,
     layer_name,
     resolve_layer,
+    resolve_precision,
     sample_protocol,
     tokens_to_run,
 )
@@ -69,6 +71,7 @@ class EstimateConfig(Config):
     seed: int = 0
     split_seed: int = 0
     batch_tokens: int = 4096
+    precision: str = "auto"
 
     def validate(self) -> None:
         if self.split not in ("train", "val", "test", "all"):
@@ -89,6 +92,8 @@ class EstimateConfig(Config):
             raise ConfigError(f"metric must be euclidean, cosine or angular, not {self.metric!r}")
         if not self.beta > 0:
             raise ConfigError(f"beta must be positive, got {self.beta}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision must be one of {PRECISIONS}, not {self.precision!r}")
 
 
 @dataclass
@@ -173,11 +178,21 @@ def embed(
     *,
     batch_tokens: int = 4096,
     device: torch.device | str = "cpu",
+    precision: str = "auto",
     quiet: bool = True,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Run the model over the sampled windows: `[len(layers), n_points, width]` and timing."""
+    dtype = resolve_precision(precision, device)
     t0, c0 = time.perf_counter(), time.process_time()
-    x = extract(model.states, sample, layers, batch_tokens=batch_tokens, device=device, quiet=quiet)
+    x = extract(
+        model.states,
+        sample,
+        layers,
+        batch_tokens=batch_tokens,
+        device=device,
+        dtype=dtype,
+        quiet=quiet,
+    )
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     n_tokens = tokens_to_run(sample)
     return x, {
@@ -187,6 +202,7 @@ def embed(
         "tokens_per_s": n_tokens / wall if wall > 0 else None,
         "tokens_per_cpu_s": n_tokens / cpu if cpu > 0 else None,
         "device": str(device),
+        "precision": str(dtype).removeprefix("torch."),
         "torch_threads": torch.get_num_threads(),
     }
 
@@ -197,21 +213,32 @@ def shuffle_cap(n_points: int, max_points: int, seed: int) -> np.ndarray:
     return perm[:max_points]
 
 
-def estimate_dimension(x: np.ndarray, cfg: EstimateConfig, batch_size: int | None = None) -> dict:
-    """MLE on batches of (already shuffled) points, and the predicted exponents."""
+def estimate_dimension(
+    x: np.ndarray,
+    cfg: EstimateConfig,
+    batch_size: int | None = None,
+    *,
+    device: torch.device | None = None,
+    quiet: bool = True,
+) -> dict:
+    """MLE on batches of (already shuffled) points, and the predicted exponents. The k-NN
+    search runs on `device` when it is a GPU (where the model ran), else on the CPU."""
     from scalelab.intrinsic.mle import MLE
     from scalelab.intrinsic.protocol import estimate_in_batches
     from scalelab.laws.theory import predict_exponents
 
+    knn_device = str(device) if device is not None and device.type != "cpu" else None
     t0 = time.perf_counter()
     est = estimate_in_batches(
         x,
-        MLE(k=cfg.k, aggregate=cfg.aggregate, metric=cfg.metric),
+        MLE(k=cfg.k, aggregate=cfg.aggregate, metric=cfg.metric, device=knn_device),
         batch_size=batch_size or cfg.batch_size,
         seed=cfg.seed,
+        quiet=quiet,
     )
     result = est.to_dict()
     result["estimate_wall_s"] = time.perf_counter() - t0
+    result["knn_device"] = knn_device or "cpu"
     se = float(est.dimension_se)
     pred = predict_exponents(float(est.dimension), se if math.isfinite(se) else 0.0, cfg.beta)
     if not math.isfinite(se):  # one batch: no spread, so no interval either
@@ -253,9 +280,15 @@ def estimate(
     keep = shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed)
     sample = prep.sample.subset(keep)
     x, timing = embed(
-        loaded, sample, [layer], batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet
+        loaded,
+        sample,
+        [layer],
+        batch_tokens=cfg.batch_tokens,
+        device=dev,
+        precision=cfg.precision,
+        quiet=quiet,
     )
-    result = estimate_dimension(x[0], cfg)
+    result = estimate_dimension(x[0], cfg, device=dev, quiet=quiet)
     doc = {
         **_headline(result),
         "beta": cfg.beta,
@@ -271,8 +304,9 @@ def estimate(
         "request": request,
         "provenance": provenance(),
     }
-    save_embeddings(out_dir, x[0], prep, sample, doc)
-    atomic_write_json(out_dir / RESULT, doc)
+    with outdir.locked(out_dir):  # taken last: a failed estimate leaves no folder behind
+        save_embeddings(out_dir, x[0], prep, sample, doc)
+        atomic_write_json(out_dir / RESULT, doc)
     return doc
 
 
@@ -299,8 +333,8 @@ def _corpus_key(corpus: str | Path | None) -> str | None:
 def _finished(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
     if not path.is_file():
         return None
-    saved = read_json(path)
-    check_same_config(saved.get("request", {}), request, path.parent)
+    saved = outdir.read_meta(path)
+    outdir.same_config(saved.get("request", {}), request, path.parent)
     return saved
 
 
@@ -340,9 +374,9 @@ def save_embeddings(
     meta = {
         "layer": str(doc["layer"]),
         "layer_name": doc["layer_name"],
-        "model": json.dumps(doc["model"]),
-        "corpus": json.dumps(doc["corpus"]),
-        "settings": json.dumps(doc["settings"]),
+        "model": to_json(doc["model"], indent=None),
+        "corpus": to_json(doc["corpus"], indent=None),
+        "settings": to_json(doc["settings"], indent=None),
     }
     x = {"embeddings": np.ascontiguousarray(points, dtype=np.float32)}
     atomic_write(out_dir / POSITIONS, lambda tmp: save_file(where, str(tmp), metadata=meta))

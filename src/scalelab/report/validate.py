@@ -194,7 +194,7 @@ def _check_table(report: Report, side: str, check: dict[str, Any] | None) -> Non
 def build_validate_report(out: str | Path) -> tuple[Path, Path]:
     """Write `OUT/report/report.html` and `report.md` from a validation folder."""
     out = Path(out)
-    cfg = read_json(out / "validate.json")
+    cfg = read_json(out / "pipeline.json")
     fits = read_json(out / "fits.json")
     tables = {"data": pd.read_csv(out / "sweep" / "runs.csv")}
     if (out / "model-sweep" / "runs.csv").is_file() and fits.get("model"):

@@ -105,6 +105,7 @@ def run_check(
     largest: int,
     factor: int = FACTOR,
     workers: int = 1,
+    backend: Any = None,
     quiet: bool = True,
 ) -> list[dict[str, Any]]:
     """Obtain the longer-budget result of each of the `largest` runs under `check_dir`
@@ -121,7 +122,14 @@ def run_check(
             if r["action"] == "continue":
                 name = r["spec"].name
                 seed_continuation(sweep_dir / "runs" / name, check_dir / "runs" / name, r["spec"])
-        run_specs(check_dir, [r["spec"] for r in todo], workers=workers, only=None, quiet=quiet)
+        run_specs(
+            check_dir,
+            [r["spec"] for r in todo],
+            workers=workers,
+            backend=backend,
+            only=None,
+            quiet=quiet,
+        )
     out = []
     for r in rows:
         name = r["spec"].name

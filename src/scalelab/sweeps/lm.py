@@ -35,7 +35,7 @@ from scalelab.errors import ConfigError
 from scalelab.lm.model import GPTConfig
 from scalelab.lm.train import TrainConfig, train
 from scalelab.progress import progress
-from scalelab.runner import RunSpec, run_sweep, write_table
+from scalelab.runner import Backend, RunSpec, run_sweep, write_table
 
 POLICIES = ("converge", "epochs", "tokens")
 LOG = "train.log"
@@ -144,6 +144,7 @@ def run_specs(
     workers: int,
     only: Sequence[str] | None,
     quiet: bool,
+    backend: Backend | None = None,
 ) -> pd.DataFrame:
     """Run `only` (or all) of `all_specs` and rebuild runs.csv over all of them, with a
     progress bar in optimizer steps over all runs (runs take minutes each)."""
@@ -158,7 +159,7 @@ def run_specs(
     # allows, not when the biggest run, started last, does.
     chosen = sorted(chosen, key=lambda s: -planned_flops(s.params))
     with _step_progress(sweep_dir, chosen, quiet):
-        run_sweep(sweep_dir, chosen, train_worker, workers=workers, quiet=True)
+        run_sweep(sweep_dir, chosen, train_worker, workers=workers, backend=backend, quiet=True)
     return write_table(sweep_dir, all_specs)
 
 
