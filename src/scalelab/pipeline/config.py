@@ -20,7 +20,7 @@ from scalelab.sweeps.lm import Schedule
 
 def _schedule() -> dict[str, Any]:
     return Schedule(
-        patience=4, max_epochs=10.0, decay_epochs=3.0, min_steps=100, step_cap=1500
+        patience=4, max_epochs=20.0, decay_epochs=3.0, min_steps=100, step_cap=1000
     ).to_dict()
 
 
@@ -38,8 +38,8 @@ class PipelineConfig(Config):
     batch_size: int = 16
     lr: float = 2e-3
     min_lr: float = 2e-4
-    min_tokens: int = 5_000
-    max_tokens: int = 500_000
+    min_tokens: int = 2_500
+    max_tokens: int = 250_000
     points: int = 7
     eval_interval: int = 25
     eval_batches: int = 8
