@@ -57,7 +57,7 @@ def d_along_sweep(
     """`runs`: one dict per data-sweep run (`run`, `run_dir`, `train_tokens`,
     `test_loss_nats`), smallest first. Writes `out_dir/along.json`; a finished one with the
     same request is returned as is."""
-    from scalelab.config import check_same_config
+    from scalelab.outdir import same_config
     from scalelab.lm.load import load_model_for_embedding, tokenizer_sha256
     from scalelab.probe.estimate import embed, estimate_dimension, prepare, shuffle_cap
     from scalelab.probe.sample import resolve_layer
@@ -66,7 +66,7 @@ def d_along_sweep(
     request = {"runs": [str(Path(r["run_dir"]).resolve()) for r in runs], **cfg.to_dict()}
     if path.is_file():
         done = read_json(path)
-        check_same_config(done["request"], request, out_dir)
+        same_config(done["request"], request, out_dir)
         return done
     first = load_model_for_embedding(runs[-1]["run_dir"])
     layer = resolve_layer(cfg.layer, first.n_states)
