@@ -57,8 +57,8 @@ def d_along_sweep(
     """`runs`: one dict per data-sweep run (`run`, `run_dir`, `train_tokens`,
     `test_loss_nats`), smallest first. Writes `out_dir/along.json`; a finished one with the
     same request is returned as is."""
-    from scalelab.outdir import same_config
     from scalelab.lm.load import load_model_for_embedding, tokenizer_sha256
+    from scalelab.outdir import same_config
     from scalelab.probe.estimate import embed, estimate_dimension, prepare, shuffle_cap
     from scalelab.probe.sample import resolve_layer
 
