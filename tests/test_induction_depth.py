@@ -17,8 +17,8 @@ from scalelab.induction.separation import (
     gather_rows,
     index_ceiling,
 )
-from scalelab.lm.model import GPTConfig
-from scalelab.lm.train import TrainConfig, train
+from scalelab.lm.config import GPTConfig, TrainConfig
+from scalelab.lm.train import train
 from scalelab.text.corpora import Corpus, Document
 from scalelab.text.store import prepare_corpus
 

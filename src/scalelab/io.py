@@ -141,3 +141,10 @@ def provenance() -> dict[str, Any]:
         "argv": sys.argv,
         "time_utc": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def format_interval(ci: Any, spec: str = ".3f", missing: str = "n/a") -> str:
+    """A 95% interval as `[lo, hi]`; `missing` when there is none or it is not finite."""
+    if not ci or any(v is None or not math.isfinite(v) for v in ci):
+        return missing
+    return f"[{ci[0]:{spec}}, {ci[1]:{spec}}]"

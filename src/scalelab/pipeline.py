@@ -16,7 +16,6 @@ report. `pipeline.json` holds the config; a re-run with other options is refused
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import time
 from collections.abc import Callable
@@ -28,8 +27,9 @@ import numpy as np
 from scalelab import outdir
 from scalelab.config import Config
 from scalelab.errors import ConfigError, InputError
+from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.io import atomic_write_json, provenance, read_json
-from scalelab.runner import open_sweep
+from scalelab.runner import Backend, open_sweep
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps.lm import Schedule, run_specs
 from scalelab.sweeps.model import parse_model
@@ -60,8 +60,8 @@ class PipelineConfig(Config):
     )
     id_per_doc: int = 32
     id_max_documents: int | None = None
-    id_k: int = 20
-    id_batch_size: int = 4096
+    id_k: int = PAPER_K
+    id_batch_size: int = PAPER_BATCH_SIZE
     n_boot: int = 1000
     seed: int = 0
 
@@ -75,19 +75,42 @@ class PipelineConfig(Config):
             raise ConfigError(f"points must be >= 3 to fit an exponent, got {self.points}")
 
 
+class _Clock:
+    """Wall and CPU seconds per stage (CPU: this process and its finished workers)."""
+
+    def __init__(self) -> None:
+        self.wall: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+        self.t_start, self.cpu_start = time.perf_counter(), _cpu_s()
+        self._t, self._cpu = self.t_start, self.cpu_start
+
+    def stage(self, name: str) -> None:
+        """Close the stage that began at the previous call (or at construction)."""
+        now_t, now_cpu = time.perf_counter(), _cpu_s()
+        self.wall[name] = round(now_t - self._t, 2)
+        self.cpu[name] = round(now_cpu - self._cpu, 2)
+        self._t, self._cpu = now_t, now_cpu
+
+    def totals(self) -> dict[str, Any]:
+        return {
+            "stage_wall_s": self.wall,
+            "stage_cpu_s": self.cpu,
+            "wall_s": round(time.perf_counter() - self.t_start, 2),
+            "cpu_s": round(_cpu_s() - self.cpu_start, 2),
+        }
+
+
 def run_pipeline(
     out: str | Path,
     cfg: PipelineConfig,
     *,
     workers: int = 2,
+    backend: Backend | None = None,
     quiet: bool = False,
     say: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run (or resume) every stage under `out`; return the summary written to demo.json."""
-    from scalelab.lm.train import configs_for_preset
-    from scalelab.probe.estimate import EstimateConfig, estimate
-    from scalelab.text.corpora import load_corpus
-    from scalelab.text.store import prepare_corpus
+    from scalelab.report.build import build_report
 
     out = Path(out)
     check_corpus(cfg.corpus)
@@ -97,25 +120,68 @@ def run_pipeline(
         f"[0/5] synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
         f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
     )
-    timings: dict[str, float] = {}
-    cpu: dict[str, float] = {}
-    t_all, cpu_all = time.perf_counter(), _cpu_s()
-    cpu_mark = [cpu_all]
+    clock = _Clock()
+    data_dir = _prepare_stage(out, cfg, quiet, say)
+    clock.stage("prepare")
+    sweep_dir, table, ref_dir = _sweep_stage(out, data_dir, cfg, workers, backend, quiet, say)
+    clock.stage("sweep")
+    est = _estimate_stage(ref_dir, sweep_dir, cfg, quiet, say)
+    clock.stage("estimate")
+    say("[4/5] fit test loss vs training tokens")
+    fits = fit_sweep(table, est, cfg.n_boot, cfg.seed)
+    atomic_write_json(sweep_dir / "fits.json", fits)
+    clock.stage("fit")
+    say("[5/5] report")
+    html, md = build_report(sweep_dir, out / "report")
+    clock.stage("report")
+    runs = ["run", "train_tokens", "steps", "stop_reason", "best_val_loss_nats"]
+    summary = {
+        "report_html": str(html),
+        "report_md": str(md),
+        "sweep_dir": str(sweep_dir),
+        "dimension": est["dimension"],
+        "dimension_se": est["dimension_se"],
+        "fits": fits,
+        "runs": table[[*runs, "test_loss_nats"]].to_dict("records"),
+        **clock.totals(),
+        "config": cfg.to_dict(),
+        "synthetic": syn,
+        "provenance": provenance(),
+    }
+    # Timings of earlier invocations are kept: a resumed run's own are small.
+    earlier = read_json(out / SUMMARY).get("invocations", []) if (out / SUMMARY).exists() else []
+    this = {k: summary[k] for k in ("stage_wall_s", "stage_cpu_s", "wall_s", "cpu_s")}
+    summary["invocations"] = [*earlier, {**this, "time_utc": summary["provenance"]["time_utc"]}]
+    atomic_write_json(out / SUMMARY, summary)
+    return summary
 
-    def stage(name: str, t0: float) -> None:
-        """Wall and CPU seconds (this process and its finished workers) of a stage."""
-        timings[name] = round(time.perf_counter() - t0, 2)
-        now = _cpu_s()
-        cpu[name], cpu_mark[0] = round(now - cpu_mark[0], 2), now
 
-    t0 = time.perf_counter()
+def _prepare_stage(out: Path, cfg: PipelineConfig, quiet: bool, say: Callable) -> Path:
+    """Stage 1: the token store (skipped when it exists)."""
+    from scalelab.text.corpora import load_corpus
+    from scalelab.text.store import prepare_corpus
+
     say(f"[1/5] prepare corpus {cfg.corpus!r} (BPE {cfg.vocab_size}) → {out / 'data'}")
     data_dir = out / "data"
     if not (data_dir / "meta.json").exists():
         prepare_corpus(
             load_corpus(cfg.corpus), data_dir, vocab_size=cfg.vocab_size, seed=0, quiet=quiet
         )
-    stage("prepare", t0)
+    return data_dir
+
+
+def _sweep_stage(
+    out: Path,
+    data_dir: Path,
+    cfg: PipelineConfig,
+    workers: int,
+    backend: Backend | None,
+    quiet: bool,
+    say: Callable,
+) -> tuple[Path, Any, Path]:
+    """Stage 2: the data sweep; its largest run is the reference model. Returns the sweep
+    folder, its table and the reference run's folder."""
+    from scalelab.lm.config import configs_for_preset
 
     model_cfg, train_cfg = configs_for_preset(
         cfg.preset,
@@ -134,25 +200,28 @@ def run_pipeline(
     sweep_cfg = data_sweep.make_config(data_dir, model_cfg, train_cfg, schedule, grid)
     sweep_dir = open_sweep(out / "sweep", data_sweep.KIND, sweep_cfg.to_dict())
     specs = data_sweep.specs(sweep_cfg)
-    reference = specs[-1]
-
-    t0 = time.perf_counter()
-    ref_dir = sweep_dir / "runs" / reference.name
     say(
         f"[2/5] data sweep: {model_cfg.n_layer} layers × {model_cfg.n_embd}, ctx "
         f"{model_cfg.block_size}, on {len(specs)} nested training sets of {grid[0]:,} … "
         f"{grid[-1]:,} tokens ({workers} worker(s), longest first); the largest run is the "
         f"reference model → {sweep_dir}"
     )
-    table = run_specs(sweep_dir, specs, workers=workers, only=None, quiet=quiet)
+    table = run_specs(sweep_dir, specs, workers=workers, backend=backend, only=None, quiet=quiet)
     for row in table.itertuples():
         say(
             f"      {row.train_tokens:>10,} tokens: test loss {row.test_loss_nats:.4f} "
             f"({row.stop_reason}, {row.steps} steps)"
         )
-    stage("sweep", t0)
+    return sweep_dir, table, sweep_dir / "runs" / specs[-1].name
 
-    t0 = time.perf_counter()
+
+def _estimate_stage(
+    ref_dir: Path, sweep_dir: Path, cfg: PipelineConfig, quiet: bool, say: Callable
+) -> dict[str, Any]:
+    """Stage 3: d of the reference model on the test split, and the predicted exponents."""
+    from scalelab.probe.config import EstimateConfig
+    from scalelab.probe.estimate import estimate
+
     say("[3/5] intrinsic dimension of the reference model (final layer, test split, MLE K=20)")
     est_cfg = EstimateConfig(
         per_doc=cfg.id_per_doc,
@@ -168,45 +237,7 @@ def run_pipeline(
         + f" → predicted alpha_D = 2/(2+d) = {est['alpha_D']:.4f}, alpha_N = 2/d = "
         f"{est['alpha_N']:.4f}"
     )  # fmt: skip
-    stage("estimate", t0)
-
-    t0 = time.perf_counter()
-    say("[4/5] fit test loss vs training tokens")
-    fits = fit_sweep(table, est, cfg.n_boot, cfg.seed)
-    atomic_write_json(sweep_dir / "fits.json", fits)
-    stage("fit", t0)
-
-    t0 = time.perf_counter()
-    say("[5/5] report")
-    from scalelab.report.build import build_report
-
-    html, md = build_report(sweep_dir, out / "report")
-    stage("report", t0)
-
-    summary = {
-        "report_html": str(html),
-        "report_md": str(md),
-        "sweep_dir": str(sweep_dir),
-        "dimension": est["dimension"],
-        "dimension_se": se,
-        "fits": fits,
-        "runs": table[
-            ["run", "train_tokens", "steps", "stop_reason", "best_val_loss_nats", "test_loss_nats"]
-        ].to_dict("records"),
-        "stage_wall_s": timings,
-        "stage_cpu_s": cpu,
-        "wall_s": round(time.perf_counter() - t_all, 2),
-        "cpu_s": round(_cpu_s() - cpu_all, 2),
-        "config": cfg.to_dict(),
-        "synthetic": syn,
-        "provenance": provenance(),
-    }
-    # Timings of earlier invocations are kept: a resumed run's own are small.
-    earlier = read_json(out / SUMMARY).get("invocations", []) if (out / SUMMARY).exists() else []
-    this = {k: summary[k] for k in ("stage_wall_s", "stage_cpu_s", "wall_s", "cpu_s")}
-    summary["invocations"] = [*earlier, {**this, "time_utc": summary["provenance"]["time_utc"]}]
-    atomic_write_json(out / SUMMARY, summary)
-    return summary
+    return est
 
 
 def synthetic_check(out: Path, seed: int) -> dict[str, Any]:
@@ -218,9 +249,9 @@ def synthetic_check(out: Path, seed: int) -> dict[str, Any]:
     from scalelab.intrinsic.mle import MLE
     from scalelab.intrinsic.synthetic import curved_manifold
 
-    points = curved_manifold(4096, 8, 768, seed=seed)
-    row = {"manifold": "curved S^8 in R^768", "n": 4096, "true_dimension": 8}
-    row["dimension"] = float(MLE(k=20).fit(points).dimension_)
+    points = curved_manifold(PAPER_BATCH_SIZE, 8, 768, seed=seed)
+    row = {"manifold": "curved S^8 in R^768", "n": PAPER_BATCH_SIZE, "true_dimension": 8}
+    row["dimension"] = float(MLE(k=PAPER_K).fit(points).dimension_)
     atomic_write_json(path, row)
     return row
 
@@ -271,9 +302,3 @@ def fit_sweep(table: Any, est: dict[str, Any], n_boot: int, seed: int) -> dict[s
             "difference_observed_minus_predicted": fit.exponent - est["alpha_D"],
         }
     return out
-
-
-def fmt_ci(ci: Any) -> str:
-    if not ci or any(v is None or not math.isfinite(v) for v in ci):
-        return "n/a"
-    return f"[{ci[0]:.3f}, {ci[1]:.3f}]"

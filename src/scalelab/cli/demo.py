@@ -6,12 +6,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
 import typer
 
-from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
-from scalelab.errors import ConfigError
-from scalelab.pipeline import PipelineConfig, check_corpus, fmt_ci, run_pipeline
+from scalelab.cli.common import (
+    BACKEND,
+    JSON,
+    QUIET,
+    RAY_ADDRESS,
+    RUN_CPUS,
+    RUN_GPUS,
+    SEED,
+    backend_from,
+    print_json,
+    print_table,
+    set_threads,
+    threads_option,
+)
+from scalelab.io import format_interval
+from scalelab.pipeline import PipelineConfig, check_corpus, run_pipeline
 
 _DEFAULT = PipelineConfig()
 
@@ -34,7 +46,7 @@ def print_summary(summary: dict) -> None:
         {
             "alpha_D": "predicted 2/(2+d)",
             "value": f"{fits['predicted_alpha_D']:.4f}",
-            "95% CI": fmt_ci(fits["predicted_alpha_D_ci95"]),
+            "95% CI": format_interval(fits["predicted_alpha_D_ci95"]),
             "observed - predicted": "",
         }
     ]
@@ -46,7 +58,7 @@ def print_summary(summary: dict) -> None:
             {
                 "alpha_D": label,
                 "value": f"{f['exponent']:.4f}",
-                "95% CI": fmt_ci(f["exponent_ci95"]),
+                "95% CI": format_interval(f["exponent_ci95"]),
                 "observed - predicted": f"{f['difference_observed_minus_predicted']:+.4f}",
             }
         )
@@ -73,8 +85,8 @@ def demo_command(
     workers: int = typer.Option(
         2, "--workers", help="Sweep runs in parallel (processes of one torch thread each)."
     ),
-    threads: int | None = typer.Option(
-        None, "--threads", help="Torch threads of the main process (estimate, one worker)."
+    threads: int | None = threads_option(
+        help="Torch threads of the main process (estimate, one worker)."
     ),
     id_batch_size: int = typer.Option(
         _DEFAULT.id_batch_size,
@@ -82,6 +94,10 @@ def demo_command(
         help="Points per MLE batch (python-stdlib's 79 test files give ≈ 2.5k points: use 2048).",
     ),
     seed: int = SEED,
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     json_out: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
@@ -89,10 +105,8 @@ def demo_command(
     the reference model), estimate the intrinsic dimension d with the reference model,
     predict alpha_D = 2/(2+d), fit the observed exponent, write the report. Re-running
     skips every finished stage and continues an interrupted run."""
-    if workers < 1 or (threads is not None and threads < 1):
-        raise ConfigError(f"--workers and --threads must be >= 1, got {workers}, {threads}")
-    if threads is not None:
-        torch.set_num_threads(threads)
+    set_threads(threads, workers=workers)
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
     cfg = PipelineConfig(
         corpus=corpus,
         min_tokens=min_tokens,
@@ -103,7 +117,8 @@ def demo_command(
     )
     check_corpus(corpus)
     say = (lambda _msg: None) if json_out else typer.echo
-    summary = run_pipeline(out, cfg, workers=workers, quiet=quiet or json_out, say=say)
+    quiet = quiet or json_out
+    summary = run_pipeline(out, cfg, workers=workers, backend=where, quiet=quiet, say=say)
     if json_out:
         print_json(summary)
         return

@@ -10,8 +10,16 @@ from pathlib import Path
 import torch
 import typer
 
-from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
-from scalelab.cli.induction import _print_record, sub
+from scalelab.cli.common import (
+    JSON,
+    QUIET,
+    SEED,
+    print_json,
+    print_record,
+    print_table,
+    set_threads,
+    threads_option,
+)
 from scalelab.errors import ConfigError
 
 
@@ -21,8 +29,7 @@ def _check_out(out: Path | None) -> None:
         raise ConfigError(f"--out {out} is a file; give a folder path")
 
 
-@sub.command("gather")
-def gather_cmd(
+def gather_command(
     n: int = typer.Option(65, help="Sequence length the construction is built for."),
     alphabet: int = typer.Option(3, help="Alphabet size."),
     bits: int | None = typer.Option(None, help="Precision p (default: the least it allows)."),
@@ -67,11 +74,10 @@ def gather_cmd(
     if json_out:
         print_json(result)
     else:
-        _print_record("one-layer gather construction", result)
+        print_record("one-layer gather construction", result)
 
 
-@sub.command("heads")
-def heads_cmd(
+def heads_command(
     model: Path = typer.Option(..., help="A scalelab run folder, an HF folder or a .gguf file."),
     corpus: str | None = typer.Option(
         None, help="Corpus for the ICL score: built-in name, text path or token store."
@@ -89,7 +95,7 @@ def heads_cmd(
     bos: bool | None = typer.Option(
         None, "--bos/--no-bos", help="Prepend BOS (default: HF models yes, scalelab runs no)."
     ),
-    threads: int = typer.Option(1, help="torch threads."),
+    threads: int = threads_option(1, help="torch threads."),
     seed: int = SEED,
     json_out: bool = JSON,
 ) -> None:
@@ -109,9 +115,7 @@ def heads_cmd(
         seed=seed,
     )
     _check_out(out)
-    if threads < 1:
-        raise ConfigError(f"--threads must be >= 1, got {threads}")
-    torch.set_num_threads(threads)
+    set_threads(threads)
     t0, c0 = time.perf_counter(), time.process_time()
     result = measure_heads(model, cfg, corpus, bos=bos)
     result["wall_s"] = round(time.perf_counter() - t0, 1)
@@ -146,8 +150,7 @@ def heads_cmd(
         typer.echo(f"wrote {out}/heads.json and {out}/report.html, {out}/report.md")
 
 
-@sub.command("compare-depth")
-def compare_depth_cmd(
+def compare_depth_command(
     data: Path = typer.Option(..., help="Token store (scalelab corpus prepare)."),
     out: Path = typer.Option(..., help="Output folder (resumable: rerun to continue)."),
     block_size: int = typer.Option(128, help="Context length."),
@@ -204,8 +207,7 @@ def compare_depth_cmd(
     print_table(f"depth comparison in {out} (final scores: max over heads)", rows)
 
 
-@sub.command("separation")
-def separation_cmd(
+def separation_command(
     out: Path = typer.Option(..., help="Folder for separation.csv/.png and trained runs."),
     mode: str = typer.Option("fixed", help="Rounding: fixed (the paper's appendix) | float."),
     steps: int = typer.Option(1500, help="Training step cap per trained model."),
@@ -246,3 +248,11 @@ def separation_cmd(
     else:
         keys = ("kind", "n_layer", "n", "h", "m", "p", "hmp_over_n", "acc_hard")
         print_table(f"separation ({mode} point)", [{k: r[k] for k in keys} for r in rows])
+
+
+def register(group: typer.Typer) -> None:
+    """Add these commands to the `induction` group."""
+    group.command("gather")(gather_command)
+    group.command("heads")(heads_command)
+    group.command("compare-depth")(compare_depth_command)
+    group.command("separation")(separation_command)

@@ -109,8 +109,8 @@ def compare_depth(
     data_dir: str | Path, out: str | Path, cfg: DepthConfig, *, quiet: bool = False
 ) -> dict[str, Any]:
     """Train (or resume) both models and write depth.json and sweep.json."""
-    from scalelab.lm.model import GPTConfig
-    from scalelab.lm.train import TrainConfig, train
+    from scalelab.lm.config import GPTConfig, TrainConfig
+    from scalelab.lm.train import train
     from scalelab.text.store import TokenStore
 
     data_dir, out = Path(data_dir), Path(out)

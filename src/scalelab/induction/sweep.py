@@ -27,7 +27,7 @@ from scalelab.induction.model import InductionConfig
 from scalelab.induction.precision import MODES, Precision
 from scalelab.induction.train import InductionTrainConfig, evaluate, train_induction
 from scalelab.io import atomic_write_json, provenance
-from scalelab.runner import RunSpec, open_sweep, run_sweep
+from scalelab.runner import Backend, RunSpec, open_sweep, run_sweep
 
 KIND = "induction"
 FLOAT32_BITS = 24
@@ -191,7 +191,12 @@ def run_one(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
 
 
 def run_induction_sweep(
-    out_dir: str | Path, cfg: InductionSweepConfig, *, workers: int = 1, quiet: bool = False
+    out_dir: str | Path,
+    cfg: InductionSweepConfig,
+    *,
+    workers: int = 1,
+    backend: Backend | None = None,
+    quiet: bool = False,
 ) -> pd.DataFrame:
     """Check every run's configuration, then open (or resume) the sweep folder and run every
     unfinished configuration: a bad grid value is refused before anything is written."""
@@ -208,6 +213,7 @@ def run_induction_sweep(
         specs,
         run_one,
         workers=workers,
+        backend=backend,
         quiet=quiet,
         description="induction sweep",
     )

@@ -20,7 +20,8 @@ from safetensors.torch import save_file
 
 from scalelab.errors import CheckpointError, ConfigError
 from scalelab.io import atomic_write, read_json, to_json
-from scalelab.lm.model import GPT, GPTConfig
+from scalelab.lm.config import GPTConfig
+from scalelab.lm.model import GPT
 
 WEIGHTS = "checkpoint.safetensors"
 STATE = "state.pt"

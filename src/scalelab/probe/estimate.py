@@ -18,9 +18,9 @@ the model's tokenizer otherwise).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,67 +28,28 @@ from typing import Any
 import numpy as np
 import torch
 
-from scalelab import outdir
+from scalelab import outdir, seeds
 from scalelab.config import Config
 from scalelab.device import resolve_device
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance, to_json
 from scalelab.lm.load import LoadedModel, load_model_for_embedding
-from scalelab.probe.corpus import CorpusTokens, load_corpus_tokens
+from scalelab.probe.config import PAPER_CONTEXT, EstimateConfig
+from scalelab.probe.corpus import CorpusTokens, encode_texts, load_corpus_tokens
 from scalelab.probe.sample import (
     Sample,
     TokenDocuments,
     extract,
     layer_name,
     resolve_layer,
+    resolve_precision,
     sample_protocol,
     tokens_to_run,
 )
 
-PAPER_CONTEXT = 1024
 RESULT = "estimate.json"
 EMBEDDINGS = "embeddings.safetensors"
 POSITIONS = "positions.safetensors"
-
-
-@dataclasses.dataclass(frozen=True)
-class EstimateConfig(Config):
-    """The protocol's options; defaults are the paper's."""
-
-    split: str = "test"
-    max_documents: int | None = None
-    context_len: int | None = None
-    per_doc: int = 32
-    layer: str = "final"
-    max_points: int = 1_000_000
-    batch_size: int = 4096
-    k: int = 20
-    aggregate: str = "mean"
-    metric: str = "euclidean"
-    beta: float = 1.0
-    seed: int = 0
-    split_seed: int = 0
-    batch_tokens: int = 4096
-
-    def validate(self) -> None:
-        if self.split not in ("train", "val", "test", "all"):
-            raise ConfigError(f"split must be train, val, test or all, not {self.split!r}")
-        for name in ("per_doc", "max_points", "batch_size", "k", "batch_tokens"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("max_documents", "context_len"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise ConfigError(f"{name} must be a positive integer or unset, got {value!r}")
-        if self.k + 1 > self.batch_size:
-            raise ConfigError(f"batch_size {self.batch_size} must exceed k = {self.k}")
-        if self.aggregate not in ("mean", "harmonic"):
-            raise ConfigError(f"aggregate must be 'mean' or 'harmonic', not {self.aggregate!r}")
-        if self.metric not in ("euclidean", "cosine", "angular"):
-            raise ConfigError(f"metric must be euclidean, cosine or angular, not {self.metric!r}")
-        if not self.beta > 0:
-            raise ConfigError(f"beta must be positive, got {self.beta}")
 
 
 @dataclass
@@ -105,7 +66,7 @@ class Prepared:
 
 def prepare(
     model: LoadedModel,
-    corpus: str | Path | None,
+    corpus: str | Path | Sequence[str] | None,
     cfg: EstimateConfig,
     *,
     groups: int = 1,
@@ -129,7 +90,14 @@ def prepare(
         if model.data_dir is None:
             raise ConfigError("--corpus is required for a Hugging Face model")
         corpus = model.data_dir
-    tokens = load_corpus_tokens(corpus, model.tokenizer, split=cfg.split, split_seed=cfg.split_seed)
+    if isinstance(corpus, list | tuple):  # texts given in memory: each one a document
+        texts = [str(t) for t in corpus]
+        info = {"kind": "texts", "name": "texts", "n_documents": len(texts)}
+        tokens = CorpusTokens(encode_texts(model.tokenizer, texts), info)
+    else:
+        tokens = load_corpus_tokens(
+            corpus, model.tokenizer, split=cfg.split, split_seed=cfg.split_seed
+        )
     docs = tokens.docs
     if len(docs.tokens) and int(docs.tokens.max()) >= model.vocab_size:
         raise InputError(
@@ -138,7 +106,7 @@ def prepare(
         )
     doc_ids = np.arange(docs.n_documents)
     if cfg.max_documents is not None and cfg.max_documents < docs.n_documents:
-        rng = np.random.default_rng([cfg.seed, 0xD0C])
+        rng = np.random.default_rng([cfg.seed, seeds.DOCUMENTS])
         doc_ids = np.sort(rng.choice(docs.n_documents, cfg.max_documents, replace=False))
         docs = docs.select(doc_ids)
     sample = sample_protocol(
@@ -166,18 +134,28 @@ def prepare(
     return Prepared(model, tokens, docs, doc_ids, context_len, sample)
 
 
-def embed(
+def embed_sample(
     model: LoadedModel,
     sample: Sample,
     layers: list[int],
     *,
     batch_tokens: int = 4096,
     device: torch.device | str = "cpu",
+    precision: str = "auto",
     quiet: bool = True,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Run the model over the sampled windows: `[len(layers), n_points, width]` and timing."""
+    dtype = resolve_precision(precision, device)
     t0, c0 = time.perf_counter(), time.process_time()
-    x = extract(model.states, sample, layers, batch_tokens=batch_tokens, device=device, quiet=quiet)
+    x = extract(
+        model.states,
+        sample,
+        layers,
+        batch_tokens=batch_tokens,
+        device=device,
+        dtype=dtype,
+        quiet=quiet,
+    )
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     n_tokens = tokens_to_run(sample)
     return x, {
@@ -187,31 +165,78 @@ def embed(
         "tokens_per_s": n_tokens / wall if wall > 0 else None,
         "tokens_per_cpu_s": n_tokens / cpu if cpu > 0 else None,
         "device": str(device),
+        "precision": str(dtype).removeprefix("torch."),
         "torch_threads": torch.get_num_threads(),
     }
 
 
 def shuffle_cap(n_points: int, max_points: int, seed: int) -> np.ndarray:
     """Step 4: a seeded permutation of all points, cut to `max_points`."""
-    perm = np.random.default_rng([seed, 0x5A1]).permutation(n_points)
+    perm = np.random.default_rng([seed, seeds.SHUFFLE]).permutation(n_points)
     return perm[:max_points]
 
 
-def estimate_dimension(x: np.ndarray, cfg: EstimateConfig, batch_size: int | None = None) -> dict:
-    """MLE on batches of (already shuffled) points, and the predicted exponents."""
+def embed(
+    model: str | Path | LoadedModel,
+    corpus: str | Path | Sequence[str] | None,
+    cfg: EstimateConfig | None = None,
+    *,
+    device: str | None = None,
+    weights: str | None = None,
+    quiet: bool = True,
+) -> np.ndarray:
+    """The protocol's points in memory, `[n_points, width]` float32 (steps 1-4 of the module
+    docstring, shuffled and capped; nothing written). `model`: a run or HF folder, or a
+    `LoadedModel`; `corpus`: a built-in name, a text path, a token store or a list of texts
+    (one document each). `estimate_dimension(points, cfg)` then gives d and the exponents,
+    the same numbers `estimate` writes for the same model, corpus and config."""
+    cfg = cfg or EstimateConfig()
+    dev = resolve_device(device)
+    if not isinstance(model, LoadedModel):
+        model = load_model_for_embedding(model, device=dev, weights=weights)
+    layer = resolve_layer(cfg.layer, model.n_states)
+    prep = prepare(model, corpus, cfg)
+    sample = prep.sample.subset(shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed))
+    x, _ = embed_sample(
+        model,
+        sample,
+        [layer],
+        batch_tokens=cfg.batch_tokens,
+        device=dev,
+        precision=cfg.precision,
+        quiet=quiet,
+    )
+    return x[0]
+
+
+def estimate_dimension(
+    x: np.ndarray,
+    cfg: EstimateConfig | None = None,
+    batch_size: int | None = None,
+    *,
+    device: torch.device | None = None,
+    quiet: bool = True,
+) -> dict:
+    """MLE on batches of (already shuffled) points, and the predicted exponents: the paper's
+    protocol on an array (`cfg` default: the paper's K = 20, batches of 4096, β = 1). The
+    k-NN search runs on `device` when it is a GPU (where the model ran), else on the CPU."""
+    cfg = cfg or EstimateConfig()
     from scalelab.intrinsic.mle import MLE
     from scalelab.intrinsic.protocol import estimate_in_batches
     from scalelab.laws.theory import predict_exponents
 
+    knn_device = str(device) if device is not None and device.type != "cpu" else None
     t0 = time.perf_counter()
     est = estimate_in_batches(
         x,
-        MLE(k=cfg.k, aggregate=cfg.aggregate, metric=cfg.metric),
+        MLE(k=cfg.k, aggregate=cfg.aggregate, metric=cfg.metric, device=knn_device),
         batch_size=batch_size or cfg.batch_size,
         seed=cfg.seed,
+        quiet=quiet,
     )
     result = est.to_dict()
     result["estimate_wall_s"] = time.perf_counter() - t0
+    result["knn_device"] = knn_device or "cpu"
     se = float(est.dimension_se)
     pred = predict_exponents(float(est.dimension), se if math.isfinite(se) else 0.0, cfg.beta)
     if not math.isfinite(se):  # one batch: no spread, so no interval either
@@ -252,10 +277,16 @@ def estimate(
     prep = prepare(loaded, corpus, cfg)
     keep = shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed)
     sample = prep.sample.subset(keep)
-    x, timing = embed(
-        loaded, sample, [layer], batch_tokens=cfg.batch_tokens, device=dev, quiet=quiet
+    x, timing = embed_sample(
+        loaded,
+        sample,
+        [layer],
+        batch_tokens=cfg.batch_tokens,
+        device=dev,
+        precision=cfg.precision,
+        quiet=quiet,
     )
-    result = estimate_dimension(x[0], cfg)
+    result = estimate_dimension(x[0], cfg, device=dev, quiet=quiet)
     doc = {
         **_headline(result),
         "beta": cfg.beta,
