@@ -23,7 +23,7 @@ import torch
 from safetensors.numpy import save_file
 from test_sweeps_data import make_store
 
-from scalelab.cli import app
+from scalelab.cli import COMMANDS, load_command
 
 FIX_WORDS = re.compile(
     r"\b(use|give|run|choose|set|delete|restore|check|see|pick|make|lower|raise|repeat|wait|"
@@ -451,6 +451,19 @@ CASES: dict[str, tuple[list[str], str]] = {
     ),
     # --- induction
     "induction-solve-negative": (["induction", "solve", "0", "-1", "2"], "-1"),
+    "induction-gather-n": (["induction", "gather", "--n", "1"], "n >= 3"),
+    "induction-heads-missing-model": (
+        ["induction", "heads", "--model", "{out}/no-such-model"],
+        "does not exist",
+    ),
+    "induction-compare-depth-steps": (
+        ["induction", "compare-depth", "--data", "{store}", "--out", "{out}", "--steps", "0"],
+        "max_steps",
+    ),
+    "induction-separation-mode": (
+        ["induction", "separation", "--out", "{out}", "--mode", "bogus"],
+        "mode",
+    ),
     "induction-solve-text": (["induction", "solve", "0", "a"], "tokens"),
     "induction-generate-kind": (["induction", "generate", "--kind", "easy"], "easy"),
     "induction-generate-n": (["induction", "generate", "--n", "0"], "n"),
@@ -521,11 +534,8 @@ CASES: dict[str, tuple[list[str], str]] = {
 }
 
 
-def _commands(group: object, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
-    """Every leaf command of the CLI, as a tuple of names (from the real app)."""
-    import typer.main
-
-    cmd = typer.main.get_command(group) if prefix == () else group
+def _commands(cmd: object, prefix: tuple[str, ...]) -> set[tuple[str, ...]]:
+    """Every leaf command under `cmd`, as a tuple of names (from the real commands)."""
     subs = getattr(cmd, "commands", None)
     if not subs:
         return {prefix}
@@ -536,7 +546,7 @@ def _commands(group: object, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...
 
 
 def test_every_command_has_cases() -> None:
-    commands = _commands(app)
+    commands = set().union(*(_commands(load_command(name), (name,)) for name in COMMANDS))
     assert len(commands) >= 20
     covered = {c for c in commands if any(tuple(a[: len(c)]) == c for a, _ in CASES.values())}
     assert covered | {("corpus", "list")} == commands, sorted(commands - covered)
