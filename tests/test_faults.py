@@ -27,7 +27,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 from test_sweeps_data import make_store, mini_paragraphs
-from test_sweeps_pipeline import toy_config
+from test_pipeline import toy_config
 
 from scalelab import outdir
 
@@ -102,10 +102,8 @@ def _json(name: str, *keys: str) -> Callable[[Path], Any]:
 
 
 def _demo(out: Path) -> Any:
-    doc = json.loads((out / "demo.json").read_text())
-    return _strip({k: doc[k] for k in ("dimension", "dimension_se", "fits", "runs")}), _table(
-        out / "sweep"
-    )
+    doc = json.loads((out / "summary.json").read_text())
+    return _strip({k: doc[k] for k in ("fits", "runs", "model_runs")}), _table(out / "sweep")
 
 
 # name -> (command line with {store}/{run_a}/{run_b}/{out}, result reader, expected runs)

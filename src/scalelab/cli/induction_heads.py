@@ -193,8 +193,18 @@ def compare_depth_command(
     atomic_write_bytes(out / "depth.png", buf.getvalue())
     if json_out:
         print_json(summary["models"])
-    else:
-        print_table(f"depth comparison in {out}", summary["models"])
+        return
+    short = {
+        "model": "model",
+        "params_non_embedding": "N (non-emb.)",
+        "test_loss_nats": "test loss",
+        "final_induction_max": "induction",
+        "final_previous_token_max": "prev-token",
+        "final_icl_score": "ICL",
+        "head_formed_at_step": "head formed at",
+    }
+    rows = [{v: m[k] for k, v in short.items()} for m in summary["models"]]
+    print_table(f"depth comparison in {out} (final scores: max over heads)", rows)
 
 
 def separation_command(

@@ -60,13 +60,19 @@ def _prepare_ablation(
     weights: str | None,
     groups: int = 1,
     layers: list[str] | None = None,
-) -> tuple[LoadedModel, Prepared, torch.device]:
+) -> tuple[LoadedModel, Prepared, torch.device, list[int]]:
+    """The model, the sampled corpus, the device and the layer indices (`layers`, default
+    all), every user error raised before the corpus is read."""
     dev = resolve_device(device)
     loaded = load_model_for_embedding(model, device=dev, weights=weights)
-    for layer in [cfg.layer, *(layers or [])]:  # every layer is checked before the corpus
-        resolve_layer(layer, loaded.n_states)
+    resolve_layer(cfg.layer, loaded.n_states)
+    index = (
+        list(range(loaded.n_states))
+        if layers is None
+        else sorted({resolve_layer(v, loaded.n_states) for v in layers})
+    )
     prep = prepare(loaded, corpus, cfg, groups=groups)
-    return loaded, prep, dev
+    return loaded, prep, dev, index
 
 
 def measure_layers(
@@ -81,12 +87,7 @@ def measure_layers(
     quiet: bool = False,
 ) -> Ablation:
     """d at every hidden state of one model (or the listed ones), on the same positions."""
-    loaded, prep, dev = _prepare_ablation(model, corpus, cfg, device, weights, layers=layers)
-    index = (
-        list(range(loaded.n_states))
-        if layers is None
-        else sorted({resolve_layer(v, loaded.n_states) for v in layers})
-    )
+    loaded, prep, dev, index = _prepare_ablation(model, corpus, cfg, device, weights, layers=layers)
     sample = prep.sample.subset(shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed))
     x, timing = embed_sample(
         loaded,
@@ -125,7 +126,7 @@ def measure_positions(
 ) -> Ablation:
     """d per context-position range: the window split into `groups` equal ranges, `per_doc`
     positions drawn in each range of each window, one estimate per range."""
-    loaded, prep, dev = _prepare_ablation(model, corpus, cfg, device, weights, groups=groups)
+    loaded, prep, dev, _ = _prepare_ablation(model, corpus, cfg, device, weights, groups)
     layer = resolve_layer(cfg.layer, loaded.n_states)
     group = prep.sample.positions.group
     rng = np.random.default_rng([cfg.seed, seeds.SHUFFLE])
