@@ -29,7 +29,7 @@ from scalelab.probe.estimate import (
     prepare,
     shuffle_cap,
 )
-from scalelab.probe.sample import layer_name, resolve_layer
+from scalelab.probe.sample import layer_name, resolve_layer, resolve_precision
 from scalelab.runner import RunSpec, open_sweep, run_sweep
 
 DEFAULT_BATCH_SIZES = (512, 1024, 2048, 4096, 8192, 16384)
@@ -61,7 +61,9 @@ def _prepare_ablation(
     groups: int = 1,
 ) -> tuple[LoadedModel, Prepared, torch.device]:
     dev = resolve_device(device)
-    loaded = load_model_for_embedding(model, device=dev, weights=weights)
+    loaded = load_model_for_embedding(
+        model, device=dev, weights=weights, dtype=resolve_precision(cfg.precision, dev)
+    )
     resolve_layer(cfg.layer, loaded.n_states)
     prep = prepare(loaded, corpus, cfg, groups=groups)
     return loaded, prep, dev
