@@ -29,8 +29,9 @@ import time
 import numpy as np
 import torch
 
+from scalelab.probe.config import EstimateConfig
 from scalelab.probe.corpus import encode_texts
-from scalelab.probe.estimate import EstimateConfig, estimate_dimension, shuffle_cap
+from scalelab.probe.estimate import estimate_dimension, shuffle_cap
 from scalelab.probe.sample import (
     LAYER_ALIASES,
     TokenDocuments,
@@ -51,7 +52,8 @@ def _corpus_docs(tok, n_docs: int) -> TokenDocuments:
 
 
 def _scalelab_model(preset: str, dtype: torch.dtype):
-    from scalelab.lm.model import GPT, preset_config
+    from scalelab.lm.config import preset_config
+    from scalelab.lm.model import GPT
     from scalelab.text.corpora import load_corpus
     from scalelab.text.tokenizer import train_bpe
 

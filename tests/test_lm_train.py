@@ -3,6 +3,7 @@ SIGKILL of a real process, DDP with 2 gloo processes vs 1 process, and CLI error
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import math
@@ -21,10 +22,11 @@ from safetensors.torch import load_file
 from scalelab.cli import main
 from scalelab.errors import CheckpointError, ConfigError
 from scalelab.lm.checkpoint import load_model, save_weights
+from scalelab.lm.config import GPTConfig, TrainConfig, lr_at, planned_steps
 from scalelab.lm.data import WindowSampler, tiling_starts, unigram_loss
 from scalelab.lm.distributed import DistContext
-from scalelab.lm.model import GPT, GPTConfig
-from scalelab.lm.train import TrainConfig, evaluate, lr_at, planned_steps, train
+from scalelab.lm.model import GPT
+from scalelab.lm.train import evaluate, train
 from scalelab.text.corpora import Corpus, Document
 from scalelab.text.store import TokenStore, prepare_corpus
 
@@ -205,6 +207,11 @@ def test_sigkill_then_resume_is_bit_exact(store: Path, tmp_path: Path) -> None:
     ma = [{k: v for k, v in r.items() if k not in drop} for r in _metrics(ref_dir)]
     mb = [{k: v for k, v in r.items() if k not in drop} for r in _metrics(run_dir)]
     assert ma == mb and len(ma) == 12
+    if importlib.util.find_spec("tensorboard") is not None:  # scalars: each step once
+        from test_scalars import read_scalars
+
+        drawn = read_scalars(run_dir)["loss/val_nats"]
+        assert drawn == [(r["step"], pytest.approx(r["val_loss_nats"])) for r in mb]
 
 
 def test_ddp_two_gloo_processes_match_one_process(store: Path, tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """The manifold sweep: resumable folder, tidy rows, exponent analysis, report section."""
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -32,6 +33,9 @@ def test_tiny_sweep_writes_resumable_folder_and_report(tmp_path: Path) -> None:
     assert np.all(np.isfinite(data["test_mse"])) and np.all(data["test_mse"] > 0)
     assert set(data["stop_reason"]) <= {"patience", "max_steps"}
     assert table.loc[table["task"] == "id", "d_hat"].between(1.5, 2.6).all()
+    if importlib.util.find_spec("tensorboard") is not None:  # `tensorboard --logdir out`
+        for name in names - {s.name for s in specs_for(TINY) if s.params["task"] == "id"}:
+            assert list((out / "runs" / name).glob("events.out.tfevents.*")), name
     # resuming does not redo a finished run
     stamp = (out / "runs" / "data_d2_b1_n32_s0" / "result.json").stat().st_mtime_ns
     run_manifold_sweep(TINY, out, quiet=True)

@@ -42,18 +42,3 @@ class Config:
     @classmethod
     def load(cls, path: str | Path) -> Self:
         return cls.from_dict(read_json(path))
-
-
-def check_same_config(saved: dict[str, Any], wanted: dict[str, Any], where: str | Path) -> None:
-    """Refuse to resume a folder whose saved config differs from the one asked for."""
-    diffs = [
-        f"{k}: saved={saved.get(k)!r} now={wanted.get(k)!r}"
-        for k in sorted(set(saved) | set(wanted))
-        if saved.get(k) != wanted.get(k)
-    ]
-    if diffs:
-        shown = "; ".join(diffs[:4]) + (" ..." if len(diffs) > 4 else "")
-        raise ConfigError(
-            f"{where} holds a run with a different config ({shown}); "
-            "use a new --out folder or repeat the original options"
-        )

@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import os
+
 import torch
+
+from scalelab.errors import ConfigError
+
+
+def _local_rank() -> int:
+    return int(os.environ.get("LOCAL_RANK", "0"))
 
 
 def default_device() -> torch.device:
     """CUDA when present (the local rank's GPU under torchrun), else CPU."""
     if torch.cuda.is_available():
-        import os
-
-        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        return torch.device("cuda", _local_rank())
     return torch.device("cpu")
 
 
 def resolve_device(name: str | None) -> torch.device:
-    return default_device() if name in (None, "auto") else torch.device(name)
+    """`None`/"auto": the default; a bare "cuda" under torchrun is this process's own GPU
+    (`cuda:LOCAL_RANK`), so the ranks do not all share GPU 0; "cuda:N" is taken as given."""
+    if name in (None, "auto"):
+        return default_device()
+    try:
+        device = torch.device(name)
+    except RuntimeError as err:
+        raise ConfigError(f"unknown device {name!r}; use auto, cpu, cuda or cuda:N") from err
+    if device.type == "cuda" and device.index is None and "LOCAL_RANK" in os.environ:
+        return torch.device("cuda", _local_rank())
+    return device

@@ -4,6 +4,7 @@ what produced it."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import subprocess
@@ -55,8 +56,34 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-def to_json(obj: Any) -> str:
-    return json.dumps(obj, indent=2, sort_keys=False, default=_json_default, allow_nan=True)
+def finite_json(obj: Any) -> Any:
+    """`obj` with every NaN/Infinity float replaced by None (strict JSON has no such values).
+
+    In a dict, a replaced value `key` gains a sibling `key_nonfinite` ("nan", "inf" or "-inf")
+    saying why it is null; in a list the null stands alone."""
+    if isinstance(obj, float | np.floating):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        out: dict[Any, Any] = {}
+        for key, value in obj.items():
+            out[key] = finite_json(value)
+            if _nonfinite(value):
+                out[f"{key}_nonfinite"] = str(float(value)).lower()
+        return out
+    if isinstance(obj, list | tuple):
+        return [finite_json(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return finite_json(obj.tolist())
+    return obj
+
+
+def _nonfinite(value: Any) -> bool:
+    return isinstance(value, float | np.floating) and not math.isfinite(value)
+
+
+def to_json(obj: Any, *, indent: int | None = 2) -> str:
+    """The one JSON writer: strict JSON (non-finite floats become null, see `finite_json`)."""
+    return json.dumps(finite_json(obj), indent=indent, default=_json_default, allow_nan=False)
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
@@ -71,7 +98,7 @@ def read_json(path: str | Path) -> Any:
 def append_jsonl(path: str | Path, row: dict[str, Any]) -> None:
     """Append one JSON line and flush it to disk (a log, so appending is the right shape)."""
     with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(row, default=_json_default) + "\n")
+        f.write(to_json(row, indent=None) + "\n")
         f.flush()
         os.fsync(f.fileno())
 
@@ -114,3 +141,10 @@ def provenance() -> dict[str, Any]:
         "argv": sys.argv,
         "time_utc": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def format_interval(ci: Any, spec: str = ".3f", missing: str = "n/a") -> str:
+    """A 95% interval as `[lo, hi]`; `missing` when there is none or it is not finite."""
+    if not ci or any(v is None or not math.isfinite(v) for v in ci):
+        return missing
+    return f"[{ci[0]:{spec}}, {ci[1]:{spec}}]"

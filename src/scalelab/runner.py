@@ -2,7 +2,9 @@
 
 A run is finished when its folder holds `result.json` (written last, atomically). The tidy
 table `runs.csv` is rebuilt from those files after every finished run, so a sweep killed at
-any moment leaves one row per finished run and none twice. Runs can go to worker processes.
+any moment leaves one row per finished run and none twice. Runs go to this process, to local
+worker processes, or to a Ray cluster (`Backend(kind="ray")`, one Ray task per run; see
+`scalelab.ray_runner`): the folder, the resume rule and the table are the same for all three.
 """
 
 from __future__ import annotations
@@ -17,12 +19,38 @@ from typing import Any
 
 import pandas as pd
 
-from scalelab.config import check_same_config
+from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
+from scalelab.outdir import claim
 from scalelab.progress import progress
+from scalelab.ray_runner import run_on_ray
 
 Worker = Callable[[dict[str, Any], Path], dict[str, Any]]
+BACKENDS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class Backend(Config):
+    """Where a sweep's runs execute: `local` (this process, or `workers` processes) or `ray`
+    (one task per run on the cluster at `address`, or on a local Ray instance started for the
+    sweep when None), each task asking for `num_cpus` CPUs (its torch threads) and
+    `num_gpus` GPUs."""
+
+    kind: str = "local"
+    address: str | None = None
+    num_cpus: int = 1
+    num_gpus: float = 0.0
+
+    def validate(self) -> None:
+        if self.kind not in BACKENDS:
+            raise ConfigError(f"backend {self.kind!r} is not one of {BACKENDS}; pick one")
+        if not isinstance(self.num_cpus, int) or self.num_cpus < 1:
+            raise ConfigError(f"CPUs per run must be an integer >= 1, got {self.num_cpus!r}")
+        if not self.num_gpus >= 0:
+            raise ConfigError(f"GPUs per run must be >= 0, got {self.num_gpus!r}")
+        if self.kind == "local" and (self.address is not None or self.num_gpus):
+            raise ConfigError("--ray-address and --run-gpus need --backend ray; add it")
 
 
 @dataclass(frozen=True)
@@ -34,22 +62,14 @@ class RunSpec:
 
 
 def open_sweep(sweep_dir: str | Path, kind: str, config: dict[str, Any]) -> Path:
-    """Create the sweep folder, or check that an existing one was made with this config."""
-    sweep_dir = Path(sweep_dir)
-    meta = sweep_dir / "sweep.json"
-    if meta.exists():
-        saved = read_json(meta)
-        if saved.get("kind") != kind:
-            raise ConfigError(
-                f"{sweep_dir} holds a {saved.get('kind')!r} sweep, not {kind!r}; use a new --out"
-            )
-        check_same_config(saved["config"], config, sweep_dir)
-    else:
-        atomic_write_json(meta, {"kind": kind, "config": config, "provenance": provenance()})
-    return sweep_dir
+    """Create the sweep folder, or check that an existing one was made with this config;
+    either way lock it for this process (`scalelab.outdir`)."""
+    extra = {"provenance": provenance()}
+    return claim(sweep_dir, "sweep.json", config, kind=kind, extra=extra)
 
 
-def _run_one(worker: Worker, spec: RunSpec, run_dir: Path, threads: int) -> dict[str, Any]:
+def run_one(worker: Worker, spec: RunSpec, run_dir: Path, threads: int) -> dict[str, Any]:
+    """Run one spec in this process (with `threads` torch threads when > 0); result.json last."""
     if threads:
         import torch
 
@@ -86,14 +106,16 @@ def run_sweep(
     worker: Worker,
     *,
     workers: int = 1,
+    backend: Backend | None = None,
     quiet: bool = False,
     description: str = "sweep",
 ) -> pd.DataFrame:
-    """Run every unfinished spec (in `workers` processes when > 1) and return the table.
+    """Run every unfinished spec (in `workers` processes when > 1, or as Ray tasks with a
+    ray `backend`) and return the table.
 
     `worker(params, run_dir)` must be a module-level function (it is pickled to a spawned
-    process); it returns a flat dict of results and may write more files into `run_dir`.
-    Call `open_sweep` first.
+    process or a Ray worker); it returns a flat dict of results and may write more files into
+    `run_dir`. Call `open_sweep` first.
     """
     sweep_dir = Path(sweep_dir)
     names = [s.name for s in specs]
@@ -102,9 +124,16 @@ def run_sweep(
     todo = [s for s in specs if not (sweep_dir / "runs" / s.name / "result.json").exists()]
     with progress(description, total=len(specs), quiet=quiet) as advance:
         advance(len(specs) - len(todo), info="resumed" if len(todo) < len(specs) else "")
-        if workers <= 1:
+        if backend is not None and backend.kind == "ray":
+            root = sweep_dir.resolve()
+            jobs = [(s.name, (worker, s, root / "runs" / s.name, backend.num_cpus)) for s in todo]
+            where = {"address": backend.address, "num_cpus": backend.num_cpus}
+            for name in run_on_ray(root, jobs, run_one, num_gpus=backend.num_gpus, **where):
+                write_table(sweep_dir, specs)
+                advance(1, info=name)
+        elif workers <= 1:
             for spec in todo:
-                _run_one(worker, spec, sweep_dir / "runs" / spec.name, 0)
+                run_one(worker, spec, sweep_dir / "runs" / spec.name, 0)
                 write_table(sweep_dir, specs)
                 advance(1, info=spec.name)
         else:
@@ -112,7 +141,7 @@ def run_sweep(
             ctx = mp.get_context("spawn")
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
                 futures = {
-                    pool.submit(_run_one, worker, s, sweep_dir / "runs" / s.name, threads): s
+                    pool.submit(run_one, worker, s, sweep_dir / "runs" / s.name, threads): s
                     for s in todo
                 }
                 for fut in as_completed(futures):

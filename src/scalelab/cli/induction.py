@@ -8,7 +8,22 @@ import numpy as np
 import torch
 import typer
 
-from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
+from scalelab.cli.common import (
+    BACKEND,
+    JSON,
+    QUIET,
+    RAY_ADDRESS,
+    RUN_CPUS,
+    RUN_GPUS,
+    SEED,
+    backend_from,
+    parse_list,
+    print_json,
+    print_record,
+    print_table,
+    set_threads,
+    threads_option,
+)
 from scalelab.errors import ConfigError, InputError
 
 sub = typer.Typer(
@@ -19,32 +34,24 @@ sub = typer.Typer(
 
 
 def _ints(text: str, name: str) -> list[int]:
-    """Parse '16,32,64' into ints, or raise a one-line error naming the option."""
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError as err:
-        raise ConfigError(f"{name} must be comma-separated integers, got {text!r}") from err
-    if not values:
-        raise ConfigError(f"{name} needs at least one value")
-    return values
-
-
-def _print_record(title: str, record: dict) -> None:
-    """One result as a two-column field/value table (fits a terminal)."""
-    print_table(title, [{"field": k, "value": v} for k, v in record.items()])
+    return parse_list(text, int, name)
 
 
 def _fmt_tokens(values: np.ndarray) -> str:
     return " ".join("⊥" if v < 0 else str(int(v)) for v in values)
 
 
-@sub.command("solve")
-def solve_cmd(
+@sub.command("solve", context_settings={"ignore_unknown_options": True})
+def solve_command(
     tokens: list[int] = typer.Argument(..., help="The input sequence as token ids (>= 0)."),
     json_out: bool = JSON,
 ) -> None:
     """Print τ for one sequence: the token after the previous occurrence of σ_i, or ⊥."""
     from scalelab.induction.task import solve
+
+    negative = [t for t in tokens if t < 0]
+    if negative:  # read as numbers (not options), then refused: ⊥ is an output only
+        raise InputError(f"token ids must be >= 0, got {negative[0]}; give ids 0, 1, 2, ...")
 
     out = solve(np.asarray(tokens, dtype=np.int64)[None])[0]
     if json_out:
@@ -55,7 +62,7 @@ def solve_cmd(
 
 
 @sub.command("generate")
-def generate_cmd(
+def generate_command(
     kind: str = typer.Option("uniform", help="uniform | hard | mixture."),
     n: int = typer.Option(16, help="Sequence length."),
     alphabet: int = typer.Option(4, help="Alphabet size (hard instances use 0, 1, 2 = '?')."),
@@ -90,7 +97,7 @@ def generate_cmd(
 
 
 @sub.command("train")
-def train_cmd(
+def train_command(
     out: Path = typer.Option(..., help="Run folder (config.json, metrics.jsonl, model)."),
     n: int = typer.Option(32, help="Training sequence length."),
     alphabet: int = typer.Option(8, help="Alphabet size."),
@@ -104,7 +111,7 @@ def train_cmd(
     train_bits: int = typer.Option(0, help="Train with straight-through p-bit rounding (0: off)."),
     hard_fraction: float = typer.Option(0.25, help="Share of INDEX hard instances per batch."),
     lr: float = typer.Option(1e-3, help="Peak learning rate (AdamW)."),
-    threads: int = typer.Option(1, help="torch threads (the machine is shared)."),
+    threads: int = threads_option(1, help="torch threads (the machine is shared)."),
     seed: int = SEED,
     quiet: bool = QUIET,
     json_out: bool = JSON,
@@ -113,7 +120,7 @@ def train_cmd(
     from scalelab.induction.model import InductionConfig
     from scalelab.induction.train import InductionTrainConfig, train_induction
 
-    torch.set_num_threads(max(1, threads))
+    set_threads(threads)
     mcfg = InductionConfig(
         alphabet_size=alphabet,
         max_len=n,
@@ -136,11 +143,11 @@ def train_cmd(
     if json_out:
         print_json(result)
     else:
-        _print_record(f"trained {layers}-layer model, n={n}, |Σ|={alphabet}", result)
+        print_record(f"trained {layers}-layer model, n={n}, |Σ|={alphabet}", result)
 
 
 @sub.command("evaluate")
-def evaluate_cmd(
+def evaluate_command(
     run: Path = typer.Argument(..., help="A folder written by `scalelab induction train`."),
     n: int = typer.Option(0, help="Sequence length (0: the training length)."),
     bits: str = typer.Option("", help="Comma-separated precisions p to evaluate at."),
@@ -168,7 +175,7 @@ def evaluate_cmd(
 
 
 @sub.command("construct")
-def construct_cmd(
+def construct_command(
     n: int = typer.Option(1024, help="Sequence length the construction is built for."),
     alphabet: int = typer.Option(4, help="Alphabet size."),
     random: int = typer.Option(1000, help="Uniform random instances to check."),
@@ -177,7 +184,7 @@ def construct_cmd(
         True, "--scan-bits/--no-scan-bits", help="Measure the smallest exact precision."
     ),
     mode: str = typer.Option("float", help="Rounding for the scan: float | fixed."),
-    threads: int = typer.Option(1, help="torch threads."),
+    threads: int = threads_option(1, help="torch threads."),
     seed: int = SEED,
     json_out: bool = JSON,
 ) -> None:
@@ -192,7 +199,7 @@ def construct_cmd(
         two_layer_construction,
     )
 
-    torch.set_num_threads(max(1, threads))
+    set_threads(threads)
     t0 = time.perf_counter()
     model = two_layer_construction(alphabet, n)
     seqs = evaluation_instances(n, alphabet, random, hard, seed)
@@ -219,11 +226,11 @@ def construct_cmd(
     if json_out:
         print_json(result)
     else:
-        _print_record("two-layer construction", result)
+        print_record("two-layer construction", result)
 
 
 @sub.command("protocol")
-def protocol_cmd(
+def protocol_command(
     run: Path | None = typer.Option(None, help="A one-layer run folder (default: random)."),
     ks: str = typer.Option("4,16,64", "--k", help="Comma-separated INDEX sizes k (n = 2k+1)."),
     bits: int = typer.Option(8, help="Precision p of the model (Alice rounds to 3p bits)."),
@@ -273,7 +280,7 @@ def protocol_cmd(
 
 
 @sub.command("sweep")
-def sweep_cmd(
+def sweep_command(
     out: Path = typer.Option(..., help="Sweep folder (resumable; rerun to continue)."),
     ns: str = typer.Option("16,32,64,128", help="Sequence lengths n."),
     alphabets: str = typer.Option("4,8", help="Alphabet sizes."),
@@ -292,11 +299,16 @@ def sweep_cmd(
     mlp: bool = typer.Option(False, "--mlp/--no-mlp", help="Give trained models an MLP."),
     hard_fraction: float = typer.Option(0.25, help="Share of hard instances in training."),
     workers: int = typer.Option(1, help="Parallel worker processes."),
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
     quiet: bool = QUIET,
 ) -> None:
     """Train 1- vs 2-layer models over a grid; then `scalelab report OUT`."""
     from scalelab.induction.sweep import InductionSweepConfig, run_induction_sweep
 
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
     cfg = InductionSweepConfig(
         ns=tuple(_ints(ns, "--ns")),
         alphabet_sizes=tuple(_ints(alphabets, "--alphabets")),
@@ -315,11 +327,15 @@ def sweep_cmd(
     )
     if workers <= 1:
         torch.set_num_threads(1)
-    table = run_induction_sweep(out, cfg, workers=workers, quiet=quiet)
+    table = run_induction_sweep(out, cfg, workers=workers, backend=where, quiet=quiet)
     cols = [c for c in ("run", "acc_all", "acc_last", "acc_hard", "steps") if c in table]
     print_table(f"induction sweep {out}", table[cols].to_dict("records"))
 
 
 def register(app: typer.Typer) -> None:
     """Add the `induction` command group to the top-level app."""
+    from scalelab.cli import induction_heads
+
+    induction_heads.register(sub)
+
     app.add_typer(sub, name="induction")

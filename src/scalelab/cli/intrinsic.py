@@ -11,9 +11,8 @@ import typer
 
 from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
 from scalelab.errors import ConfigError
-from scalelab.intrinsic.arrays import FORMATS, load_points
-from scalelab.intrinsic.protocol import ESTIMATORS, estimate_in_batches, make_estimator
-from scalelab.io import atomic_write_json, provenance
+from scalelab.intrinsic import ESTIMATORS, PAPER_BATCH_SIZE
+from scalelab.intrinsic.arrays import FORMATS
 from scalelab.laws import theory
 
 
@@ -25,7 +24,9 @@ def id_command(
     aggregate: str | None = typer.Option(
         None, help="mean (skdim fit_transform, the paper's) or harmonic (skdim fit)."
     ),
-    batch_size: int = typer.Option(4096, help="Points per batch (the paper's code used 3600)."),
+    batch_size: int = typer.Option(
+        PAPER_BATCH_SIZE, help="Points per batch (the paper's code used 3600)."
+    ),
     unbiased: bool = typer.Option(False, help="MLE with k-2 instead of k-1."),
     keep_duplicates: bool = typer.Option(
         False, help="Keep exact duplicate rows (then any zero distance is an error)."
@@ -33,11 +34,18 @@ def id_command(
     key: str | None = typer.Option(None, help="Array name/column in a multi-array file."),
     beta: float = typer.Option(1.0, help="Hölder smoothness β for the predicted exponents."),
     out: Path | None = typer.Option(None, help="Also save the result + provenance as JSON."),
+    device: str | None = typer.Option(
+        None, help="Run the k-NN search on this torch device (cuda, cuda:1; default: CPU)."
+    ),
     seed: int = SEED,
     json_out: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
     """Estimate the intrinsic dimension of a point cloud and the exponents it predicts."""
+    from scalelab.intrinsic.arrays import load_points
+    from scalelab.intrinsic.protocol import estimate_in_batches, make_estimator
+    from scalelab.io import atomic_write_json, provenance
+
     est = make_estimator(
         estimator,
         k=k,
@@ -46,6 +54,7 @@ def id_command(
         unbiased=unbiased,
         remove_duplicates=not keep_duplicates,
         seed=seed,
+        device=device,
     )
     if not math.isfinite(beta) or beta <= 0:
         raise ConfigError(f"--beta {beta}: use a positive number")

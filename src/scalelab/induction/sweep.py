@@ -27,7 +27,7 @@ from scalelab.induction.model import InductionConfig
 from scalelab.induction.precision import MODES, Precision
 from scalelab.induction.train import InductionTrainConfig, evaluate, train_induction
 from scalelab.io import atomic_write_json, provenance
-from scalelab.runner import RunSpec, open_sweep, run_sweep
+from scalelab.runner import Backend, RunSpec, open_sweep, run_sweep
 
 KIND = "induction"
 FLOAT32_BITS = 24
@@ -129,6 +129,31 @@ def build_specs(cfg: InductionSweepConfig) -> list[RunSpec]:
     return specs
 
 
+def run_configs(params: dict[str, Any]) -> tuple[InductionConfig, InductionTrainConfig]:
+    """The model and training configs of one trained run (validated on construction)."""
+    mcfg = InductionConfig(
+        alphabet_size=params["alphabet_size"],
+        max_len=params["n"],
+        n_layer=params["n_layer"],
+        n_head=params["n_head"],
+        d_model=params["d_model"],
+        mlp=params.get("mlp", False),
+    )
+    tcfg = InductionTrainConfig(
+        n=params["n"],
+        seed=params["seed"],
+        max_steps=params["max_steps"],
+        batch_size=params["batch_size"],
+        lr=params["lr"],
+        hard_fraction=params["hard_fraction"],
+        eval_samples=params["eval_samples"],
+        target_acc=params["target_acc"],
+        train_bits=params.get("train_bits"),
+        precision_mode=params["precision_mode"],
+    )
+    return mcfg, tcfg
+
+
 def run_one(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """Sweep worker: train (or build) one model, evaluate it, return its flat row."""
     train_bits = params.get("train_bits")
@@ -140,26 +165,7 @@ def run_one(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
         row.update(evaluate(model, params["n"], np.random.default_rng(eval_seed), 256))
         row.update(steps=0, stop_reason="constructed")
     else:
-        mcfg = InductionConfig(
-            alphabet_size=params["alphabet_size"],
-            max_len=params["n"],
-            n_layer=params["n_layer"],
-            n_head=params["n_head"],
-            d_model=params["d_model"],
-            mlp=params.get("mlp", False),
-        )
-        tcfg = InductionTrainConfig(
-            n=params["n"],
-            seed=params["seed"],
-            max_steps=params["max_steps"],
-            batch_size=params["batch_size"],
-            lr=params["lr"],
-            hard_fraction=params["hard_fraction"],
-            eval_samples=params["eval_samples"],
-            target_acc=params["target_acc"],
-            train_bits=train_bits,
-            precision_mode=params["precision_mode"],
-        )
+        mcfg, tcfg = run_configs(params)
         model, result = train_induction(mcfg, tcfg, run_dir / "train", quiet=True)
         row = {"n_layer": mcfg.n_layer, "n_head": mcfg.n_head, "d_model": mcfg.d_model}
         row.update({k: v for k, v in result.items() if not k.endswith("time_s")})
@@ -185,15 +191,29 @@ def run_one(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
 
 
 def run_induction_sweep(
-    out_dir: str | Path, cfg: InductionSweepConfig, *, workers: int = 1, quiet: bool = False
+    out_dir: str | Path,
+    cfg: InductionSweepConfig,
+    *,
+    workers: int = 1,
+    backend: Backend | None = None,
+    quiet: bool = False,
 ) -> pd.DataFrame:
-    """Open (or resume) the sweep folder and run every unfinished configuration."""
+    """Check every run's configuration, then open (or resume) the sweep folder and run every
+    unfinished configuration: a bad grid value is refused before anything is written."""
+    specs = build_specs(cfg)
+    for spec in specs:
+        if spec.params["model"] == "trained":
+            try:
+                run_configs(spec.params)
+            except ConfigError as err:
+                raise ConfigError(f"run {spec.name}: {err}") from err
     sweep_dir = open_sweep(out_dir, KIND, cfg.to_dict())
     return run_sweep(
         sweep_dir,
-        build_specs(cfg),
+        specs,
         run_one,
         workers=workers,
+        backend=backend,
         quiet=quiet,
         description="induction sweep",
     )

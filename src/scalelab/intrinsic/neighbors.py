@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from scalelab.errors import InputError
+from scalelab.intrinsic.neighbors_device import knn_device
 
 METRICS = ("euclidean", "cosine", "angular")
 PRECISIONS = {"bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64}
@@ -63,6 +64,7 @@ def knn(
     n_candidates: int | None = None,
     block_rows: int | None = None,
     stats: SearchStats | None = None,
+    device: str | torch.device | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The k nearest neighbours of every row of `X` among the other rows.
 
@@ -70,11 +72,15 @@ def knn(
     point itself excluded. `metric`: "euclidean"; "cosine" (1 - cos, as sklearn defines it);
     "angular" (the angle in radians between the vectors). `precision` only sets the speed of
     the candidate search: the result is exact either way (see the module docstring).
+    `device` ("cuda", "cuda:1", "cpu"; default: the device of a torch tensor `X`, else this
+    CPU search) runs the search as torch ops there (`neighbors_device`, float64 throughout;
+    `precision` then does not apply); the same distances to float64 rounding.
     """
     if metric not in METRICS:
         raise InputError(f"unknown metric {metric!r}: use one of {', '.join(METRICS)}")
     if precision not in PRECISIONS:
         raise InputError(f"unknown precision {precision!r}: use one of {', '.join(PRECISIONS)}")
+    target = _target_device(X, device)
     x = _as_matrix(X)
     n = x.shape[0]
     if k < 1:
@@ -83,15 +89,34 @@ def knn(
         raise InputError(f"{n} points but k = {k}: give at least k + 1 points or lower k")
     if metric != "euclidean":
         x = _unit_rows(x)
-    if block_rows is None:  # fewer, larger products: ~32 MB of bf16 distances per block
-        block_rows = max(256, min(n, _BLOCK_ELEMENTS // n))
-    sq, idx = _exact_knn_squared(x, k, precision, n_candidates, block_rows, stats)
+    if target is not None:
+        sq, idx = knn_device(x, k, target, block_rows)
+    else:
+        if block_rows is None:  # fewer, larger products: ~32 MB of bf16 distances per block
+            block_rows = max(256, min(n, _BLOCK_ELEMENTS // n))
+        sq, idx = _exact_knn_squared(x, k, precision, n_candidates, block_rows, stats)
     dist = np.sqrt(sq)
     if metric == "cosine":
         dist = sq / 2.0  # 1 - cos(u, v) = |u - v|^2 / 2 for unit vectors
     elif metric == "angular":
         dist = 2.0 * np.arcsin(np.minimum(dist / 2.0, 1.0))  # chord -> angle, no cancellation
     return dist, idx
+
+
+def _target_device(
+    X: np.ndarray | torch.Tensor, device: str | torch.device | None
+) -> torch.device | None:
+    """The device of the torch search, or None for the CPU search."""
+    if device is None:
+        on = X.device if isinstance(X, torch.Tensor) else None
+        return on if on is not None and on.type != "cpu" else None
+    try:
+        target = torch.device(device)
+    except RuntimeError as err:
+        raise InputError(f"unknown device {device!r} ({err}): use cpu, cuda or cuda:N") from None
+    if target.type == "cuda" and not torch.cuda.is_available():
+        raise InputError(f"device {device!r}: CUDA is not available here; use --device cpu")
+    return target
 
 
 def _as_matrix(X: np.ndarray | torch.Tensor) -> torch.Tensor:
@@ -245,6 +270,11 @@ class _ApproxSearch:
         return self.c1 * self.norms[rows] * self.max_norm + self.c2 * self.max_norm**2
 
 
+# Fast-math without 'nnan'/'ninf': the kernels compare against +inf placeholders, which the
+# compiler may not assume away; reassociation, contraction and the rest are safe here.
+FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
+
+
 def _rerank(
     x: np.ndarray, rows: np.ndarray, cand: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -254,7 +284,7 @@ def _rerank(
     return sq, idx, sq[:, -1]
 
 
-@numba.njit(parallel=True, fastmath=True, cache=True)
+@numba.njit(parallel=True, fastmath=FASTMATH, cache=True)
 def _row_sq_norms(x: np.ndarray) -> np.ndarray:
     """Float64 |x_i|^2 per row (products of float32 values are exact in float64)."""
     out = np.empty(x.shape[0])
@@ -266,7 +296,7 @@ def _row_sq_norms(x: np.ndarray) -> np.ndarray:
     return out
 
 
-@numba.njit(parallel=True, fastmath=True, cache=True)
+@numba.njit(parallel=True, fastmath=FASTMATH, cache=True)
 def _rerank_kernel(
     x: np.ndarray, rows: np.ndarray, cand: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -19,8 +19,9 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from scalelab.errors import CheckpointError, ConfigError
-from scalelab.io import atomic_write, read_json
-from scalelab.lm.model import GPT, GPTConfig
+from scalelab.io import atomic_write, read_json, to_json
+from scalelab.lm.config import GPTConfig
+from scalelab.lm.model import GPT
 
 WEIGHTS = "checkpoint.safetensors"
 STATE = "state.pt"
@@ -33,8 +34,8 @@ def save_weights(model: GPT, path: Path, **metadata: Any) -> None:
     tensors = {
         k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items() if k != TIED
     }
-    meta = {k: json.dumps(v) for k, v in metadata.items()}
-    meta["model_config"] = json.dumps(model.config.to_dict())
+    meta = {k: to_json(v, indent=None) for k, v in metadata.items()}
+    meta["model_config"] = to_json(model.config.to_dict(), indent=None)
     atomic_write(path, lambda p: save_file(tensors, str(p), metadata=meta))
 
 

@@ -39,6 +39,7 @@ class LoadedModel:
     data_dir: Path | None = None
     gguf_file: str | None = None
     checkpoint: str | None = None
+    module: torch.nn.Module | None = None  # the model itself (GPT or HF), for other analyses
 
     @property
     def n_layer(self) -> int:
@@ -154,6 +155,7 @@ def _load_scalelab(path: Path, device: torch.device | str, weights: str) -> Load
         tokenizer=tok,
         weight_files=[file],
         data_dir=data_dir,
+        module=gpt,
     )
 
 
@@ -212,4 +214,5 @@ def _load_hf(
         tokenizer=tok,
         weight_files=weight_files(path, gguf),
         gguf_file=gguf,
+        module=model,
     )

@@ -4,8 +4,10 @@ resume after a kill at any moment, and data parallelism under torchrun.
 
 Batch semantics do not depend on the number of processes: every optimizer step draws the same
 `batch_size * grad_accum` windows from one seeded stream, and each of the `world_size`
-processes takes `grad_accum / world_size` of the micro-batches. So one process and N processes
-with the same config see the same data and follow the same loss curve (up to float rounding).
+processes takes an equal 1/world_size share of them, in micro-batches of at most `batch_size`
+windows. So one process and N processes with the same config see the same data and follow the
+same loss curve (up to float rounding), and the defaults (grad_accum 1) work under torchrun:
+with 2 processes each takes half of the one micro-batch.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +27,11 @@ import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from scalelab.config import Config, check_same_config
+from scalelab import outdir
 from scalelab.errors import CheckpointError, ConfigError, EstimationError, InputError
 from scalelab.io import append_jsonl, atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.lm import checkpoint as ckpt
+from scalelab.lm.config import GPTConfig, TrainConfig, lr_at, planned_steps
 from scalelab.lm.data import (
     WindowSampler,
     check_long_enough,
@@ -37,135 +41,11 @@ from scalelab.lm.data import (
     windows,
 )
 from scalelab.lm.distributed import DistContext, init_distributed
-from scalelab.lm.model import GPT, GPTConfig, preset_config
+from scalelab.lm.model import GPT
 from scalelab.progress import progress
+from scalelab.scalars import Scalars
 
-DTYPES = ("auto", "float32", "bfloat16")
 METRICS = "metrics.jsonl"
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainConfig(Config):
-    """How to train. `batch_size` is windows per micro-batch; `grad_accum` micro-batches make
-    one optimizer step, shared out over all processes (global batch = batch_size * grad_accum
-    windows, whatever the number of processes)."""
-
-    seed: int = 0
-    batch_size: int = 8
-    grad_accum: int = 1
-    lr: float = 1e-3
-    min_lr: float = 1e-4
-    warmup_steps: int = 100
-    max_steps: int = 2000
-    max_tokens: int | None = None  # stop after this many training tokens (if sooner)
-    train_tokens: int | None = None  # train on the first n tokens only (nested data subsets)
-    weight_decay: float = 0.1
-    beta1: float = 0.9
-    beta2: float = 0.95
-    grad_clip: float = 1.0  # 0 disables clipping
-    eval_interval: int = 100  # steps between validations (and checkpoints)
-    eval_batches: int = 8  # validation windows = eval_batches * batch_size, fixed positions
-    test_tokens: int | None = None  # cap on test tokens scored (None: the whole test split)
-    patience: int | None = None  # stop after this many validations without improvement
-    dtype: str = "auto"  # auto: bf16 autocast where supported (faster, same curve), else fp32
-
-    def validate(self) -> None:
-        for name in ("batch_size", "grad_accum", "max_steps", "eval_interval", "eval_batches"):
-            _positive_int(self, name)
-        for name in ("max_tokens", "train_tokens", "test_tokens", "patience"):
-            if getattr(self, name) is not None:
-                _positive_int(self, name)
-        if not isinstance(self.seed, int) or self.seed < 0:
-            raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
-        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
-            raise ConfigError(f"warmup_steps must be >= 0, got {self.warmup_steps!r}")
-        if not 0.0 < self.lr <= 1.0 or not math.isfinite(self.lr):
-            raise ConfigError(
-                f"learning rate {self.lr} is out of range; use 0 < lr <= 1 (e.g. 1e-3)"
-            )
-        if not 0.0 <= self.min_lr <= self.lr:
-            raise ConfigError(f"min_lr {self.min_lr} must be in [0, lr={self.lr}]; lower --min-lr")
-        if not (0.0 <= self.beta1 < 1.0 and 0.0 <= self.beta2 < 1.0):
-            raise ConfigError(f"Adam betas must be in [0, 1), got {self.beta1}, {self.beta2}")
-        if self.weight_decay < 0 or self.grad_clip < 0:
-            raise ConfigError("weight_decay and grad_clip must be >= 0 (grad_clip 0 = off)")
-        if self.dtype not in DTYPES:
-            raise ConfigError(f"dtype {self.dtype!r} is not one of {DTYPES}")
-
-    @property
-    def windows_per_step(self) -> int:
-        return self.batch_size * self.grad_accum
-
-
-def _positive_int(cfg: Config, name: str) -> None:
-    value = getattr(cfg, name)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-
-
-# Training defaults per model preset. paper-125m follows the seed paper (nanoGPT's GPT-2 run:
-# 0.5M-token batches, lr 6e-4 -> 6e-5, 2000 warm-up steps, cosine decay).
-TRAIN_PRESETS: dict[str, TrainConfig] = {
-    "tiny": TrainConfig(batch_size=16, lr=2e-3, min_lr=2e-4, warmup_steps=100),
-    "small": TrainConfig(batch_size=8, lr=1e-3, min_lr=1e-4, warmup_steps=100),
-    "medium": TrainConfig(batch_size=8, lr=6e-4, min_lr=6e-5, warmup_steps=200),
-    "paper-125m": TrainConfig(
-        batch_size=12,
-        grad_accum=40,
-        lr=6e-4,
-        min_lr=6e-5,
-        warmup_steps=2000,
-        max_steps=600_000,
-        eval_interval=2000,
-        eval_batches=200,
-    ),
-}
-
-
-def configs_for_preset(
-    preset: str, data_dir: str | Path, **overrides: Any
-) -> tuple[GPTConfig, TrainConfig]:
-    """Model and training configs for `preset` on the token store at `data_dir` (its vocabulary
-    size), with overrides given by field name (`None` values are ignored)."""
-    from scalelab.text.store import TokenStore
-
-    if preset not in TRAIN_PRESETS:
-        raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(TRAIN_PRESETS)}")
-    vocab = TokenStore(Path(data_dir), "train").vocab_size
-    given = {k: v for k, v in overrides.items() if v is not None}
-    model_fields = {f.name for f in dataclasses.fields(GPTConfig)}
-    train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    unknown = sorted(set(given) - model_fields - train_fields)
-    if unknown:
-        raise ConfigError(
-            f"unknown option(s) {unknown}; model: {sorted(model_fields)}, "
-            f"training: {sorted(train_fields)}"
-        )
-    model_cfg = preset_config(
-        preset, vocab, **{k: v for k, v in given.items() if k in model_fields}
-    )
-    train_cfg = TRAIN_PRESETS[preset].replace(
-        **{k: v for k, v in given.items() if k in train_fields}
-    )
-    return model_cfg, train_cfg
-
-
-def lr_at(step: int, cfg: TrainConfig, total_steps: int) -> float:
-    """Linear warm-up to `lr`, then cosine decay reaching `min_lr` at the last step."""
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / (cfg.warmup_steps + 1)
-    span = max(total_steps - cfg.warmup_steps - 1, 1)
-    frac = min((step - cfg.warmup_steps) / span, 1.0)
-    return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * frac)) * (cfg.lr - cfg.min_lr)
-
-
-def planned_steps(cfg: TrainConfig, block_size: int) -> tuple[int, str]:
-    """Steps to run and the stop reason if nothing stops the run earlier."""
-    if cfg.max_tokens is not None:
-        by_tokens = math.ceil(cfg.max_tokens / (cfg.windows_per_step * block_size))
-        if by_tokens < cfg.max_steps:
-            return by_tokens, "max_tokens"
-    return cfg.max_steps, "max_steps"
 
 
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
@@ -228,16 +108,6 @@ def _open_data(data_dir: Path, model_cfg: GPTConfig, cfg: TrainConfig) -> _Data:
     check_long_enough(stores["val"].n_tokens, block, "validation split")
     check_long_enough(stores["test"].n_tokens, block, "test split")
     return _Data(train_tokens, stores["val"].tokens, stores["test"].tokens, vocab)
-
-
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 def _make_optimizer(model: GPT, cfg: TrainConfig) -> torch.optim.AdamW:
@@ -312,9 +182,12 @@ def train(
     *,
     quiet: bool = False,
     device: str | None = None,
+    on_eval: Callable[[GPT], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Train (or resume, or return the result of a finished run in `out_dir`) and return the
-    result dict that is also written to `out_dir/result.json`."""
+    result dict that is also written to `out_dir/result.json`. `on_eval(model)` adds its
+    fields to every metrics.jsonl row (e.g. head scores over training); it runs in eval mode
+    under `torch.random.fork_rng`, so it cannot change training (resume stays bit-exact)."""
     ctx = init_distributed(device)
     data_dir, out_dir = Path(data_dir).resolve(), Path(out_dir)
     run_cfg = {
@@ -322,36 +195,51 @@ def train(
         "train": train_cfg.to_dict(),
         "data_dir": str(data_dir),
     }
-    if (out_dir / ckpt.CONFIG).exists():
-        saved = ckpt.read_run_config(out_dir)
-        check_same_config(_flat(saved), _flat(run_cfg), out_dir)
+    if outdir.check(out_dir, ckpt.CONFIG, run_cfg, flat=True) is not None:
+        ckpt.read_run_config(out_dir)
         if (out_dir / "result.json").exists():
             return read_json(out_dir / "result.json")
-    if train_cfg.grad_accum % ctx.world_size:
-        raise ConfigError(
-            f"grad_accum={train_cfg.grad_accum} is not a multiple of the {ctx.world_size} "
-            "processes; set --grad-accum to a multiple of --nproc_per_node"
-        )
+    check_world_size(train_cfg, ctx.world_size)
     data = _open_data(data_dir, model_cfg, train_cfg)
-    if ctx.is_main:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        if not (out_dir / ckpt.CONFIG).exists():
-            atomic_write_json(out_dir / ckpt.CONFIG, run_cfg)
+    # Everything is checked: only now is the folder created (by rank 0, which holds its lock).
+    with (
+        outdir.claimed(out_dir, ckpt.CONFIG, run_cfg, flat=True)
+        if ctx.is_main
+        else (contextlib.nullcontext())
+    ):
+        if ctx.is_main and not (out_dir / "provenance.json").exists():
             atomic_write_json(out_dir / "provenance.json", provenance())
-    ctx.barrier()
-    cuda = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
-    with torch.random.fork_rng(devices=cuda):
-        torch.manual_seed(train_cfg.seed + ctx.rank)  # dropout only; data has its own stream
-        return _Trainer(model_cfg, train_cfg, data, out_dir, ctx).run(quiet)
+        ctx.barrier()
+        cuda = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=cuda):
+            torch.manual_seed(train_cfg.seed + ctx.rank)  # dropout only; data has its own stream
+            return _Trainer(model_cfg, train_cfg, data, out_dir, ctx, on_eval).run(quiet)
+
+
+def check_world_size(cfg: TrainConfig, world_size: int) -> None:
+    """The global batch (`batch_size * grad_accum` windows) must split evenly over processes."""
+    if cfg.windows_per_step % world_size:
+        raise ConfigError(
+            f"batch_size * grad_accum = {cfg.windows_per_step} windows per step cannot be "
+            f"shared evenly by {world_size} processes; make --batch-size * --grad-accum a "
+            "multiple of --nproc_per_node"
+        )
 
 
 class _Trainer:
     """One training session of a run folder: fresh, or continued from its `state.pt`."""
 
     def __init__(
-        self, model_cfg: GPTConfig, cfg: TrainConfig, data: _Data, out_dir: Path, ctx: DistContext
+        self,
+        model_cfg: GPTConfig,
+        cfg: TrainConfig,
+        data: _Data,
+        out_dir: Path,
+        ctx: DistContext,
+        on_eval: Callable[[GPT], dict[str, Any]] | None = None,
     ) -> None:
         self.cfg, self.data, self.out_dir, self.ctx = cfg, data, out_dir, ctx
+        self.on_eval = on_eval
         self.session_start = time.perf_counter()
         self.session_train_time = 0.0
         self.session_train_cpu = 0.0
@@ -382,6 +270,7 @@ class _Trainer:
             self._restore()
         if ctx.is_main:
             _truncate_metrics(out_dir / METRICS, self.s["step"])
+        self.scalars = Scalars(out_dir if ctx.is_main else None, resume_step=self.s["step"])
 
     def _restore(self) -> None:
         path = self.out_dir / ckpt.STATE
@@ -390,9 +279,7 @@ class _Trainer:
             self.model.load_state_dict(saved["model"])
             self.opt.load_state_dict(saved["optimizer"])
             self.sampler.load_state(saved["sampler"])
-            torch.set_rng_state(saved["torch_rng"])
-            if self.ctx.device.type == "cuda" and saved.get("cuda_rng") is not None:
-                torch.cuda.set_rng_state(saved["cuda_rng"], self.ctx.device)
+            self._restore_rng(saved)
             self.s.update(saved["loop"])
         except (KeyError, RuntimeError, ValueError, TypeError) as err:
             raise CheckpointError(
@@ -400,13 +287,41 @@ class _Trainer:
             ) from err
         _log(self.ctx, f"resuming {self.out_dir} at step {self.s['step']}")
 
+    def _restore_rng(self, saved: dict[str, Any]) -> None:
+        """Each rank gets back its own dropout RNG state (saved by rank 0 for all ranks)."""
+        rank, cuda = self.ctx.rank, self.ctx.device.type == "cuda"
+        cpu_states = saved.get("torch_rng_ranks") or [saved["torch_rng"]]
+        cuda_states = saved.get("cuda_rng_ranks") or [saved.get("cuda_rng")]
+        if len(cpu_states) != self.ctx.world_size:  # resumed on another number of processes
+            _log(self.ctx, "note: new process count; dropout masks differ from an unbroken run")
+            torch.manual_seed(self.cfg.seed + rank + 7919 * saved["loop"]["step"])
+            return
+        torch.set_rng_state(cpu_states[rank])
+        if cuda and cuda_states[rank] is not None:
+            torch.cuda.set_rng_state(cuda_states[rank], self.ctx.device)
+
+    def _rng_states(self) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
+        """Every rank's CPU (and CUDA) RNG state, gathered to all ranks."""
+        ctx = self.ctx
+        cpu = torch.get_rng_state()
+        cuda = torch.cuda.get_rng_state(ctx.device) if ctx.device.type == "cuda" else None
+        if not ctx.active:
+            return [cpu], None if cuda is None else [cuda]
+        gathered: list[Any] = [None] * ctx.world_size
+        torch.distributed.all_gather_object(gathered, (cpu, cuda))
+        cuda_all = None if cuda is None else [g[1] for g in gathered]
+        return [g[0] for g in gathered], cuda_all
+
     def run(self, quiet: bool) -> dict[str, Any]:
         s, ctx = self.s, self.ctx
         net = self.model
         if ctx.active:
             ids = [ctx.device.index] if ctx.device.type == "cuda" else None
             net = DistributedDataParallel(self.model, device_ids=ids)
-        with progress("train", self.total_steps, quiet=quiet or not ctx.is_main) as advance:
+        with (
+            self.scalars,
+            progress("train", self.total_steps, quiet=quiet or not ctx.is_main) as advance,
+        ):
             advance(s["step"])
             while s["stop_reason"] is None and s["step"] < self.total_steps:
                 t0, c0 = time.perf_counter(), time.process_time()
@@ -429,17 +344,20 @@ class _Trainer:
         for group in self.opt.param_groups:
             group["lr"] = lr
         x_all, y_all = self.sampler.sample(cfg.windows_per_step)
-        local_accum = cfg.grad_accum // ctx.world_size
+        share = cfg.windows_per_step // ctx.world_size  # this rank's windows
+        first = ctx.rank * share
+        micro_starts = range(first, first + share, cfg.batch_size)
         step_loss = torch.zeros((), device=dev)
-        for micro in range(local_accum):
-            lo = (ctx.rank * local_accum + micro) * cfg.batch_size
-            x = x_all[lo : lo + cfg.batch_size].to(dev, non_blocking=True)
-            y = y_all[lo : lo + cfg.batch_size].to(dev, non_blocking=True)
-            sync = micro == local_accum - 1 or not ctx.active
+        for micro, lo in enumerate(micro_starts):
+            hi = min(lo + cfg.batch_size, first + share)
+            x = x_all[lo:hi].to(dev, non_blocking=True)
+            y = y_all[lo:hi].to(dev, non_blocking=True)
+            sync = micro == len(micro_starts) - 1 or not ctx.active
             with contextlib.nullcontext() if sync else net.no_sync(), _autocast(dev, self.dtype):
                 _, loss = net(x, y)
-            (loss / local_accum).backward()
-            step_loss += loss.detach() / local_accum
+            weight = (hi - lo) / share  # micro-batch means, weighted into the rank's mean
+            (loss * weight).backward()
+            step_loss += loss.detach() * weight
         if cfg.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
         self.opt.step()
@@ -479,6 +397,12 @@ class _Trainer:
             "tokens_per_s": tokens / max(s["train_time_s"], 1e-9),
         }
         s["loss_sum"], s["loss_count"] = 0.0, 0
+        if self.on_eval is not None and ctx.is_main:
+            cuda = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
+            self.model.eval()
+            with torch.no_grad(), torch.random.fork_rng(devices=cuda):
+                row.update(self.on_eval(self.model))
+            self.model.train()
         improved = val < s["best_val"]
         if improved:
             s["best_val"], s["best_step"], s["bad_evals"] = val, s["step"], 0
@@ -492,19 +416,28 @@ class _Trainer:
             f"val {val:.4f} lr {s['lr']:.2e} {row['tokens_per_s'] / 1e3:.2f}k tok/s"
             + (" *" if improved else ""),
         )
+        cpu_rng, cuda_rng = self._rng_states()
         if ctx.is_main:
             append_jsonl(self.out_dir / METRICS, row)
+            self.scalars.log(
+                s["step"],
+                {
+                    "loss/train_nats": row["train_loss_nats"],
+                    "loss/val_nats": val,
+                    "lr": s["lr"],
+                    "throughput/tokens_per_s": row["tokens_per_s"],
+                },
+            )
             if improved:
                 ckpt.save_weights(
                     self.model, self.out_dir / ckpt.WEIGHTS, step=s["step"], val_loss_nats=val
                 )
-            cuda = ctx.device.type == "cuda"
             state = {
                 "model": self.model.state_dict(),
                 "optimizer": self.opt.state_dict(),
                 "sampler": self.sampler.state(),
-                "torch_rng": torch.get_rng_state(),
-                "cuda_rng": torch.cuda.get_rng_state(ctx.device) if cuda else None,
+                "torch_rng_ranks": cpu_rng,
+                "cuda_rng_ranks": cuda_rng,
                 "loop": dict(s),
             }
             ckpt.save_state(self.out_dir / ckpt.STATE, state)

@@ -19,14 +19,17 @@ from typing import Any
 import numpy as np
 import torch
 
+from scalelab import seeds
 from scalelab.config import Config
 from scalelab.errors import ConfigError
+from scalelab.intrinsic import PAPER_BATCH_SIZE
 from scalelab.io import append_jsonl, atomic_write_json, provenance, to_json
 from scalelab.manifold.geometry import MANIFOLDS, make_manifold
 from scalelab.manifold.model import RegressorConfig, TransformerRegressor
 from scalelab.manifold.problem import Problem, ProblemConfig
 from scalelab.manifold.train import FitConfig, fit_regressor, mse
-from scalelab.runner import RunSpec, open_sweep, run_sweep
+from scalelab.runner import Backend, RunSpec, open_sweep, run_sweep
+from scalelab.scalars import Scalars
 
 KIND = "manifold"
 
@@ -168,14 +171,19 @@ def _train_run(cfg: ManifoldSweepConfig, params: dict[str, Any], run_dir: Path) 
     rng = np.random.default_rng([cfg.problem_seed, seed, n, d, int(beta * 1000)])
     train = problem.sample(n, rng)
     val = problem.sample(max(32, round(cfg.val_fraction * n)), rng)
-    test = problem.sample(cfg.n_test, np.random.default_rng([cfg.problem_seed, d, 7]))
+    test = problem.sample(
+        cfg.n_test, np.random.default_rng([cfg.problem_seed, d, seeds.MANIFOLD_TEST])
+    )
     width = params["d_embd"] if params["task"] == "model" else None
     reg_cfg = cfg.regressor(width)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = TransformerRegressor(reg_cfg)
     gen = torch.Generator().manual_seed(seed)
-    summary = fit_regressor(model, train.x, train.y, val.x, val.y, cfg.fit(), generator=gen)
+    with Scalars(run_dir) as scalars:
+        summary = fit_regressor(
+            model, train.x, train.y, val.x, val.y, cfg.fit(), generator=gen, log=scalars.log
+        )
     xt = torch.as_tensor(test.x, dtype=torch.float32)
     from safetensors.torch import save_file
 
@@ -197,8 +205,12 @@ def _id_run(cfg: ManifoldSweepConfig, params: dict[str, Any]) -> dict:
     from scalelab.intrinsic.protocol import estimate_in_batches, make_estimator
 
     problem = Problem(cfg.problem(params["d"], params["beta"]))
-    x = problem.points(cfg.id_points, np.random.default_rng([cfg.problem_seed, params["d"], 8]))
-    est = estimate_in_batches(x, make_estimator(cfg.id_estimator), batch_size=4096, seed=0)
+    x = problem.points(
+        cfg.id_points, np.random.default_rng([cfg.problem_seed, params["d"], seeds.MANIFOLD_ID])
+    )
+    est = estimate_in_batches(
+        x, make_estimator(cfg.id_estimator), batch_size=PAPER_BATCH_SIZE, seed=0
+    )
     return {
         "d_hat": est.dimension,
         "d_hat_se": est.dimension_se if np.isfinite(est.dimension_se) else None,
@@ -225,7 +237,12 @@ def run_worker(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
 
 
 def run_manifold_sweep(
-    cfg: ManifoldSweepConfig, out_dir: str | Path, *, workers: int = 1, quiet: bool = False
+    cfg: ManifoldSweepConfig,
+    out_dir: str | Path,
+    *,
+    workers: int = 1,
+    backend: Backend | None = None,
+    quiet: bool = False,
 ) -> Any:
     """Run (or resume) the sweep into `out_dir`; returns the runs table (pandas)."""
     cfg_json = json.loads(to_json(cfg.to_dict()))
@@ -235,10 +252,21 @@ def run_manifold_sweep(
     ]  # the full config travels with each run so a spawned worker needs nothing else
     t0 = time.perf_counter()
     table = run_sweep(
-        sweep_dir, specs, run_worker, workers=workers, quiet=quiet, description="manifold"
+        sweep_dir,
+        specs,
+        run_worker,
+        workers=workers,
+        backend=backend,
+        quiet=quiet,
+        description="manifold",
     )
     append_jsonl(
         sweep_dir / "invocations.jsonl",
-        {"wall_time_s": time.perf_counter() - t0, "workers": workers, "runs": len(table)},
+        {
+            "wall_time_s": time.perf_counter() - t0,
+            "workers": workers,
+            "backend": (backend or Backend()).kind,
+            "runs": len(table),
+        },
     )
     return table

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,8 +68,10 @@ def fit_regressor(
     cfg: FitConfig,
     *,
     generator: torch.Generator,
+    log: Callable[[int, dict[str, float | None]], None] | None = None,
 ) -> dict[str, Any]:
-    """Train in place (best validation weights restored) and return a summary dict."""
+    """Train in place (best validation weights restored) and return a summary dict; `log`
+    (e.g. `Scalars.log`) gets the losses and learning rate at every validation."""
     xt, yt = torch.as_tensor(x_train, dtype=torch.float32), torch.as_tensor(y_train).float()
     xv, yv = torch.as_tensor(x_val, dtype=torch.float32), torch.as_tensor(y_val).float()
     n = len(xt)
@@ -94,6 +97,8 @@ def fit_regressor(
         if step % eval_every:
             continue
         val = mse(model, xv, yv)
+        if log is not None:
+            log(step, {"loss/train_mse": float(loss.detach()), "loss/val_mse": val, "lr": lr})
         if not math.isfinite(val):
             stop_reason = "diverged"
             break

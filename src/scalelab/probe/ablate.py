@@ -14,15 +14,17 @@ from typing import Any
 import numpy as np
 import torch
 
+from scalelab import seeds
 from scalelab.device import resolve_device
 from scalelab.errors import CheckpointError, ConfigError, InputError
 from scalelab.lm.load import LoadedModel, load_model_for_embedding
+from scalelab.probe.config import DEFAULT_BATCH_SIZES
 from scalelab.probe.estimate import (
     EstimateConfig,
     Prepared,
     _corpus_key,
     _counts,
-    embed,
+    embed_sample,
     estimate,
     estimate_dimension,
     load_embeddings,
@@ -30,9 +32,7 @@ from scalelab.probe.estimate import (
     shuffle_cap,
 )
 from scalelab.probe.sample import layer_name, resolve_layer, resolve_precision
-from scalelab.runner import RunSpec, open_sweep, run_sweep
-
-DEFAULT_BATCH_SIZES = (512, 1024, 2048, 4096, 8192, 16384)
+from scalelab.runner import Backend, RunSpec, open_sweep, run_sweep
 
 
 @dataclass
@@ -59,14 +59,22 @@ def _prepare_ablation(
     device: str | None,
     weights: str | None,
     groups: int = 1,
-) -> tuple[LoadedModel, Prepared, torch.device]:
+    layers: list[str] | None = None,
+) -> tuple[LoadedModel, Prepared, torch.device, list[int]]:
+    """The model, the sampled corpus, the device and the layer indices (`layers`, default
+    all), every user error raised before the corpus is read."""
     dev = resolve_device(device)
     loaded = load_model_for_embedding(
         model, device=dev, weights=weights, dtype=resolve_precision(cfg.precision, dev)
     )
     resolve_layer(cfg.layer, loaded.n_states)
+    index = (
+        list(range(loaded.n_states))
+        if layers is None
+        else sorted({resolve_layer(v, loaded.n_states) for v in layers})
+    )
     prep = prepare(loaded, corpus, cfg, groups=groups)
-    return loaded, prep, dev
+    return loaded, prep, dev, index
 
 
 def measure_layers(
@@ -81,14 +89,9 @@ def measure_layers(
     quiet: bool = False,
 ) -> Ablation:
     """d at every hidden state of one model (or the listed ones), on the same positions."""
-    loaded, prep, dev = _prepare_ablation(model, corpus, cfg, device, weights)
-    index = (
-        list(range(loaded.n_states))
-        if layers is None
-        else sorted({resolve_layer(v, loaded.n_states) for v in layers})
-    )
+    loaded, prep, dev, index = _prepare_ablation(model, corpus, cfg, device, weights, layers=layers)
     sample = prep.sample.subset(shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed))
-    x, timing = embed(
+    x, timing = embed_sample(
         loaded,
         sample,
         index,
@@ -99,7 +102,7 @@ def measure_layers(
     )
     rows = []
     for j, layer in enumerate(index):
-        result = estimate_dimension(x[j], cfg)
+        result = estimate_dimension(x[j], cfg, device=dev, quiet=quiet)
         rows.append(
             {"layer": layer, "layer_name": layer_name(layer, loaded.n_states), **_row(result)}
         )
@@ -125,10 +128,10 @@ def measure_positions(
 ) -> Ablation:
     """d per context-position range: the window split into `groups` equal ranges, `per_doc`
     positions drawn in each range of each window, one estimate per range."""
-    loaded, prep, dev = _prepare_ablation(model, corpus, cfg, device, weights, groups=groups)
+    loaded, prep, dev, _ = _prepare_ablation(model, corpus, cfg, device, weights, groups)
     layer = resolve_layer(cfg.layer, loaded.n_states)
     group = prep.sample.positions.group
-    rng = np.random.default_rng([cfg.seed, 0x5A1])
+    rng = np.random.default_rng([cfg.seed, seeds.SHUFFLE])
     keep = np.concatenate(  # step 4 within each range: shuffle, cap
         [rng.permutation(np.flatnonzero(group == g))[: cfg.max_points] for g in range(groups)]
     )
@@ -139,7 +142,7 @@ def measure_positions(
             "--groups, more documents, more --per-doc or a smaller --batch-size"
         )
     sample = prep.sample.subset(keep)
-    x, timing = embed(
+    x, timing = embed_sample(
         loaded,
         sample,
         [layer],
@@ -155,7 +158,7 @@ def measure_positions(
         row: dict[str, Any] = {"group": g, "position_from": lo, "position_to": hi}
         sel = np.flatnonzero(group[keep] == g)
         if len(sel) >= cfg.batch_size:
-            row.update(_row(estimate_dimension(x[0, sel], cfg)))
+            row.update(_row(estimate_dimension(x[0, sel], cfg, device=dev)))
         else:  # too few points for one batch: shown as a gap, not as a biased number
             row.update({"dimension": None, "dimension_se": None, "n_points": len(sel)})
         rows.append(row)
@@ -228,6 +231,7 @@ def measure_models(
     *,
     device: str | None = None,
     weights: str | None = None,
+    backend: Backend | None = None,
     quiet: bool = False,
 ) -> Ablation:
     """d for each model of a list (the same corpus and protocol). A resumable sweep under
@@ -247,7 +251,9 @@ def measure_models(
         )
         for i, m in enumerate(models)
     ]
-    table = run_sweep(out_dir, specs, _models_worker, quiet=quiet, description="models")
+    table = run_sweep(
+        out_dir, specs, _models_worker, backend=backend, quiet=quiet, description="models"
+    )
     cols = ["run", "model", "kind", "n_layer", "width", "params", "params_non_embedding"]
     cols += ["dimension", "dimension_se", "n_batches", "n_points", "alpha_D", "alpha_N"]
     rows = [{k: _plain(r[k]) for k in cols} for r in table.to_dict("records")]

@@ -12,7 +12,9 @@ from matplotlib.figure import Figure
 
 from scalelab.io import atomic_write, atomic_write_json, provenance
 from scalelab.probe import ablate
-from scalelab.probe.estimate import EstimateConfig, _finished, _request
+from scalelab.probe.config import EstimateConfig
+from scalelab.probe.estimate import _finished, _request
+from scalelab.runner import Backend
 
 
 def write_ablation(out_dir: Path, result: ablate.Ablation, fig: Figure) -> dict[str, Any]:
@@ -147,9 +149,11 @@ def ablate_models(
     *,
     device: str | None = None,
     weights: str | None = None,
+    backend: Backend | None = None,
     quiet: bool = False,
 ) -> dict[str, Any]:
-    """d for each model of a list: against model size (non-embedding parameters) and width."""
+    """d for each model of a list: against model size (non-embedding parameters) and width;
+    each model one run of a sweep (local or Ray `backend`)."""
     ablate.check_models(models)
     out_dir = Path(out_dir)
     request = _request(list(models), corpus, weights, cfg)
@@ -157,7 +161,15 @@ def ablate_models(
     if done is not None:
         return done
     result = ablate.measure_models(
-        models, corpus, cfg, out_dir, request, device=device, weights=weights, quiet=quiet
+        models,
+        corpus,
+        cfg,
+        out_dir,
+        request,
+        device=device,
+        weights=weights,
+        backend=backend,
+        quiet=quiet,
     )
     return write_ablation(out_dir, result, models_figure(result))
 

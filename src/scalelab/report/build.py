@@ -14,7 +14,13 @@ from scalelab.errors import InputError
 from scalelab.io import provenance, read_json
 from scalelab.report.document import Report
 
-SECTIONS = {"data": "lm", "model": "lm", "manifold": "manifold", "induction": "induction"}
+SECTIONS = {
+    "data": "lm",
+    "model": "lm",
+    "manifold": "manifold",
+    "induction": "induction",
+    "depth": "heads",
+}
 
 
 def sweep_kind(sweep_dir: Path) -> tuple[str, dict]:

@@ -1,5 +1,10 @@
 """A shareable report: one self-contained HTML page (figures embedded as PNG) and its
-Markdown twin (figures as PNG files beside it)."""
+Markdown twin (figures as PNG files beside it).
+
+The page is laid out for a laptop screen: the text column is at most 1000 px wide, figures
+shrink to it, wide tables and code scroll inside their own box, long names wrap; a list of
+figures under the title links to each one (tests/test_report_browser.py checks all of this
+in headless Chromium)."""
 
 from __future__ import annotations
 
@@ -19,9 +24,13 @@ from scalelab.io import atomic_write_bytes, atomic_write_text, to_json
 
 _CSS = """
 body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;
-text-align:right}th{background:#f4f4f4}img{max-width:100%}pre{background:#f7f7f7;padding:1em;
-overflow-x:auto;font-size:12px}figcaption{color:#555;font-size:90%}
+h1,h2,h3,p,figcaption,li{overflow-wrap:anywhere}
+.scroll{overflow-x:auto;max-width:100%;margin:1em 0}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;
+white-space:nowrap}td:first-child,th:first-child{text-align:left}th{background:#f4f4f4}caption{text-align:left;
+color:#555;font-size:90%;padding:4px 0}figure{margin:1.5em 0}img{max-width:100%;height:auto}
+pre{background:#f7f7f7;padding:1em;overflow-x:auto;font-size:12px}
+figcaption{color:#555;font-size:90%}.contents{font-size:90%;color:#444}
 """
 
 
@@ -29,6 +38,17 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     return "" if v is None else str(v)
+
+
+def _html_table(rows: list[dict[str, Any]], cols: list[Any], caption: str) -> str:
+    """A table in a box that scrolls sideways when the table is wider than the page."""
+    h = ["<div class='scroll'><table>"]
+    if caption:
+        h.append(f"<caption>{html.escape(caption)}</caption>")
+    h.append("<tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in cols) + "</tr>")
+    for r in rows:
+        h.append("<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(c)))}</td>" for c in cols))
+    return "\n".join(h) + "\n</table></div>"
 
 
 @dataclass
@@ -58,11 +78,28 @@ class Report:
     def json(self, obj: Any) -> None:
         self.code(to_json(obj))
 
+    def _contents(self) -> str:
+        """The list of the page's figures, each linked: what a reader (and the browser test)
+        can expect to find below."""
+        captions = [payload[1] for kind, payload in self._blocks if kind == "figure"]
+        if not captions:
+            return "<p class='contents'>This page has no figures.</p>"
+        items = "".join(
+            f"<li><a href='#figure-{i}'>Figure {i}</a>: {html.escape(c.split('. ')[0])}</li>"
+            for i, c in enumerate(captions, 1)
+        )
+        return f"<nav class='contents'>Figures:<ol>{items}</ol></nav>"
+
     def write(self, out_dir: str | Path, stem: str = "report") -> tuple[Path, Path]:
         """Write `stem.html` and `stem.md` (+ `stem_files/*.png`) atomically."""
         out_dir = Path(out_dir)
-        h = [f"<!doctype html><meta charset='utf-8'><title>{html.escape(self.title)}</title>"]
-        h.append(f"<style>{_CSS}</style><h1>{html.escape(self.title)}</h1>")
+        h = [
+            "<!doctype html><meta charset='utf-8'>",
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+            f"<title>{html.escape(self.title)}</title><style>{_CSS}</style>",
+            f"<h1>{html.escape(self.title)}</h1>",
+            self._contents(),
+        ]
         md = [f"# {self.title}", ""]
         n_fig = 0
         for kind, payload in self._blocks:
@@ -81,14 +118,7 @@ class Report:
                 if not rows:
                     continue
                 cols = list(rows[0])
-                h.append("<table>")
-                if caption:
-                    h.append(f"<caption>{html.escape(caption)}</caption>")
-                h.append("<tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in cols))
-                for r in rows:
-                    cells = "".join(f"<td>{html.escape(_fmt(r.get(c)))}</td>" for c in cols)
-                    h.append(f"<tr>{cells}</tr>")
-                h.append("</table>")
+                h.append(_html_table(rows, cols, caption))
                 if caption:
                     md += [f"*{caption}*", ""]
                 md.append("| " + " | ".join(map(str, cols)) + " |")
@@ -100,8 +130,9 @@ class Report:
                 n_fig += 1
                 b64 = base64.b64encode(png).decode("ascii")
                 h.append(
-                    f"<figure><img src='data:image/png;base64,{b64}'>"
-                    f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+                    f"<figure id='figure-{n_fig}'><img src='data:image/png;base64,{b64}' "
+                    f"alt='Figure {n_fig}'><figcaption>Figure {n_fig}. "
+                    f"{html.escape(caption)}</figcaption></figure>"
                 )
                 rel = f"{stem}_files/figure{n_fig}.png"
                 atomic_write_bytes(out_dir / rel, png)

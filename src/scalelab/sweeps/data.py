@@ -20,9 +20,8 @@ import pandas as pd
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
-from scalelab.lm.model import GPTConfig
-from scalelab.lm.train import TrainConfig
-from scalelab.runner import RunSpec, open_sweep
+from scalelab.lm.config import GPTConfig, TrainConfig
+from scalelab.runner import Backend, RunSpec, open_sweep
 from scalelab.sweeps.lm import Schedule, run_params, run_specs
 from scalelab.text.store import TokenStore
 
@@ -121,10 +120,13 @@ def data_sweep(
     cfg: DataSweepConfig,
     *,
     workers: int = 1,
+    backend: Backend | None = None,
     only: Sequence[str] | None = None,
     quiet: bool = False,
 ) -> pd.DataFrame:
     """Run (or resume) the sweep; `only` runs just the named runs (one scheduler task each),
     but the table always covers every finished run."""
     sweep_dir = open_sweep(sweep_dir, KIND, cfg.to_dict())
-    return run_specs(sweep_dir, specs(cfg), workers=workers, only=only, quiet=quiet)
+    return run_specs(
+        sweep_dir, specs(cfg), workers=workers, backend=backend, only=only, quiet=quiet
+    )

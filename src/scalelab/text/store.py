@@ -182,31 +182,7 @@ def prepare_corpus(
                 name: _write_split(tok, splits[name], eot, dtype, tmp, name, advance)
                 for name in SPLITS
             }
-        meta = {
-            "format": FORMAT,
-            "request": request,
-            "corpus": {
-                "name": corpus.name,
-                "license": corpus.license,
-                "source": corpus.source,
-                "description": corpus.description,
-                "n_documents": len(corpus.documents),
-                "n_chars": corpus.n_chars,
-                "sha256": request["corpus_sha256"],
-            },
-            "tokenizer_path": "tokenizer.json",
-            "tokenizer_source": tok_source,
-            "vocab_size": n_vocab,
-            "eot_id": eot,
-            "eot_token": tok.id_to_token(eot),
-            "dtype": dtype.name,
-            "seed": seed,
-            "val_fraction": val_fraction,
-            "test_fraction": test_fraction,
-            "split_rule": "sha256(seed, text) per document; train in seeded hash-rank order",
-            "splits": split_meta,
-            "provenance": provenance(),
-        }
+        meta = _store_meta(corpus, request, tok, tok_source, eot, dtype, split_meta)
         atomic_write_json(tmp / "meta.json", meta)
         if out.exists():
             out.rmdir()  # empty (checked above); rename needs the name free
@@ -215,6 +191,43 @@ def prepare_corpus(
         tok.encode_special_tokens = special_as_text
         shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _store_meta(
+    corpus: Corpus,
+    request: dict[str, Any],
+    tok: Tokenizer,
+    tok_source: str,
+    eot: int,
+    dtype: np.dtype,
+    split_meta: dict[str, Any],
+) -> dict[str, Any]:
+    """What meta.json records: the corpus, the tokenizer, the split rule and each split."""
+    return {
+        "format": FORMAT,
+        "request": request,
+        "corpus": {
+            "name": corpus.name,
+            "license": corpus.license,
+            "source": corpus.source,
+            "description": corpus.description,
+            "n_documents": len(corpus.documents),
+            "n_chars": corpus.n_chars,
+            "sha256": request["corpus_sha256"],
+        },
+        "tokenizer_path": "tokenizer.json",
+        "tokenizer_source": tok_source,
+        "vocab_size": max(tok.get_vocab().values()) + 1,
+        "eot_id": eot,
+        "eot_token": tok.id_to_token(eot),
+        "dtype": dtype.name,
+        "seed": request["seed"],
+        "val_fraction": request["val_fraction"],
+        "test_fraction": request["test_fraction"],
+        "split_rule": "sha256(seed, text) per document; train in seeded hash-rank order",
+        "splits": split_meta,
+        "provenance": provenance(),
+    }
 
 
 class TokenStore:

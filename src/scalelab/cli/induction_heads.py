@@ -1,0 +1,258 @@
+"""`scalelab induction gather | heads | compare-depth | separation`: the one-layer
+construction, induction heads in language models, and the depth separation in training."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+import torch
+import typer
+
+from scalelab.cli.common import (
+    JSON,
+    QUIET,
+    SEED,
+    print_json,
+    print_record,
+    print_table,
+    set_threads,
+    threads_option,
+)
+from scalelab.errors import ConfigError
+
+
+def _check_out(out: Path | None) -> None:
+    """Refuse an output path that is an existing file, before any work is done."""
+    if out is not None and out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; give a folder path")
+
+
+def gather_command(
+    n: int = typer.Option(65, help="Sequence length the construction is built for."),
+    alphabet: int = typer.Option(3, help="Alphabet size."),
+    bits: int | None = typer.Option(None, help="Precision p (default: the least it allows)."),
+    mode: str = typer.Option("float", help="Rounding: float (p significant bits) | fixed."),
+    random: int = typer.Option(500, help="Uniform random instances to check."),
+    hard: int = typer.Option(500, help="INDEX hard instances to check (needs alphabet >= 3)."),
+    seed: int = SEED,
+    json_out: bool = JSON,
+) -> None:
+    """Check the one-layer gather construction at p bits on every position."""
+    from scalelab.induction.construction import count_errors, evaluation_instances
+    from scalelab.induction.one_layer import GatherLayout, one_layer_construction
+    from scalelab.induction.precision import Precision
+
+    if n < 1 or random < 0 or hard < 0:
+        raise ConfigError("--n must be >= 1 and --random/--hard >= 0")
+    if hard and alphabet < 3:
+        raise ConfigError("hard instances use three symbols; give --alphabet >= 3 or --hard 0")
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    p = bits if bits is not None else GatherLayout.least_bits(n, alphabet, mode)
+    model = one_layer_construction(alphabet, n, p, mode)
+    seqs = evaluation_instances(n, alphabet, random, hard, seed)
+    wrong_pos, wrong_seq = count_errors(model, seqs, Precision(p, mode))
+    lay = model.layout
+    result = {
+        "n": n,
+        "alphabet_size": alphabet,
+        "mode": mode,
+        "heads_h": 1,
+        "width_m": lay.width,
+        "bits_p": p,
+        "digits_per_coordinate": lay.per_coordinate,
+        "hmp": lay.hmp,
+        "hmp_over_n": round(lay.hmp / n, 4),
+        "instances": len(seqs),
+        "positions_checked": int(seqs.size),
+        "wrong_positions": wrong_pos,
+        "wrong_sequences": wrong_seq,
+        "wall_s": round(time.perf_counter() - t0, 2),
+    }
+    if json_out:
+        print_json(result)
+    else:
+        print_record("one-layer gather construction", result)
+
+
+def heads_command(
+    model: Path = typer.Option(..., help="A scalelab run folder, an HF folder or a .gguf file."),
+    corpus: str | None = typer.Option(
+        None, help="Corpus for the ICL score: built-in name, text path or token store."
+    ),
+    out: Path | None = typer.Option(None, help="Folder for heads.json and the report."),
+    half_len: int | None = typer.Option(None, help="Length of each copy (default ≤ 64)."),
+    sequences: int = typer.Option(32, help="Repeated random sequences."),
+    batch_size: int = typer.Option(8, help="Sequences per forward pass."),
+    icl_windows: int = typer.Option(128, help="Corpus windows for the ICL score."),
+    icl_early: int | None = typer.Option(None, help="Early position (default late / 10)."),
+    icl_late: int | None = typer.Option(None, help="Late position (default min(500, ctx-1))."),
+    icl_from: str = typer.Option(
+        "documents", help="ICL windows: documents (starts of long documents) | stream."
+    ),
+    bos: bool | None = typer.Option(
+        None, "--bos/--no-bos", help="Prepend BOS (default: HF models yes, scalelab runs no)."
+    ),
+    threads: int = threads_option(1, help="torch threads."),
+    seed: int = SEED,
+    json_out: bool = JSON,
+) -> None:
+    """Induction and previous-token score of every head; in-context-learning score."""
+    from scalelab.induction.heads import HeadScoreConfig, measure_heads
+    from scalelab.io import atomic_write_json, provenance
+    from scalelab.report.heads import write_heads_report
+
+    cfg = HeadScoreConfig(
+        half_len=half_len,
+        n_sequences=sequences,
+        batch_size=batch_size,
+        icl_windows=icl_windows,
+        icl_early=icl_early,
+        icl_late=icl_late,
+        icl_windows_from=icl_from,
+        seed=seed,
+    )
+    _check_out(out)
+    set_threads(threads)
+    t0, c0 = time.perf_counter(), time.process_time()
+    result = measure_heads(model, cfg, corpus, bos=bos)
+    result["wall_s"] = round(time.perf_counter() - t0, 1)
+    result["cpu_s"] = round(time.process_time() - c0, 1)
+    result["provenance"] = provenance()
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(out / "heads.json", result)
+        write_heads_report(result, out)
+    if json_out:
+        print_json(result)
+        return
+    rows = [
+        {
+            "rank": i + 1,
+            **{f"induction {k}": v for k, v in a.items()},
+            **{f"prev-token {k}": v for k, v in b.items()},
+        }
+        for i, (a, b) in enumerate(
+            zip(result["top_induction"], result["top_previous_token"], strict=True)
+        )
+    ]
+    print_table(f"top heads of {model} (layer, head from 0)", rows)
+    if "icl_score" in result:
+        typer.echo(
+            f"ICL score {result['icl_score']:+.4f} ± {result['icl_score_se']:.4f} (SE) nats = "
+            f"loss at token {result['icl_late']} "
+            f"({result['loss_late_nats']:.4f}) - loss at token {result['icl_early']} "
+            f"({result['loss_early_nats']:.4f}), {result['icl_windows']} windows"
+        )
+    if out is not None:
+        typer.echo(f"wrote {out}/heads.json and {out}/report.html, {out}/report.md")
+
+
+def compare_depth_command(
+    data: Path = typer.Option(..., help="Token store (scalelab corpus prepare)."),
+    out: Path = typer.Option(..., help="Output folder (resumable: rerun to continue)."),
+    block_size: int = typer.Option(128, help="Context length."),
+    width: int = typer.Option(64, help="Width of the two-layer model (one layer: ≈ √2×)."),
+    n_head: int = typer.Option(4, help="Heads per layer."),
+    steps: int = typer.Option(1500, help="Training steps per model."),
+    eval_interval: int = typer.Option(100, help="Steps between evaluations (and scores)."),
+    batch_size: int = typer.Option(16, help="Windows per step."),
+    lr: float = typer.Option(2e-3, help="Peak learning rate (cosine to lr/10)."),
+    threshold: float = typer.Option(0.3, help="Induction score that counts as a head formed."),
+    sequences: int = typer.Option(16, help="Repeated random sequences per evaluation."),
+    icl_windows: int = typer.Option(32, help="Validation windows for the ICL score."),
+    seed: int = SEED,
+    quiet: bool = QUIET,
+    json_out: bool = JSON,
+) -> None:
+    """Train a 1-layer and a 2-layer GPT (equal non-embedding parameters); track head scores."""
+    from scalelab.induction.depth import DepthConfig, compare_depth
+    from scalelab.io import atomic_write_bytes
+    from scalelab.report.heads import depth_figure
+
+    cfg = DepthConfig(
+        block_size=block_size,
+        width=width,
+        n_head=n_head,
+        max_steps=steps,
+        eval_interval=eval_interval,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        threshold=threshold,
+        n_sequences=sequences,
+        icl_windows=icl_windows,
+    )
+    _check_out(out)
+    torch.set_num_threads(1)
+    summary = compare_depth(data, out, cfg, quiet=quiet)
+    buf = io.BytesIO()
+    depth_figure(summary["curves"], threshold).savefig(buf, format="png", dpi=90)
+    atomic_write_bytes(out / "depth.png", buf.getvalue())
+    if json_out:
+        print_json(summary["models"])
+        return
+    short = {
+        "model": "model",
+        "params_non_embedding": "N (non-emb.)",
+        "test_loss_nats": "test loss",
+        "final_induction_max": "induction",
+        "final_previous_token_max": "prev-token",
+        "final_icl_score": "ICL",
+        "head_formed_at_step": "head formed at",
+    }
+    rows = [{v: m[k] for k, v in short.items()} for m in summary["models"]]
+    print_table(f"depth comparison in {out} (final scores: max over heads)", rows)
+
+
+def separation_command(
+    out: Path = typer.Option(..., help="Folder for separation.csv/.png and trained runs."),
+    mode: str = typer.Option("fixed", help="Rounding: fixed (the paper's appendix) | float."),
+    steps: int = typer.Option(1500, help="Training step cap per trained model."),
+    quick: bool = typer.Option(False, help="A small grid (seconds; for trying it out)."),
+    seed: int = SEED,
+    json_out: bool = JSON,
+) -> None:
+    """Accuracy on hard instances vs h·m·p/n: 1 vs 2 layers, constructed and trained."""
+    import pandas as pd
+
+    from scalelab.induction.separation import SeparationConfig, separation_table
+    from scalelab.io import atomic_write_bytes, atomic_write_json, atomic_write_text, provenance
+    from scalelab.report.separation import separation_figure
+
+    cfg = SeparationConfig(mode=mode, steps=steps, seed=seed)
+    if quick:
+        cfg = cfg.replace(
+            gather_ns=(17,),
+            two_layer_ns=(65,),
+            one_layer_ns=(9,),
+            one_layer_widths=(4,),
+            two_layer_ns_trained=(),
+            eval_instances=64,
+        )
+    _check_out(out)
+    torch.set_num_threads(1)
+    rows = separation_table(cfg, out)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "separation.csv", pd.DataFrame(rows).to_csv(index=False))
+    atomic_write_json(
+        out / "separation.json", {"config": cfg.to_dict(), "rows": rows, "provenance": provenance()}
+    )
+    buf = io.BytesIO()
+    separation_figure(rows).savefig(buf, format="png", dpi=90)
+    atomic_write_bytes(out / "separation.png", buf.getvalue())
+    if json_out:
+        print_json(rows)
+    else:
+        keys = ("kind", "n_layer", "n", "h", "m", "p", "hmp_over_n", "acc_hard")
+        print_table(f"separation ({mode} point)", [{k: r[k] for k in keys} for r in rows])
+
+
+def register(group: typer.Typer) -> None:
+    """Add these commands to the `induction` group."""
+    group.command("gather")(gather_command)
+    group.command("heads")(heads_command)
+    group.command("compare-depth")(compare_depth_command)
+    group.command("separation")(separation_command)

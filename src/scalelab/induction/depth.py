@@ -1,0 +1,175 @@
+"""The depth separation in real training: a one-layer and a two-layer GPT of equal
+non-embedding parameter count trained on the same token store, with the induction score,
+previous-token score and in-context-learning score measured at every evaluation.
+
+A folder made by `compare_depth` holds `runs/L1` and `runs/L2` (ordinary, resumable
+`scalelab train` run folders whose metrics.jsonl rows carry the head scores),
+`depth.json` (the curves and the step at which an induction head formed) and `sweep.json`
+(kind "depth") so `scalelab report FOLDER` builds a page; the CLI also draws `depth.png`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scalelab.config import Config
+from scalelab.errors import ConfigError, InputError
+from scalelab.induction.heads import HeadScoreConfig, from_gpt, head_scores, icl_score
+from scalelab.io import atomic_write_json, provenance, read_json
+
+
+@dataclasses.dataclass(frozen=True)
+class DepthConfig(Config):
+    """Two models of equal non-embedding parameters (12·m² per layer): the two-layer one has
+    width `width`, the one-layer one ≈ √2·width (a multiple of `n_head`)."""
+
+    block_size: int = 128
+    width: int = 64
+    n_head: int = 4
+    max_steps: int = 1500
+    eval_interval: int = 100
+    batch_size: int = 16
+    lr: float = 2e-3
+    seed: int = 0
+    threshold: float = 0.3
+    n_sequences: int = 16
+    icl_windows: int = 32
+
+    def validate(self) -> None:
+        for name in (
+            "block_size",
+            "width",
+            "n_head",
+            "max_steps",
+            "eval_interval",
+            "batch_size",
+            "n_sequences",
+            "icl_windows",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.width % self.n_head:
+            raise ConfigError(f"width {self.width} must be a multiple of n_head {self.n_head}")
+        if self.block_size < 8:
+            raise ConfigError("block_size must be >= 8 (two copies of >= 4 tokens)")
+        if not 0.0 < self.threshold < 1.0:
+            raise ConfigError(f"threshold must be in (0, 1), got {self.threshold}")
+
+    @property
+    def one_layer_width(self) -> int:
+        return self.n_head * max(1, round(math.sqrt(2) * self.width / self.n_head))
+
+
+def _scorer(cfg: DepthConfig, val_tokens: np.ndarray):
+    """The on_eval callback: head scores on repeated random tokens, ICL on validation text.
+    It uses its own seeded generator, so training's RNG streams are untouched."""
+    from scalelab.probe.sample import TokenDocuments
+
+    docs = TokenDocuments.from_list([np.asarray(val_tokens, dtype=np.int64)])
+    score_cfg = HeadScoreConfig(
+        half_len=cfg.block_size // 2,
+        n_sequences=cfg.n_sequences,
+        icl_windows=cfg.icl_windows,
+        icl_windows_from="stream",  # the validation stream (with EOT), cut as in training
+        seed=cfg.seed,
+    )
+
+    def on_eval(model: Any) -> dict[str, Any]:
+        scored = from_gpt(model)
+        heads = head_scores(scored, score_cfg)
+        icl = icl_score(scored, docs, score_cfg)
+        ind, prev = np.asarray(heads["induction"]), np.asarray(heads["previous_token"])
+        return {
+            "induction_max": float(ind.max()),
+            "previous_token_max": float(prev.max()),
+            "induction": heads["induction"],
+            "previous_token": heads["previous_token"],
+            "icl_score": icl["icl_score"],
+            "icl_score_se": icl["icl_score_se"],
+            "loss_early_nats": icl["loss_early_nats"],
+            "loss_late_nats": icl["loss_late_nats"],
+        }
+
+    return on_eval
+
+
+def _formed(rows: list[dict[str, Any]], threshold: float) -> int | None:
+    """The first evaluated step whose max induction score reaches the threshold."""
+    return next((r["step"] for r in rows if r["induction_max"] >= threshold), None)
+
+
+def compare_depth(
+    data_dir: str | Path, out: str | Path, cfg: DepthConfig, *, quiet: bool = False
+) -> dict[str, Any]:
+    """Train (or resume) both models and write depth.json and sweep.json."""
+    from scalelab.lm.config import GPTConfig, TrainConfig
+    from scalelab.lm.train import train
+    from scalelab.text.store import TokenStore
+
+    data_dir, out = Path(data_dir), Path(out)
+    if not (data_dir / "meta.json").is_file():
+        raise InputError(f"{data_dir} is not a token store; run `scalelab corpus prepare` first")
+    if out.exists() and (out / "sweep.json").is_file():
+        saved = read_json(out / "sweep.json").get("config")
+        if saved != cfg.to_dict():
+            raise ConfigError(f"{out} was made with a different config; use a new --out")
+    vocab = TokenStore(data_dir, "train").vocab_size
+    val = TokenStore(data_dir, "val").tokens
+    train_cfg = TrainConfig(
+        seed=cfg.seed,
+        batch_size=cfg.batch_size,
+        lr=cfg.lr,
+        min_lr=cfg.lr / 10,
+        warmup_steps=min(100, cfg.max_steps // 10),
+        max_steps=cfg.max_steps,
+        eval_interval=cfg.eval_interval,
+        dtype="float32",
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(
+        out / "sweep.json", {"kind": "depth", "config": cfg.to_dict(), "provenance": provenance()}
+    )
+    on_eval = _scorer(cfg, val)
+    models, curves = [], {}
+    for layers, width in ((2, cfg.width), (1, cfg.one_layer_width)):
+        model_cfg = GPTConfig(
+            vocab_size=vocab,
+            block_size=cfg.block_size,
+            n_layer=layers,
+            n_head=cfg.n_head,
+            n_embd=width,
+        )
+        run = out / "runs" / f"L{layers}"
+        result = train(model_cfg, train_cfg, data_dir, run, quiet=quiet, on_eval=on_eval)
+        rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        label = f"{layers} layer{'s' if layers > 1 else ''}, width {width}"
+        curves[label] = rows
+        models.append(
+            {
+                "model": label,
+                "params_non_embedding": result["params_non_embedding"],
+                "params": result["params"],
+                "test_loss_nats": round(result["test_loss_nats"], 4),
+                "final_induction_max": round(rows[-1]["induction_max"], 3),
+                "final_previous_token_max": round(rows[-1]["previous_token_max"], 3),
+                "final_icl_score": round(rows[-1]["icl_score"], 4),
+                "head_formed_at_step": _formed(rows, cfg.threshold),
+                "train_cpu_s": round(result["train_cpu_time_s"], 1),
+            }
+        )
+    summary = {
+        "config": cfg.to_dict(),
+        "threshold": cfg.threshold,
+        "models": models,
+        "curves": curves,
+        "data_dir": str(data_dir.resolve()),
+    }
+    atomic_write_json(out / "depth.json", summary)
+    return summary

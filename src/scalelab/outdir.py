@@ -1,0 +1,195 @@
+"""Output folders: resume this folder or refuse, under an exclusive lock.
+
+Every command that writes a folder goes through `claim` (or `lock` alone when it writes only
+result files): the whole request is checked against what the folder already holds before
+anything is created or touched, then the folder is locked, then its description file is
+written. A second process on the same folder refuses at once with one line. The lock is an
+`fcntl.flock` on `.scalelab.lock`, which the kernel drops when the holder dies, so a killed
+run never blocks the next one (the file itself may stay; it holds only the last pid).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from scalelab.errors import ConfigError, InputError
+from scalelab.io import atomic_write_json
+
+LOCK = ".scalelab.lock"
+
+# Description files of each kind of folder at its top level, and what they mean to a reader.
+MARKERS = {
+    "sweep.json": "a sweep",
+    "config.json": "a training run",
+    "pipeline.json": "a demo folder",
+}
+
+_held: dict[Path, int] = {}  # folder -> open lock file descriptor, for this process
+
+
+def same_config(saved: dict[str, Any], wanted: dict[str, Any], where: str | Path) -> None:
+    """Refuse to resume a folder whose saved config differs from the one asked for."""
+    diffs = [
+        f"{k}: saved={saved.get(k)!r} now={wanted.get(k)!r}"
+        for k in sorted(set(saved) | set(wanted))
+        if saved.get(k) != wanted.get(k)
+    ]
+    if diffs:
+        shown = "; ".join(diffs[:4]) + (" ..." if len(diffs) > 4 else "")
+        raise ConfigError(
+            f"{where} holds a run with a different config ({shown}); "
+            "use a new --out folder or repeat the original options"
+        )
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    """A folder's description file, or an InputError naming the folder and the fix."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            meta = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(
+            f"{path} is unreadable or not JSON ({type(err).__name__}); restore it, or use a "
+            "new --out folder"
+        ) from err
+    if not isinstance(meta, dict):
+        raise InputError(f"{path} does not hold a JSON object; restore it or use a new --out")
+    return meta
+
+
+def check(
+    folder: str | Path,
+    meta: str,
+    config: dict[str, Any],
+    *,
+    kind: str | None = None,
+    flat: bool = False,
+) -> dict[str, Any] | None:
+    """Read-only half of `claim`: the saved description (None for a new folder), after
+    checking that `folder` is not a file, holds no other kind of run, and has this config."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{folder} is a file, not a folder; give a folder path to --out")
+    for marker, what in MARKERS.items():
+        if marker != meta and (folder / marker).is_file():
+            raise ConfigError(
+                f"{folder} holds {what} ({marker}), not this kind of output; use a new --out"
+            )
+    path = folder / meta
+    if not path.exists():
+        return None
+    saved = read_meta(path)
+    if kind is not None:
+        if saved.get("kind") != kind:
+            raise ConfigError(
+                f"{folder} holds a {saved.get('kind')!r} sweep, not {kind!r}; use a new --out"
+            )
+        saved_cfg = saved.get("config")
+    else:
+        saved_cfg = saved
+    if not isinstance(saved_cfg, dict):
+        raise InputError(f"{path} has no config section; restore it or use a new --out")
+    if flat:
+        same_config(_flat(saved_cfg), _flat(config), folder)
+    else:
+        same_config(saved_cfg, config, folder)
+    return saved
+
+
+def claim(
+    folder: str | Path,
+    meta: str,
+    config: dict[str, Any],
+    *,
+    kind: str | None = None,
+    flat: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    """Resume `folder` or refuse; lock it; write `meta` for a new folder.
+
+    `meta` holds `config` itself, or `{"kind", "config", **extra}` when `kind` is given.
+    `flat` compares nested sections key by key (clearer messages). Returns the folder."""
+    folder = Path(folder)
+    check(folder, meta, config, kind=kind, flat=flat)
+    lock(folder)
+    if check(folder, meta, config, kind=kind, flat=flat) is None:  # again, under the lock
+        body = config if kind is None else {"kind": kind, "config": config, **(extra or {})}
+        atomic_write_json(folder / meta, body)
+    return folder
+
+
+def lock(folder: str | Path) -> Path:
+    """Create `folder` and take its exclusive lock (re-entrant within this process), or
+    raise at once if another live process holds it."""
+    folder = Path(folder)
+    key = folder.resolve()
+    if key in _held:
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise ConfigError(
+            f"{folder} is in use by another scalelab process (pid {other}); wait for it to "
+            "finish, or use another --out"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _held[key] = fd
+    return folder
+
+
+def release(folder: str | Path) -> None:
+    """Drop this process's lock on `folder` (no-op if not held)."""
+    fd = _held.pop(Path(folder).resolve(), None)
+    if fd is not None:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+def release_all() -> None:
+    for key in list(_held):
+        release(key)
+
+
+@contextlib.contextmanager
+def claimed(folder: str | Path, meta: str, config: dict[str, Any], **kw: Any) -> Iterator[Path]:
+    """`claim` for the duration of a `with` block (the lock is released after it, unless
+    the folder was already locked by this process before)."""
+    was_held = Path(folder).resolve() in _held
+    path = claim(folder, meta, config, **kw)
+    try:
+        yield path
+    finally:
+        if not was_held:
+            release(path)
+
+
+@contextlib.contextmanager
+def locked(folder: str | Path) -> Iterator[Path]:
+    """`lock` for the duration of a `with` block."""
+    was_held = Path(folder).resolve() in _held
+    path = lock(folder)
+    try:
+        yield path
+    finally:
+        if not was_held:
+            release(path)
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out

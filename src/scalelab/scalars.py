@@ -1,0 +1,64 @@
+"""TensorBoard scalars beside a run's metrics.jsonl, so `tensorboard --logdir SWEEP` shows
+every run of a sweep. Optional: without the `tensorboard` package (`pip install
+'scalelab[tensorboard]'`) every call is a no-op and metrics.jsonl stays the record.
+
+Event files follow the run folder's resume rule: a run restarted from step 0 deletes its old
+event files; a run resumed after step k purges the events logged after k (TensorBoard's
+`purge_step`), so the replayed steps are not drawn twice.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+EVENTS_GLOB = "events.out.tfevents.*"
+
+
+class Scalars:
+    """`log(step, {tag: value})` into `run_dir` (None: log nothing)."""
+
+    def __init__(self, run_dir: str | Path | None, *, resume_step: int = 0) -> None:
+        self._writer: Any = None
+        if run_dir is None:
+            return
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:
+            return
+        run_dir = Path(run_dir)
+        if resume_step == 0:
+            for old in run_dir.glob(EVENTS_GLOB):
+                old.unlink()
+        purge = resume_step + 1 if resume_step else None
+        self._writer = SummaryWriter(str(run_dir), purge_step=purge, flush_secs=10)
+
+    @property
+    def enabled(self) -> bool:
+        return self._writer is not None
+
+    def log(self, step: int, values: dict[str, float | None]) -> None:
+        """Write the finite values as scalars at `step` (None and NaN are skipped)."""
+        if self._writer is None:
+            return
+        for tag, value in values.items():
+            if value is not None and math.isfinite(value):
+                self._writer.add_scalar(tag, float(value), step)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def __enter__(self) -> Scalars:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

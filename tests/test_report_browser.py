@@ -1,0 +1,177 @@
+"""Every report kind (data sweep, model sweep, manifold, induction, ablations) rendered in
+headless Chromium at a laptop width (1280 px): every image loads, nothing is wider than the
+window (wide tables scroll in their own box), and every figure the page's list promises is
+there. Skipped, with the reason, where Chromium is not installed (`.ci/run` installs it)."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_report_lm import make_sweep
+
+from scalelab.io import atomic_write_json
+from scalelab.manifold.sweep import PRESETS
+from scalelab.report.build import build_report
+
+BROWSER = next(
+    (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)),
+    None,
+)
+pytestmark = pytest.mark.skipif(
+    BROWSER is None, reason="no Chromium: apt-get install chromium (.ci/run installs it)"
+)
+WIDTH = 1280  # a laptop screen
+PROBE = """<script>
+window.addEventListener('load', () => {
+  const imgs = [...document.images];
+  const promised = [...document.querySelectorAll('nav.contents a')].map(a => a.hash.slice(1));
+  const out = {
+    images: imgs.length,
+    loaded: imgs.filter(i => i.complete && i.naturalWidth > 0).length,
+    promised: promised,
+    found: promised.filter(id => document.querySelector('#' + id + ' img')),
+    scrollWidth: document.documentElement.scrollWidth,
+    innerWidth: window.innerWidth,
+    wide: [...document.querySelectorAll('body > *')]
+      .filter(e => e.getBoundingClientRect().right > window.innerWidth)
+      .map(e => e.tagName + ' ' + e.className),
+  };
+  const pre = document.createElement('pre');
+  pre.id = 'probe';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def chromium(tmp_path: Path, *args: str) -> str:
+    profile = tmp_path / "profile"
+    cmd = [
+        BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run",
+        f"--user-data-dir={profile}", f"--window-size={WIDTH},900", "--hide-scrollbars",
+        "--virtual-time-budget=10000", *args,
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def check_in_browser(page: Path, tmp_path: Path) -> dict:
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.read_text(encoding="utf-8") + PROBE, encoding="utf-8")
+    dom = chromium(tmp_path, "--dump-dom", probed.as_uri())
+    found = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
+    assert found, "the probe script did not run"
+    return json.loads(html.unescape(found.group(1)))
+
+
+def manifold_sweep(root: Path) -> Path:
+    """A manifold sweep folder with error = n^-alpha (known exponents) and ID rows."""
+    sweep = root / "manifold"
+    cfg = PRESETS["quick"].replace(model_dims=(2,), model_widths=(8, 16, 32))
+    atomic_write_json(sweep / "sweep.json", {"kind": "manifold", "config": cfg.to_dict()})
+    rng = np.random.default_rng(0)
+    rows = []
+    for d in cfg.dims:
+        alpha = 2 / (2 + d)
+        for n in cfg.n_values:
+            for seed in cfg.seeds:
+                mse = n**-alpha * np.exp(rng.normal(0, 0.05))
+                rows.append({"task": "data", "d": d, "n": n, "seed": seed, "test_mse": mse})
+        rows.append({"task": "id", "d": d, "d_hat": d + 0.1, "d_hat_se": 0.05, "id_points": 8192})
+    for width, params in zip(cfg.model_widths, (1e3, 4e3, 1.6e4), strict=True):
+        mse = 0.5 * params**-1.0
+        rows.append({"task": "model", "d": 2, "n": 10000, "seed": 0, "test_mse": mse})
+        rows[-1].update(params=params, d_embd=width)
+    table = pd.DataFrame(rows).assign(
+        beta=1.0, stop_reason="patience", wall_time_s=1.0, cpu_time_s=1.0, train_mse=0.1
+    )
+    table.insert(0, "run", [f"r{i}" for i in range(len(table))])
+    table.to_csv(sweep / "runs.csv", index=False)
+    return sweep
+
+
+def induction_sweep(root: Path) -> Path:
+    sweep = root / "induction"
+    atomic_write_json(sweep / "sweep.json", {"kind": "induction", "config": {"ns": [8, 16, 32]}})
+    rows = []
+    for model, layers in (("trained", 1), ("trained", 2), ("construction", 2)):
+        for n in (8, 16, 32):
+            acc = 0.99 if layers == 2 else 1.0 / np.log2(n)
+            rows.append(
+                {"run": f"{model}{layers}-n{n}", "model": model, "alphabet_size": 4, "n": n}
+                | {"n_layer": layers, "n_head": 2, "d_model": 32, "hmp": 2 * 32 * 24}
+                | {"acc_all": acc, "acc_last": acc, "acc_hard": acc, "acc_hard_p8": acc / 2}
+                | {"acc_non_bottom": acc, "steps": 500, "stop_reason": "target"}
+            )
+    pd.DataFrame(rows).to_csv(sweep / "runs.csv", index=False)
+    return sweep
+
+
+def ablation_sweep(root: Path) -> Path:
+    """A data sweep folder with all four ablations (the paper's Figure 4 panels)."""
+    sweep = make_sweep(root / "ablations")[0]
+    panels = {
+        "batch_size": [{"batch_size": b, "dimension": 9 - b / 4096} for b in (512, 1024, 4096)],
+        "positions": [{"position": p, "dimension": 7 + p / 256} for p in (16, 64, 256)],
+        "models": [{"model": m, "dimension": d} for m, d in (("a", 7.1), ("b", 8.2))],
+    }
+    for name, rows in panels.items():
+        atomic_write_json(sweep / "ablations" / f"{name}.json", {"ablation": name, "rows": rows})
+    return sweep
+
+
+def wide_data_sweep(root: Path) -> Path:
+    """A data sweep whose runs table has long names: wider than the page unless it scrolls."""
+    sweep = make_sweep(root)[0]
+    runs = pd.read_csv(sweep / "runs.csv")
+    runs["run"] = [f"data-run-with-a-long-descriptive-name-{i:04d}" * 3 for i in range(len(runs))]
+    for col in ("best_step", "tokens_seen", "wall_time_s", "tokens_per_s", "params"):
+        runs[col] = 123456789.123
+    runs.to_csv(sweep / "runs.csv", index=False)
+    return sweep
+
+
+def quick_fits(sweep: Path) -> Path:
+    """Fewer bootstrap resamples for the LM pages' intervals (the page, not the numbers, is
+    under test here): the fits.json the pipeline writes sets them."""
+    atomic_write_json(sweep / "fits.json", {"power": {"n_boot": 100, "seed": 0}})
+    return sweep
+
+
+KINDS = {
+    "data": (lambda root: quick_fits(wide_data_sweep(root)), 2),  # scaling + one ablation
+    "model": (lambda root: quick_fits(make_sweep(root, "model")[0]), 2),
+    "manifold": (manifold_sweep, 2),  # data and model scaling
+    "induction": (induction_sweep, 2),  # accuracy vs n, and at p bits
+    "ablations": (lambda root: quick_fits(ablation_sweep(root)), 5),
+}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_report_renders_in_chromium_at_laptop_width(kind: str, tmp_path: Path) -> None:
+    make, at_least = KINDS[kind]
+    page, _ = build_report(make(tmp_path / "sweeps"), tmp_path / "report")
+    got = check_in_browser(page, tmp_path)
+    assert got["images"] == at_least, got
+    assert got["loaded"] == got["images"], f"{got['images'] - got['loaded']} images did not load"
+    assert got["found"] == got["promised"] and len(got["promised"]) == got["images"], got
+    assert got["scrollWidth"] <= got["innerWidth"] == WIDTH, got
+    assert not got["wide"], got
+
+
+def test_screenshot_of_a_report(tmp_path: Path) -> None:
+    """A PNG of the first screen of the widest report, for a person to look at."""
+    page, _ = build_report(quick_fits(wide_data_sweep(tmp_path / "sweeps")), tmp_path / "report")
+    shot = tmp_path / "report.png"
+    chromium(tmp_path, f"--screenshot={shot}", page.as_uri())
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
