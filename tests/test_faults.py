@@ -26,8 +26,8 @@ import pandas as pd
 import pytest
 import torch
 from safetensors.torch import load_file
-from test_sweeps_data import make_store, mini_paragraphs
 from test_pipeline import toy_config
+from test_sweeps_data import make_store, mini_paragraphs
 
 from scalelab import outdir
 
