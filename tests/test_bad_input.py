@@ -548,6 +548,25 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["induction", "separation", "--out", "{data_sweep}", "--quick"],
         "sweep",
     ),
+    # --- validate
+    "validate-corpus": (["validate", "--corpus", "{tmp}/nocorpus", "--out", "{out}"], "nocorpus"),
+    "validate-points": (
+        ["validate", "--corpus", "{text}", "--out", "{out}", "--points", "0"],
+        "points",
+    ),
+    "validate-model-sweep": (
+        ["validate", "--corpus", "{text}", "--out", "{out}", "--model-sweep", "1x16,1x32"],
+        "at least 3 models",
+    ),
+    "validate-backend": (
+        ["validate", "--corpus", "{text}", "--out", "{out}", "--backend", "slurm"],
+        "slurm",
+    ),
+    "validate-reference": (
+        ["validate", "--corpus", "{text}", "--out", "{out}", "--reference-model", "{tmp}/noref"],
+        "noref",
+    ),
+    "validate-out-is-sweep": (["validate", "--corpus", "{text}", "--out", "{data_sweep}"], "sweep"),
     # --- demo
     "demo-corpus": (["demo", "--out", "{out}", "--corpus", "klingon"], "klingon"),
     "demo-points": (["demo", "--out", "{out}", "--points", "0"], "points"),
