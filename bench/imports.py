@@ -20,7 +20,7 @@ from pathlib import Path
 LAYERS: list[set[str]] = [
     {"errors"},
     {"io", "seeds", "validate"},
-    {"config", "progress", "device", "scalars", "ray_runner"},
+    {"config", "progress", "device", "scalars", "ray_runner", "outdir"},
     {"runner"},
     {"text", "intrinsic", "laws"},
     {"lm"},

@@ -20,8 +20,7 @@ from pathlib import Path
 
 import torch
 
-from scalelab.lm.model import GPTConfig
-from scalelab.lm.train import TrainConfig
+from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.runner import Backend
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps.lm import Schedule

@@ -21,9 +21,10 @@ from scalelab.cli import main
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json
 from scalelab.lm.checkpoint import save_weights
+from scalelab.lm.config import GPTConfig
 from scalelab.lm.hf import export_gpt_to_hf
 from scalelab.lm.load import load_model_for_embedding
-from scalelab.lm.model import GPT, GPTConfig
+from scalelab.lm.model import GPT
 from scalelab.probe.estimate import (
     EstimateConfig,
     estimate,
@@ -303,6 +304,8 @@ def test_cli_estimate_and_ablations_write_their_files(world, tmp_path, run_main)
         world["text"],
         "--batch-size",
         "256",
+        "--precision",
+        "float32",  # the two paths are compared exactly
         "--out",
         folder,
         "--quiet",

@@ -8,8 +8,10 @@ import pytest
 import torch
 
 from scalelab.errors import ConfigError
-from scalelab.lm.model import GPT, GPTConfig
-from scalelab.probe.estimate import EstimateConfig, estimate_dimension, shuffle_cap
+from scalelab.lm.config import GPTConfig
+from scalelab.lm.model import GPT
+from scalelab.probe.config import EstimateConfig
+from scalelab.probe.estimate import estimate_dimension, shuffle_cap
 from scalelab.probe.sample import (
     TokenDocuments,
     extract,

@@ -16,7 +16,8 @@ from scalelab.induction.heads import (
     icl_score,
     scores_from_patterns,
 )
-from scalelab.lm.model import GPT, GPTConfig
+from scalelab.lm.config import GPTConfig
+from scalelab.lm.model import GPT
 
 VOCAB, CTX = 16, 40
 

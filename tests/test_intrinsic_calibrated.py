@@ -170,8 +170,10 @@ def test_works_in_the_batched_protocol():
     ],
 )
 def test_bad_parameters(kwargs, match):
+    est = CalibratedMLE(**kwargs)  # scikit-learn style: stored as given, checked in fit
+    assert est.get_params()[next(iter(kwargs))] == next(iter(kwargs.values()))
     with pytest.raises(InputError, match=match):
-        CalibratedMLE(**kwargs)
+        est.fit(np.random.default_rng(0).random((50, 3)))
 
 
 def test_too_few_points():

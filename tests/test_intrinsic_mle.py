@@ -148,3 +148,20 @@ def test_hash_collisions_cannot_merge_distinct_rows(monkeypatch: pytest.MonkeyPa
     unique, removed = mle.drop_duplicates(x)
     np.testing.assert_array_equal(unique, [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
     assert removed == 1
+
+
+def test_estimators_follow_the_scikit_learn_parameter_contract() -> None:
+    """get_params/set_params as scikit-learn defines them: `sklearn.base.clone` rebuilds an
+    equal, unfitted estimator, and the clone gives the same dimension."""
+    base = pytest.importorskip("sklearn.base")
+    from scalelab.intrinsic.calibrated import CalibratedMLE
+
+    x = curved_manifold(600, 3, 10, seed=1)
+    for est in (MLE(k=7, aggregate="harmonic"), TwoNN(method="mle"), CalibratedMLE(k=6)):
+        twin = base.clone(est)
+        assert twin.get_params() == est.get_params() and twin is not est
+        assert twin.fit(x).dimension_ == est.fit(x).dimension_
+    est = MLE().set_params(k=9)
+    assert est.k == 9 and repr(est).startswith("MLE(k=9")
+    with pytest.raises(InputError, match="no parameter 'n_neighbors'"):
+        MLE().set_params(n_neighbors=5)

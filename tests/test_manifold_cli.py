@@ -28,7 +28,7 @@ def test_sample_writes_points_on_the_sphere(tmp_path: Path, run_main: Callable) 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("sweep", "--out", "{tmp}/s", "--dims", "two"), "comma-separated numbers"),
+        (("sweep", "--out", "{tmp}/s", "--dims", "two"), "comma-separated integers"),
         (("sweep", "--out", "{tmp}/s", "--preset", "huge"), "unknown preset"),
         (("sweep", "--out", "{tmp}/s", "--betas", "1.5"), "beta must be in (0, 1]"),
         (("sweep", "--out", "{tmp}/s", "--manifold", "klein"), "unknown manifold"),

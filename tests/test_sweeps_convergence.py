@@ -10,8 +10,9 @@ from test_sweeps_data import make_store
 
 from scalelab.errors import ConfigError
 from scalelab.io import read_json
+from scalelab.lm.config import lr_at
 from scalelab.lm.model import GPTConfig
-from scalelab.lm.train import TrainConfig, lr_at, train
+from scalelab.lm.train import TrainConfig, train
 from scalelab.runner import RunSpec
 from scalelab.sweeps import convergence
 from scalelab.sweeps.lm import Schedule, run_params

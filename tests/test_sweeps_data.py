@@ -17,8 +17,7 @@ import pytest
 
 from scalelab.cli import main
 from scalelab.errors import ConfigError
-from scalelab.lm.model import GPTConfig
-from scalelab.lm.train import TrainConfig
+from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
 from scalelab.sweeps.lm import Schedule

@@ -1,3 +1,74 @@
-"""scalelab: scaling laws from intrinsic dimension, and depth separation on induction heads."""
+"""scalelab: scaling laws from intrinsic dimension, and depth separation on induction heads.
+
+The main names are importable from here (`from scalelab import MLE, embed`); each is
+imported on first use (PEP 562), so `import scalelab` stays cheap and does not import torch.
+docs/python.md shows them at work.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # estimators (scikit-learn style) and the paper's batch protocol
+    "MLE": "scalelab.intrinsic.mle",
+    "TwoNN": "scalelab.intrinsic.mle",
+    "CalibratedMLE": "scalelab.intrinsic.calibrated",
+    "knn": "scalelab.intrinsic.neighbors",
+    "estimate_in_batches": "scalelab.intrinsic.protocol",
+    "make_estimator": "scalelab.intrinsic.protocol",
+    "BatchedEstimate": "scalelab.intrinsic.protocol",
+    "curved_manifold": "scalelab.intrinsic.synthetic",
+    "known_manifold": "scalelab.intrinsic.synthetic",
+    # theory: exponents from d and back
+    "predict_exponents": "scalelab.laws.theory",
+    "alpha_D_from_alpha_N": "scalelab.laws.theory",
+    "alpha_N_from_alpha_D": "scalelab.laws.theory",
+    "d_from_alpha_D": "scalelab.laws.theory",
+    "d_from_alpha_N": "scalelab.laws.theory",
+    # fits
+    "fit_power_law": "scalelab.laws.fit",
+    "fit_chinchilla": "scalelab.laws.fit",
+    "fit_table": "scalelab.laws.table",
+    "read_table": "scalelab.laws.table",
+    # language models: configs, presets, training, loading
+    "GPTConfig": "scalelab.lm.config",
+    "TrainConfig": "scalelab.lm.config",
+    "PRESETS": "scalelab.lm.config",
+    "configs_for_preset": "scalelab.lm.config",
+    "GPT": "scalelab.lm.model",
+    "train": "scalelab.lm.train",
+    "load_model_for_embedding": "scalelab.lm.load",
+    # corpora
+    "load_corpus": "scalelab.text.corpora",
+    "prepare_corpus": "scalelab.text.store",
+    "TokenStore": "scalelab.text.store",
+    # the probe: a model and a corpus -> points -> d
+    "EstimateConfig": "scalelab.probe.config",
+    "embed": "scalelab.probe.estimate",
+    "estimate_dimension": "scalelab.probe.estimate",
+    "estimate": "scalelab.probe.estimate",
+    # errors
+    "ScalelabError": "scalelab.errors",
+    "ConfigError": "scalelab.errors",
+    "InputError": "scalelab.errors",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'scalelab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

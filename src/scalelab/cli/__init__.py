@@ -1,49 +1,143 @@
 """The `scalelab` command line: a thin layer that parses, validates, calls the library and
-prints. Each command group lives in its own module with a `register(app)` function."""
+prints. Each command group lives in its own module with a `register(app)` function.
+
+Why lazy: importing every command module (and with them torch, matplotlib, pandas, numba)
+took seconds before any command ran. The top-level group knows each command's module and
+one-line help from `COMMANDS`, lists them from there, and imports a module only when its
+command runs or shows its own help (click's "lazy loading of subcommands" pattern).
+`tests/test_cli_lazy.py` checks that the one-line helps below match the commands'
+docstrings."""
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
+from typing import Any
 
-import typer
-
-from scalelab.cli import (
-    corpus,
-    demo,
-    estimate,
-    fit,
-    induction,
-    intrinsic,
-    manifold,
-    report,
-    sweep,
-    train,
-)
 from scalelab.errors import ScalelabError
-from scalelab.outdir import release_all
 
-try:  # typer >= 0.24 carries its own copy of click
-    from typer._click import exceptions as click_errors
-except ImportError:  # pragma: no cover - older typer uses click itself
-    from click import exceptions as click_errors
+HELP = "Scaling laws from intrinsic dimension, and depth separation on induction heads."
 
-app = typer.Typer(
-    name="scalelab",
-    help="Scaling laws from intrinsic dimension, and depth separation on induction heads.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    rich_markup_mode=None,
-)
+# command name -> (module under scalelab.cli, its help's first line), in the listing order.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "id": (
+        "intrinsic",
+        "Estimate the intrinsic dimension of a point cloud and the exponents it predicts.",
+    ),
+    "exponents": (
+        "intrinsic",
+        "Predicted exponents from d (α_D = 2β/(2β+d), α_N = 2β/d), or convert one exponent.",
+    ),
+    "train": ("train", "Train a GPT on a prepared token store."),
+    "estimate": (
+        "estimate",
+        "Estimate the intrinsic dimension of a corpus with a language model (the seed paper's "
+        "protocol) and predict the data and model scaling exponents from it.",
+    ),
+    "fit": ("fit", "Fit a scaling law to a table, with bootstrap 95% intervals."),
+    "report": (
+        "report",
+        "Write a self-contained HTML report (figures embedded) and its Markdown twin for a "
+        "data, model, manifold or induction sweep; prints where they are.",
+    ),
+    "validate": (
+        "demo",
+        "Will this corpus scale as its intrinsic dimension predicts? d from each reference "
+        "model (before training), a data sweep and a model-size sweep trained to convergence "
+        "(with a 2x-budget check), d along the sweep, fits, and a report. Re-running resumes.",
+    ),
+    "demo": (
+        "demo",
+        "`scalelab validate` on the built-in default corpus, into demo-out/. Re-running skips "
+        "every finished stage.",
+    ),
+    "corpus": ("corpus", "Corpora: list the built-ins, tokenise one into a token store."),
+    "ablate": (
+        "estimate",
+        "How the estimated dimension moves with layer, position, model and batch size (the "
+        "seed paper's Figure 4).",
+    ),
+    "sweep": (
+        "sweep",
+        "Data-size and model-size sweeps (resumable; one `scalelab train` run folder each).",
+    ),
+    "manifold": (
+        "manifold",
+        "Regression on manifolds of known intrinsic dimension (Theorem 1 checked directly).",
+    ),
+    "induction": (
+        "induction",
+        "Induction heads: one layer fails, two layers succeed (solver, training, construction, "
+        "communication protocol, sweeps).",
+    ),
+}
 
-for _module in (intrinsic, corpus, train, estimate, sweep, fit, report, manifold, induction, demo):
-    _module.register(app)
+
+def load_command(name: str) -> Any:
+    """Import the module of command `name` and build its click command with Typer."""
+    import typer
+    import typer.main
+
+    module = importlib.import_module(f"scalelab.cli.{COMMANDS[name][0]}")
+    app = typer.Typer(pretty_exceptions_enable=False, add_completion=False, rich_markup_mode=None)
+    module.register(app)
+    return typer.main.get_group(app).commands[name]
 
 
-def main() -> None:
-    """Entry point: usage and library errors become one line on stderr and exit code 2."""
+def short_help(text: str, limit: int) -> str:
+    """The first sentence of `text` if it fits in `limit` characters, else as many whole words
+    as fit with "..." (the rule click applies to command help)."""
+    words: list[str] = []
+    for word in text.split():
+        if len(" ".join([*words, word])) > limit:
+            break
+        words.append(word)
+        if word.endswith("."):
+            return " ".join(words)
+    else:
+        return " ".join(words)
+    while words and len(" ".join(words)) + 3 > limit:
+        words.pop()
+    return " ".join(words) + "..."
+
+
+def make_app() -> Any:
+    """The top-level group. Typer's own group class (so its errors and contexts match the
+    commands'), with the listing and the lookup made lazy."""
+    from typer.core import TyperGroup
+
+    class LazyGroup(TyperGroup):
+        def list_commands(self, ctx: Any) -> list[str]:
+            return list(COMMANDS)
+
+        def get_command(self, ctx: Any, cmd_name: str) -> Any:
+            return load_command(cmd_name) if cmd_name in COMMANDS else None
+
+        def format_commands(self, ctx: Any, formatter: Any) -> None:
+            limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+            rows = [(name, short_help(text, limit)) for name, (_, text) in COMMANDS.items()]
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    return LazyGroup(name="scalelab", help=HELP, no_args_is_help=True, rich_markup_mode=None)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: usage and library errors become one line on stderr and exit code 2.
+
+    OpenMP threads (torch's, numba's) wait passively between parallel regions unless the
+    environment says otherwise: spinning waits cost 30% or more on a loaded machine
+    (docs/benchmarks/intrinsic.md). It must be set before torch is imported, hence here."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
-        code = app(standalone_mode=False)
+        from typer._click import exceptions as click_errors  # typer >= 0.24 has its own click
+    except ImportError:  # pragma: no cover - older typer uses click itself
+        from click import exceptions as click_errors
+    import typer
+
+    try:
+        code = make_app().main(args=argv, standalone_mode=False)
     except click_errors.NoArgsIsHelpError as err:
         print(err.ctx.get_help() if err.ctx else str(err))
         code = 0
@@ -60,11 +154,13 @@ def main() -> None:
         print(f"error: {_one_line(str(err))}", file=sys.stderr)
         code = 2
     finally:
-        release_all()
+        outdir = sys.modules.get("scalelab.outdir")  # locks exist only if a command took one
+        if outdir is not None:
+            outdir.release_all()
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def usage_line(err: click_errors.UsageError) -> str:
+def usage_line(err: Any) -> str:
     """Click's usage error as one line: the problem, then where to read the options."""
     command = err.ctx.command_path if err.ctx else "scalelab"
     return f"error: {_one_line(err.format_message()).rstrip('.')}; see `{command} --help`"

@@ -1,21 +1,60 @@
-"""Helpers shared by CLI modules: printing JSON or a rich table, common options."""
+"""Helpers shared by CLI modules: printing JSON or a rich table, the common options, list
+parsing and the --threads setting. Every command function is named `<name>_command` and
+takes `json_out: bool = JSON` for --json."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from scalelab.io import to_json
-from scalelab.runner import Backend
+from scalelab.errors import ConfigError
+from scalelab.validate import positive_int
 
-console = Console()
+T = TypeVar("T")
 
 QUIET = typer.Option(False, "--quiet", "-q", help="No progress bars; logs only.")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout.")
 SEED = typer.Option(0, "--seed", help="Random seed (recorded with the results).")
+THREADS_HELP = "CPU threads for torch (default: torch's; 1 on a busy machine)."
+
+
+def threads_option(default: int | None = None, help: str = THREADS_HELP) -> Any:
+    """The --threads option; `set_threads` applies it."""
+    return typer.Option(default, "--threads", help=help)
+
+
+def set_threads(threads: int | None, *, workers: int | None = None) -> None:
+    """Check --workers/--threads and bound torch's CPU threads (results do not depend on it;
+    speed on a shared machine does). torch is imported only when a count is given."""
+    if workers is not None:
+        positive_int(workers, "--workers")
+    if threads is None:
+        return
+    positive_int(threads, "--threads")
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def parse_list(
+    text: str, convert: Callable[[str], T], option: str, kind: str | None = None
+) -> list[T]:
+    """'1,2,3' as a list of `convert`ed values, or one line naming the option and the fix."""
+    kind = kind or {int: "integers", float: "numbers"}.get(convert, "values")
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        values = [convert(p) for p in parts]
+    except ValueError:
+        values = []
+    if not values:
+        raise ConfigError(
+            f"{option} must be comma-separated {kind}, got {text!r} (e.g. {option} 1,2,4)"
+        )
+    return values
+
+
 BACKEND = typer.Option(
     "local",
     "--backend",
@@ -31,17 +70,30 @@ RUN_CPUS = typer.Option(1, "--run-cpus", help="With --backend ray: CPUs (torch t
 RUN_GPUS = typer.Option(0.0, "--run-gpus", help="With --backend ray: GPUs a run requests.")
 
 
-def backend_from(kind: str, address: str | None, cpus: int, gpus: float) -> Backend:
+def backend_from(kind: str, address: str | None, cpus: int, gpus: float) -> Any:
     """The sweep backend the shared options describe (ConfigError on a bad combination)."""
+    from scalelab.runner import Backend
+
     return Backend(kind=kind, address=address, num_cpus=cpus, num_gpus=gpus)
 
 
 def print_json(obj: Any) -> None:
+    from scalelab.io import to_json
+
     typer.echo(to_json(obj))
+
+
+def print_record(title: str, record: dict[str, Any]) -> None:
+    """One result as a two-column field/value table (fits a terminal)."""
+    print_table(title, [{"field": k, "value": v} for k, v in record.items()])
 
 
 def print_table(title: str, rows: list[dict[str, Any]]) -> None:
     """A rich table from a list of dicts with the same keys."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
     if not rows:
         console.print(f"{title}: (no rows)")
         return

@@ -38,10 +38,10 @@ def _print_summary(summary: dict) -> None:
 
 
 @corpus_app.command("list")
-def list_cmd(as_json: bool = JSON) -> None:
+def list_command(json_out: bool = JSON) -> None:
     """List the built-in corpora, their licenses, what a document is, and if installed."""
     rows = list_corpora()
-    if as_json:
+    if json_out:
         print_json(rows)
         return
     short = [{k: r[k] for k in ("name", "license", "available")} for r in rows]
@@ -51,7 +51,7 @@ def list_cmd(as_json: bool = JSON) -> None:
 
 
 @corpus_app.command("prepare")
-def prepare_cmd(
+def prepare_command(
     corpus: str = typer.Argument(
         ...,
         help="A built-in name (see `corpus list`), or a path: a text file, a directory, "
@@ -82,7 +82,7 @@ def prepare_cmd(
         0.1, "--test-fraction", help="Share of documents for test (fixed as train grows)."
     ),
     quiet: bool = QUIET,
-    as_json: bool = JSON,
+    json_out: bool = JSON,
 ) -> None:
     """Split a corpus by document, train a byte-level BPE on the train split (or load one),
     and write memory-mapped token files + meta.json to --out."""
@@ -98,19 +98,19 @@ def prepare_cmd(
         quiet=quiet,
     )
     summary = _summary(data_dir)
-    if as_json:
+    if json_out:
         print_json(summary)
     else:
         _print_summary(summary)
 
 
 @corpus_app.command("info")
-def info_cmd(
-    data_dir: Path = typer.Argument(..., help="A token store folder."), as_json: bool = JSON
+def info_command(
+    data_dir: Path = typer.Argument(..., help="A token store folder."), json_out: bool = JSON
 ) -> None:
     """Show what a token store holds: corpus, license, vocabulary and split sizes."""
     summary = _summary(data_dir)
-    if as_json:
+    if json_out:
         print_json(summary)
     else:
         _print_summary(summary)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import torch
 import typer
 
 from scalelab.cli.common import (
@@ -20,15 +19,17 @@ from scalelab.cli.common import (
     backend_from,
     print_json,
     print_table,
+    set_threads,
+    threads_option,
 )
-from scalelab.errors import ConfigError
+from scalelab.io import format_interval
 from scalelab.pipeline.config import PipelineConfig
 
 _D = PipelineConfig()
 
 
 def _ci(pair: list | None) -> str:
-    return "" if not pair or None in pair else f"[{pair[0]:.3f}, {pair[1]:.3f}]"
+    return format_interval(pair, missing="")
 
 
 def _runs_tables(summary: dict) -> None:
@@ -116,10 +117,7 @@ def _command(
     """Build the config from the options (its own validation refuses bad values), run."""
     from scalelab.pipeline.run import run_pipeline
 
-    if workers < 1 or (threads is not None and threads < 1):
-        raise ConfigError(f"--workers and --threads must be >= 1, got {workers}, {threads}")
-    if threads is not None:
-        torch.set_num_threads(threads)
+    set_threads(threads, workers=workers)
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
     shapes = tuple(m.strip() for m in model_sweep.split(",") if m.strip())
     cfg = PipelineConfig(model_sweep=shapes, **fields)
@@ -165,7 +163,7 @@ _MODELS = typer.Option(
     help="Model-size sweep shapes LAYERSxWIDTH, comma-separated ('' for none).",
 )
 _WORKERS = typer.Option(2, "--workers", help="Runs in parallel (one torch thread each).")
-_THREADS = typer.Option(None, "--threads", help="Torch threads of the main process.")
+_THREADS = threads_option(help="Torch threads of the main process.")
 _IDB = _opt("--id-batch-size", "Points per MLE batch.")
 _IDP = _opt("--id-per-doc", "Positions per test document for d.")
 

@@ -18,18 +18,18 @@ from scalelab.cli.common import (
     RUN_GPUS,
     SEED,
     backend_from,
+    parse_list,
     print_json,
     print_table,
+    set_threads,
+    threads_option,
 )
 from scalelab.errors import ConfigError
-from scalelab.probe.estimate import EMBEDDINGS, EstimateConfig, estimate
-from scalelab.report.ablations import (
-    ablate_batch_size,
-    ablate_layers,
-    ablate_models,
-    ablate_positions,
-)
+from scalelab.io import format_interval
+from scalelab.probe.config import DEFAULT_BATCH_SIZES, PAPER_CONTEXT, EstimateConfig
+from scalelab.validate import positive_int
 
+_D = EstimateConfig()  # the CLI's defaults are the config's
 MODEL = typer.Option(
     ..., "--model", help="A scalelab run folder, or a local Hugging Face model folder."
 )
@@ -40,42 +40,44 @@ CORPUS = typer.Option(
     "prepared token store. Default for a scalelab run: the run's own token store.",
 )
 LAYER = typer.Option(
-    "final",
+    _D.layer,
     "--layer",
     help="Hidden state: 'final' (after the final LayerNorm, default), 'final-pre-ln' "
     "(residual after the last block), 'embeddings', or an index 0..n_layer+1 (negative "
     "counts from the end).",
 )
 CONTEXT = typer.Option(
-    None, "--context-len", help="Window length in tokens (default: min(1024, model maximum))."
+    None,
+    "--context-len",
+    help=f"Window length in tokens (default: min({PAPER_CONTEXT}, model maximum)).",
 )
-PER_DOC = typer.Option(32, "--per-doc", help="Random positions kept per document.")
-BATCH = typer.Option(4096, "--batch-size", help="Points per MLE batch.")
+PER_DOC = typer.Option(_D.per_doc, "--per-doc", help="Random positions kept per document.")
+BATCH = typer.Option(_D.batch_size, "--batch-size", help="Points per MLE batch.")
 MAX_DOCS = typer.Option(
     None, "--max-docs", help="Use a seeded random subset of this many documents (default: all)."
 )
-MAX_POINTS = typer.Option(1_000_000, "--max-points", help="Cap on the points kept.")
-K = typer.Option(20, "--k", help="Neighbours for the MLE.")
-AGGREGATE = typer.Option("mean", "--aggregate", help="'mean' (paper) or 'harmonic'.")
-METRIC = typer.Option("euclidean", "--metric", help="euclidean, cosine or angular.")
-BETA = typer.Option(1.0, "--beta", help="Hölder smoothness β in the predicted exponents.")
-SPLIT = typer.Option("test", "--split", help="Corpus split: test (paper), val, train or all.")
+MAX_POINTS = typer.Option(_D.max_points, "--max-points", help="Cap on the points kept.")
+K = typer.Option(_D.k, "--k", help="Neighbours for the MLE.")
+AGGREGATE = typer.Option(_D.aggregate, "--aggregate", help="'mean' (paper) or 'harmonic'.")
+METRIC = typer.Option(_D.metric, "--metric", help="euclidean, cosine or angular.")
+BETA = typer.Option(_D.beta, "--beta", help="Hölder smoothness β in the predicted exponents.")
+SPLIT = typer.Option(_D.split, "--split", help="Corpus split: test (paper), val, train or all.")
 SPLIT_SEED = typer.Option(
-    0, "--split-seed", help="Seed of the train/val/test split of a text corpus."
+    _D.split_seed, "--split-seed", help="Seed of the train/val/test split of a text corpus."
 )
 BATCH_TOKENS = typer.Option(
-    4096, "--batch-tokens", help="Tokens per forward pass when embedding (memory vs speed)."
+    _D.batch_tokens,
+    "--batch-tokens",
+    help="Tokens per forward pass when embedding (memory vs speed).",
 )
 PRECISION = typer.Option(
-    EstimateConfig.precision,
+    _D.precision,
     "--precision",
     help="Forward-pass dtype: auto (bfloat16 autocast where the CPU/GPU has native bf16, "
     "about 2x faster, d within 1%), float32 or bfloat16.",
 )
 DEVICE = typer.Option("auto", "--device", help="auto (CUDA if present), cpu, cuda, cuda:1 ...")
-THREADS = typer.Option(
-    None, "--threads", help="CPU threads for torch (default: torch's; 1 on a busy machine)."
-)
+THREADS = threads_option()
 WEIGHTS = typer.Option(
     None,
     "--weights",
@@ -86,20 +88,13 @@ WEIGHTS = typer.Option(
 )
 
 
-def _threads(threads: int | None) -> None:
-    """Bound torch's CPU threads (results do not depend on it; speed on a shared machine
-    does)."""
-    if threads is not None:
-        if threads < 1:
-            raise ConfigError(f"--threads must be a positive integer, got {threads}")
-        import torch
-
-        torch.set_num_threads(threads)
-
-
 def _config(**kwargs: Any) -> EstimateConfig:
     layer = kwargs.pop("layer")
     return EstimateConfig(layer=str(layer), **kwargs)
+
+
+def _interval(ci: list[float] | None) -> str:
+    return format_interval(ci, ".4f", "(one batch: no interval)")
 
 
 def _slug(text: str) -> str:
@@ -113,11 +108,7 @@ def _default_out(kind: str, model: str, corpus: str | None) -> Path:
     return Path(kind) / name
 
 
-def _fmt_ci(ci: list[float] | None) -> str:
-    return f"[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "(one batch: no interval)"
-
-
-def estimate_cmd(
+def estimate_command(
     model: str = MODEL,
     corpus: str | None = CORPUS,
     layer: str = LAYER,
@@ -141,7 +132,7 @@ def estimate_cmd(
     out: Path | None = typer.Option(
         None, "--out", help="Output folder (default: estimates/<model>__<corpus>)."
     ),
-    as_json: bool = JSON,
+    json_out: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
     """Estimate the intrinsic dimension of a corpus with a language model (the seed paper's
@@ -150,7 +141,7 @@ def estimate_cmd(
     Writes OUT/estimate.json and OUT/embeddings.safetensors (re-estimate those with
     `scalelab id`). Example: scalelab estimate --model runs/shk --corpus shakespeare
     """
-    _threads(threads)
+    set_threads(threads)
     cfg = _config(
         layer=layer,
         context_len=context_len,
@@ -168,9 +159,11 @@ def estimate_cmd(
         batch_tokens=batch_tokens,
         precision=precision,
     )
+    from scalelab.probe.estimate import EMBEDDINGS, estimate
+
     out = out or _default_out("estimates", model, corpus)
     doc = estimate(model, corpus, cfg, out, device=device, weights=weights, quiet=quiet)
-    if as_json:
+    if json_out:
         print_json(doc)
         return
     se = doc["dimension_se"]
@@ -181,8 +174,8 @@ def estimate_cmd(
         f"≥ {doc['estimate']['batch_size']} points, K = {doc['estimate']['k']}, "
         f"{doc['estimate']['metric']}]"
     )
-    typer.echo(f"alpha_D = 2β/(2β+d) = {doc['alpha_D']:.4f}  95% {_fmt_ci(doc['alpha_D_ci95'])}")
-    typer.echo(f"alpha_N = 2β/d      = {doc['alpha_N']:.4f}  95% {_fmt_ci(doc['alpha_N_ci95'])}")
+    typer.echo(f"alpha_D = 2β/(2β+d) = {doc['alpha_D']:.4f}  95% {_interval(doc['alpha_D_ci95'])}")
+    typer.echo(f"alpha_N = 2β/d      = {doc['alpha_N']:.4f}  95% {_interval(doc['alpha_N_ci95'])}")
     c = doc["counts"]
     typer.echo(
         f"{c['documents_used']} documents, {c['points_kept']} points "
@@ -198,8 +191,8 @@ ablate_app = typer.Typer(
 )
 
 
-def _print_rows(doc: dict[str, Any], as_json: bool, out: Path) -> None:
-    if as_json:
+def _print_rows(doc: dict[str, Any], json_out: bool, out: Path) -> None:
+    if json_out:
         print_json(doc)
         return
     hidden = {"n_batches", "n_duplicates_removed", "model", "kind", "params", "n_points"}
@@ -212,7 +205,7 @@ def _print_rows(doc: dict[str, Any], as_json: bool, out: Path) -> None:
 
 
 @ablate_app.command("layers")
-def layers_cmd(
+def layers_command(
     model: str = MODEL,
     corpus: str | None = CORPUS,
     layers: str | None = typer.Option(
@@ -233,11 +226,11 @@ def layers_cmd(
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
     out: Path | None = typer.Option(None, "--out", help="Output folder."),
-    as_json: bool = JSON,
+    json_out: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
     """d at every hidden state of one model, on the same sampled positions."""
-    _threads(threads)
+    set_threads(threads)
     cfg = _config(
         layer="final",
         context_len=context_len,
@@ -252,16 +245,18 @@ def layers_cmd(
         batch_tokens=batch_tokens,
         precision=precision,
     )
-    wanted = [v.strip() for v in layers.split(",") if v.strip()] if layers else None
+    wanted = parse_list(layers, str, "--layers") if layers else None
     out = out or _default_out("ablations/layers", model, corpus)
+    from scalelab.report.ablations import ablate_layers
+
     doc = ablate_layers(
         model, corpus, cfg, out, layers=wanted, device=device, weights=weights, quiet=quiet
     )
-    _print_rows(doc, as_json, out)
+    _print_rows(doc, json_out, out)
 
 
 @ablate_app.command("positions")
-def positions_cmd(
+def positions_command(
     model: str = MODEL,
     corpus: str | None = CORPUS,
     groups: int = typer.Option(4, "--groups", help="Equal position ranges of the window."),
@@ -281,13 +276,12 @@ def positions_cmd(
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
     out: Path | None = typer.Option(None, "--out", help="Output folder."),
-    as_json: bool = JSON,
+    json_out: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
     """d per context-position range (the window cut into G equal ranges)."""
-    _threads(threads)
-    if groups < 1:
-        raise ConfigError(f"--groups must be a positive integer, got {groups}")
+    set_threads(threads)
+    positive_int(groups, "--groups")
     cfg = _config(
         layer=layer,
         context_len=context_len,
@@ -303,14 +297,16 @@ def positions_cmd(
         precision=precision,
     )
     out = out or _default_out("ablations/positions", model, corpus)
+    from scalelab.report.ablations import ablate_positions
+
     doc = ablate_positions(
         model, corpus, cfg, out, groups=groups, device=device, weights=weights, quiet=quiet
     )
-    _print_rows(doc, as_json, out)
+    _print_rows(doc, json_out, out)
 
 
 @ablate_app.command("models")
-def models_cmd(
+def models_command(
     model: list[str] = typer.Option(
         ..., "--model", help="A run or HF folder; repeat for each model of the comparison."
     ),
@@ -335,12 +331,12 @@ def models_cmd(
     ray_address: str | None = RAY_ADDRESS,
     run_cpus: int = RUN_CPUS,
     run_gpus: float = RUN_GPUS,
-    as_json: bool = JSON,
+    json_out: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
     """d for a list of models on one corpus: against model size and against width.
     Resumable: each model's estimate lives in OUT/runs/<model>/."""
-    _threads(threads)
+    set_threads(threads)
     cfg = _config(
         layer=layer,
         context_len=context_len,
@@ -356,14 +352,16 @@ def models_cmd(
         precision=precision,
     )
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
+    from scalelab.report.ablations import ablate_models
+
     doc = ablate_models(
         model, corpus, cfg, out, device=device, weights=weights, backend=where, quiet=quiet
     )
-    _print_rows(doc, as_json, out)
+    _print_rows(doc, json_out, out)
 
 
 @ablate_app.command("batch-size")
-def batch_size_cmd(
+def batch_size_command(
     embeddings: Path | None = typer.Option(
         None, "--embeddings", help="An embeddings.safetensors written by `scalelab estimate`."
     ),
@@ -372,7 +370,9 @@ def batch_size_cmd(
     ),
     corpus: str | None = CORPUS,
     batch_sizes: str = typer.Option(
-        "512,1024,2048,4096,8192,16384", "--batch-sizes", help="Comma-separated batch sizes."
+        ",".join(map(str, DEFAULT_BATCH_SIZES)),
+        "--batch-sizes",
+        help="Comma-separated batch sizes.",
     ),
     k: int = K,
     metric: str = METRIC,
@@ -381,19 +381,15 @@ def batch_size_cmd(
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
     out: Path | None = typer.Option(None, "--out", help="Output folder."),
-    as_json: bool = JSON,
+    json_out: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
     """d against the number of points per MLE batch, on one set of embeddings."""
-    try:
-        sizes = [int(v) for v in batch_sizes.split(",") if v.strip()]
-    except ValueError:
-        sizes = []
-    if not sizes:
-        raise ConfigError(
-            f"--batch-sizes must be integers separated by commas, not {batch_sizes!r}"
-        )
-    _threads(threads)
+    from scalelab.probe.estimate import EMBEDDINGS, estimate
+    from scalelab.report.ablations import ablate_batch_size
+
+    sizes = parse_list(batch_sizes, int, "--batch-sizes")
+    set_threads(threads)
     cfg = _config(layer="final", k=k, metric=metric, seed=seed, batch_size=max(k + 1, min(sizes)))
     if embeddings is None:
         if model is None:
@@ -406,10 +402,10 @@ def batch_size_cmd(
         embeddings = out / "estimate" / EMBEDDINGS
     out = out or Path("ablations/batch-size") / _slug(embeddings.resolve().parent.name)
     doc = ablate_batch_size(embeddings, cfg, out, batch_sizes=sizes)
-    _print_rows(doc, as_json, out)
+    _print_rows(doc, json_out, out)
 
 
 def register(app: typer.Typer) -> None:
     """Add `estimate` and the `ablate` group to the top-level app."""
-    app.command("estimate")(estimate_cmd)
+    app.command("estimate")(estimate_command)
     app.add_typer(ablate_app, name="ablate")

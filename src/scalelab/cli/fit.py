@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from scalelab.cli.common import JSON, SEED, print_json, print_table
-from scalelab.errors import InputError
-from scalelab.io import atomic_write_json, provenance
-from scalelab.laws.fit import (
-    chinchilla_extrapolation_check,
-    extrapolation_check,
-    fit_chinchilla,
-    fit_power_law,
-)
-from scalelab.laws.table import numeric_columns, read_table
-
-FORMS = ("power", "power+E", "chinchilla")
+from scalelab.cli.common import JSON, SEED, parse_list, print_json, print_table
+from scalelab.outdir import check_file
 
 
-def fit_cmd(
+def fit_command(
     table: Path = typer.Argument(..., help="Results table: .csv, .tsv, .parquet or .jsonl."),
     x: str | None = typer.Option(None, "--x", help="Size column (power, power+E)."),
     y: str = typer.Option(..., "--y", help="Loss column (positive)."),
@@ -48,64 +39,69 @@ def fit_cmd(
     ),
     seed: int = SEED,
     out: Path | None = typer.Option(None, "--out", help="Also write the result as JSON here."),
-    as_json: bool = JSON,
+    json_out: bool = JSON,
 ) -> None:
     """Fit a scaling law to a table, with bootstrap 95% intervals. The printed form is
     always named: 'power' has no irreducible term, 'power+E' and 'chinchilla' do."""
-    if compute and form != "chinchilla":
-        raise InputError("--compute needs --form chinchilla (the joint fit gives N_opt, D_opt)")
-    if form not in FORMS:
-        raise InputError(f"unknown --form {form!r}; choose one of {', '.join(FORMS)}")
-    if holdout < 0:
-        raise InputError(f"--holdout must be >= 0, got {holdout}")
+    from scalelab.io import atomic_write_json, provenance
+    from scalelab.laws.table import fit_table, read_table
+
+    check_file(out)
+    budgets = parse_list(compute, float, "--compute") if compute else None
     df = read_table(table)
-    result: dict = {"table": str(table), "form": form}
-    if form == "chinchilla":
-        if n_col is None or (d_col is None) == (c_col is None):
-            raise InputError("--form chinchilla needs --n-col and one of --d-col or --c-col")
-        cols = numeric_columns(df, [y, n_col, d_col or c_col], str(table))
-        n = cols[n_col]
-        d = cols[d_col] if d_col else cols[c_col] / (6.0 * n)
-        fit = fit_chinchilla(n, d, cols[y], n_boot=n_boot, seed=seed)
-        result["fit"] = fit.to_dict()
-        rows = [
-            {"param": k, "value": getattr(fit, k), "ci95": _ci(fit.ci95.get(k))}
-            for k in ("A", "B", "E", "alpha", "beta")
-        ]
-        if compute:
-            budgets = _floats(compute, "--compute")
-            n_opt, d_opt = fit.compute_optimal(budgets)
-            result["compute_optimal"] = [
-                {"C": c, "N_opt": float(a), "D_opt": float(b), "tokens_per_param": float(b / a)}
-                for c, a, b in zip(budgets, n_opt, d_opt, strict=True)
-            ]
-        if holdout:
-            result["holdout"] = chinchilla_extrapolation_check(n, d, cols[y], holdout=holdout)
-    else:
-        if x is None:
-            raise InputError(f"--form {form} needs --x COLUMN (the size column)")
-        cols = numeric_columns(df, [x, y], str(table))
-        fit = fit_power_law(cols[x], cols[y], form=form, n_boot=n_boot, seed=seed)
-        result["fit"] = fit.to_dict()
-        rows = [
-            {"param": "exponent", "value": fit.exponent, "ci95": _ci(fit.exponent_ci95)},
-            {"param": "A", "value": fit.A, "ci95": ""},
-        ]
-        if fit.E is not None:
-            rows.append({"param": "E", "value": fit.E, "ci95": ""})
-        if holdout:
-            result["holdout"] = extrapolation_check(
-                cols[x], cols[y], form=form, holdout=holdout, n_boot=0
-            )
+    result = fit_table(
+        df,
+        y,
+        form=form,
+        x=x,
+        n_col=n_col,
+        d_col=d_col,
+        c_col=c_col,
+        holdout=holdout,
+        compute=budgets,
+        n_boot=n_boot,
+        seed=seed,
+        name=str(table),
+    )
     if out is not None:
         atomic_write_json(out, {**result, "provenance": provenance()})
-    if as_json:
+    if json_out:
         print_json(result)
         return
-    print_table(f"{form} fit of {y} ({len(df)} rows, {n_boot} bootstrap resamples)", rows)
+    _print(result, y, x, len(df), n_boot, holdout)
+
+
+def _rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fitted parameters with their intervals, as table rows."""
+    from scalelab.io import format_interval
+
+    fit = result["fit"]
+    if result["form"] == "chinchilla":
+        return [
+            {"param": k, "value": fit[k], "ci95": format_interval(fit["ci95"].get(k), ".4g", "")}
+            for k in ("A", "B", "E", "alpha", "beta")
+        ]
+    rows = [
+        {
+            "param": "exponent",
+            "value": fit["exponent"],
+            "ci95": format_interval(fit["exponent_ci95"], ".4g", ""),
+        },
+        {"param": "A", "value": fit["A"], "ci95": ""},
+    ]
+    if fit["E"] is not None:
+        rows.append({"param": "E", "value": fit["E"], "ci95": ""})
+    return rows
+
+
+def _print(
+    result: dict[str, Any], y: str, x: str | None, n_rows: int, n_boot: int, holdout: int
+) -> None:
+    form = result["form"]
+    print_table(f"{form} fit of {y} ({n_rows} rows, {n_boot} bootstrap resamples)", _rows(result))
     if "compute_optimal" in result:
         print_table("compute-optimal allocation (C = 6·N·D)", result["compute_optimal"])
-    if holdout:
+    if "holdout" in result:
         h = result["holdout"]
         print_table(
             f"held out the {holdout} largest ({'6·N·D' if form == 'chinchilla' else x}); "
@@ -117,20 +113,6 @@ def fit_cmd(
         )
 
 
-def _floats(text: str, flag: str) -> list[float]:
-    try:
-        values = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise InputError(f"{flag} takes comma-separated numbers, got {text!r}") from None
-    if not values or any(not v > 0 for v in values):
-        raise InputError(f"{flag} values must be positive numbers, got {text!r}")
-    return values
-
-
-def _ci(pair) -> str:
-    return f"[{pair[0]:.4g}, {pair[1]:.4g}]" if pair else ""
-
-
 def register(app: typer.Typer) -> None:
     """Add `scalelab fit` to the top-level app."""
-    app.command("fit")(fit_cmd)
+    app.command("fit")(fit_command)

@@ -17,8 +17,12 @@ from scalelab.cli.common import (
     RUN_GPUS,
     SEED,
     backend_from,
+    parse_list,
     print_json,
+    print_record,
     print_table,
+    set_threads,
+    threads_option,
 )
 from scalelab.errors import ConfigError, InputError
 
@@ -30,19 +34,7 @@ sub = typer.Typer(
 
 
 def _ints(text: str, name: str) -> list[int]:
-    """Parse '16,32,64' into ints, or raise a one-line error naming the option."""
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError as err:
-        raise ConfigError(f"{name} must be comma-separated integers, got {text!r}") from err
-    if not values:
-        raise ConfigError(f"{name} needs at least one value")
-    return values
-
-
-def _print_record(title: str, record: dict) -> None:
-    """One result as a two-column field/value table (fits a terminal)."""
-    print_table(title, [{"field": k, "value": v} for k, v in record.items()])
+    return parse_list(text, int, name)
 
 
 def _fmt_tokens(values: np.ndarray) -> str:
@@ -50,7 +42,7 @@ def _fmt_tokens(values: np.ndarray) -> str:
 
 
 @sub.command("solve", context_settings={"ignore_unknown_options": True})
-def solve_cmd(
+def solve_command(
     tokens: list[int] = typer.Argument(..., help="The input sequence as token ids (>= 0)."),
     json_out: bool = JSON,
 ) -> None:
@@ -70,7 +62,7 @@ def solve_cmd(
 
 
 @sub.command("generate")
-def generate_cmd(
+def generate_command(
     kind: str = typer.Option("uniform", help="uniform | hard | mixture."),
     n: int = typer.Option(16, help="Sequence length."),
     alphabet: int = typer.Option(4, help="Alphabet size (hard instances use 0, 1, 2 = '?')."),
@@ -105,7 +97,7 @@ def generate_cmd(
 
 
 @sub.command("train")
-def train_cmd(
+def train_command(
     out: Path = typer.Option(..., help="Run folder (config.json, metrics.jsonl, model)."),
     n: int = typer.Option(32, help="Training sequence length."),
     alphabet: int = typer.Option(8, help="Alphabet size."),
@@ -119,7 +111,7 @@ def train_cmd(
     train_bits: int = typer.Option(0, help="Train with straight-through p-bit rounding (0: off)."),
     hard_fraction: float = typer.Option(0.25, help="Share of INDEX hard instances per batch."),
     lr: float = typer.Option(1e-3, help="Peak learning rate (AdamW)."),
-    threads: int = typer.Option(1, help="torch threads (the machine is shared)."),
+    threads: int = threads_option(1, help="torch threads (the machine is shared)."),
     seed: int = SEED,
     quiet: bool = QUIET,
     json_out: bool = JSON,
@@ -128,7 +120,7 @@ def train_cmd(
     from scalelab.induction.model import InductionConfig
     from scalelab.induction.train import InductionTrainConfig, train_induction
 
-    torch.set_num_threads(max(1, threads))
+    set_threads(threads)
     mcfg = InductionConfig(
         alphabet_size=alphabet,
         max_len=n,
@@ -151,11 +143,11 @@ def train_cmd(
     if json_out:
         print_json(result)
     else:
-        _print_record(f"trained {layers}-layer model, n={n}, |Σ|={alphabet}", result)
+        print_record(f"trained {layers}-layer model, n={n}, |Σ|={alphabet}", result)
 
 
 @sub.command("evaluate")
-def evaluate_cmd(
+def evaluate_command(
     run: Path = typer.Argument(..., help="A folder written by `scalelab induction train`."),
     n: int = typer.Option(0, help="Sequence length (0: the training length)."),
     bits: str = typer.Option("", help="Comma-separated precisions p to evaluate at."),
@@ -183,7 +175,7 @@ def evaluate_cmd(
 
 
 @sub.command("construct")
-def construct_cmd(
+def construct_command(
     n: int = typer.Option(1024, help="Sequence length the construction is built for."),
     alphabet: int = typer.Option(4, help="Alphabet size."),
     random: int = typer.Option(1000, help="Uniform random instances to check."),
@@ -192,7 +184,7 @@ def construct_cmd(
         True, "--scan-bits/--no-scan-bits", help="Measure the smallest exact precision."
     ),
     mode: str = typer.Option("float", help="Rounding for the scan: float | fixed."),
-    threads: int = typer.Option(1, help="torch threads."),
+    threads: int = threads_option(1, help="torch threads."),
     seed: int = SEED,
     json_out: bool = JSON,
 ) -> None:
@@ -207,7 +199,7 @@ def construct_cmd(
         two_layer_construction,
     )
 
-    torch.set_num_threads(max(1, threads))
+    set_threads(threads)
     t0 = time.perf_counter()
     model = two_layer_construction(alphabet, n)
     seqs = evaluation_instances(n, alphabet, random, hard, seed)
@@ -234,11 +226,11 @@ def construct_cmd(
     if json_out:
         print_json(result)
     else:
-        _print_record("two-layer construction", result)
+        print_record("two-layer construction", result)
 
 
 @sub.command("protocol")
-def protocol_cmd(
+def protocol_command(
     run: Path | None = typer.Option(None, help="A one-layer run folder (default: random)."),
     ks: str = typer.Option("4,16,64", "--k", help="Comma-separated INDEX sizes k (n = 2k+1)."),
     bits: int = typer.Option(8, help="Precision p of the model (Alice rounds to 3p bits)."),
@@ -288,7 +280,7 @@ def protocol_cmd(
 
 
 @sub.command("sweep")
-def sweep_cmd(
+def sweep_command(
     out: Path = typer.Option(..., help="Sweep folder (resumable; rerun to continue)."),
     ns: str = typer.Option("16,32,64,128", help="Sequence lengths n."),
     alphabets: str = typer.Option("4,8", help="Alphabet sizes."),
@@ -342,6 +334,8 @@ def sweep_cmd(
 
 def register(app: typer.Typer) -> None:
     """Add the `induction` command group to the top-level app."""
-    from scalelab.cli import induction_heads  # noqa: F401  (adds its commands to `sub`)
+    from scalelab.cli import induction_heads
+
+    induction_heads.register(sub)
 
     app.add_typer(sub, name="induction")

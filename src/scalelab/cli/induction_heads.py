@@ -10,8 +10,16 @@ from pathlib import Path
 import torch
 import typer
 
-from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
-from scalelab.cli.induction import _print_record, sub
+from scalelab.cli.common import (
+    JSON,
+    QUIET,
+    SEED,
+    print_json,
+    print_record,
+    print_table,
+    set_threads,
+    threads_option,
+)
 from scalelab.errors import ConfigError
 
 
@@ -21,8 +29,7 @@ def _check_out(out: Path | None) -> None:
         raise ConfigError(f"--out {out} is a file; give a folder path")
 
 
-@sub.command("gather")
-def gather_cmd(
+def gather_command(
     n: int = typer.Option(65, help="Sequence length the construction is built for."),
     alphabet: int = typer.Option(3, help="Alphabet size."),
     bits: int | None = typer.Option(None, help="Precision p (default: the least it allows)."),
@@ -67,11 +74,10 @@ def gather_cmd(
     if json_out:
         print_json(result)
     else:
-        _print_record("one-layer gather construction", result)
+        print_record("one-layer gather construction", result)
 
 
-@sub.command("heads")
-def heads_cmd(
+def heads_command(
     model: Path = typer.Option(..., help="A scalelab run folder, an HF folder or a .gguf file."),
     corpus: str | None = typer.Option(
         None, help="Corpus for the ICL score: built-in name, text path or token store."
@@ -80,7 +86,7 @@ def heads_cmd(
     half_len: int | None = typer.Option(None, help="Length of each copy (default ≤ 64)."),
     sequences: int = typer.Option(32, help="Repeated random sequences."),
     batch_size: int = typer.Option(8, help="Sequences per forward pass."),
-    icl_windows: int = typer.Option(64, help="Corpus windows for the ICL score."),
+    icl_windows: int = typer.Option(128, help="Corpus windows for the ICL score."),
     icl_early: int | None = typer.Option(None, help="Early position (default late / 10)."),
     icl_late: int | None = typer.Option(None, help="Late position (default min(500, ctx-1))."),
     icl_from: str = typer.Option(
@@ -89,7 +95,7 @@ def heads_cmd(
     bos: bool | None = typer.Option(
         None, "--bos/--no-bos", help="Prepend BOS (default: HF models yes, scalelab runs no)."
     ),
-    threads: int = typer.Option(1, help="torch threads."),
+    threads: int = threads_option(1, help="torch threads."),
     seed: int = SEED,
     json_out: bool = JSON,
 ) -> None:
@@ -109,9 +115,7 @@ def heads_cmd(
         seed=seed,
     )
     _check_out(out)
-    if threads < 1:
-        raise ConfigError(f"--threads must be >= 1, got {threads}")
-    torch.set_num_threads(threads)
+    set_threads(threads)
     t0, c0 = time.perf_counter(), time.process_time()
     result = measure_heads(model, cfg, corpus, bos=bos)
     result["wall_s"] = round(time.perf_counter() - t0, 1)
@@ -137,7 +141,8 @@ def heads_cmd(
     print_table(f"top heads of {model} (layer, head from 0)", rows)
     if "icl_score" in result:
         typer.echo(
-            f"ICL score {result['icl_score']:+.4f} nats = loss at token {result['icl_late']} "
+            f"ICL score {result['icl_score']:+.4f} ± {result['icl_score_se']:.4f} (SE) nats = "
+            f"loss at token {result['icl_late']} "
             f"({result['loss_late_nats']:.4f}) - loss at token {result['icl_early']} "
             f"({result['loss_early_nats']:.4f}), {result['icl_windows']} windows"
         )
@@ -145,8 +150,7 @@ def heads_cmd(
         typer.echo(f"wrote {out}/heads.json and {out}/report.html, {out}/report.md")
 
 
-@sub.command("compare-depth")
-def compare_depth_cmd(
+def compare_depth_command(
     data: Path = typer.Option(..., help="Token store (scalelab corpus prepare)."),
     out: Path = typer.Option(..., help="Output folder (resumable: rerun to continue)."),
     block_size: int = typer.Option(128, help="Context length."),
@@ -189,12 +193,21 @@ def compare_depth_cmd(
     atomic_write_bytes(out / "depth.png", buf.getvalue())
     if json_out:
         print_json(summary["models"])
-    else:
-        print_table(f"depth comparison in {out}", summary["models"])
+        return
+    short = {
+        "model": "model",
+        "params_non_embedding": "N (non-emb.)",
+        "test_loss_nats": "test loss",
+        "final_induction_max": "induction",
+        "final_previous_token_max": "prev-token",
+        "final_icl_score": "ICL",
+        "head_formed_at_step": "head formed at",
+    }
+    rows = [{v: m[k] for k, v in short.items()} for m in summary["models"]]
+    print_table(f"depth comparison in {out} (final scores: max over heads)", rows)
 
 
-@sub.command("separation")
-def separation_cmd(
+def separation_command(
     out: Path = typer.Option(..., help="Folder for separation.csv/.png and trained runs."),
     mode: str = typer.Option("fixed", help="Rounding: fixed (the paper's appendix) | float."),
     steps: int = typer.Option(1500, help="Training step cap per trained model."),
@@ -219,10 +232,11 @@ def separation_cmd(
             two_layer_ns_trained=(),
             eval_instances=64,
         )
-    _check_out(out)
+    from scalelab import outdir
+
+    outdir.claim(out, "separation-config.json", cfg.to_dict())  # resume with it, or refuse
     torch.set_num_threads(1)
     rows = separation_table(cfg, out)
-    out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "separation.csv", pd.DataFrame(rows).to_csv(index=False))
     atomic_write_json(
         out / "separation.json", {"config": cfg.to_dict(), "rows": rows, "provenance": provenance()}
@@ -235,3 +249,11 @@ def separation_cmd(
     else:
         keys = ("kind", "n_layer", "n", "h", "m", "p", "hmp_over_n", "acc_hard")
         print_table(f"separation ({mode} point)", [{k: r[k] for k in keys} for r in rows])
+
+
+def register(group: typer.Typer) -> None:
+    """Add these commands to the `induction` group."""
+    group.command("gather")(gather_command)
+    group.command("heads")(heads_command)
+    group.command("compare-depth")(compare_depth_command)
+    group.command("separation")(separation_command)

@@ -11,10 +11,10 @@ import typer
 
 from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
 from scalelab.errors import ConfigError
-from scalelab.intrinsic.arrays import FORMATS, load_points
-from scalelab.intrinsic.protocol import ESTIMATORS, estimate_in_batches, make_estimator
-from scalelab.io import atomic_write_json, provenance
+from scalelab.intrinsic import ESTIMATORS, PAPER_BATCH_SIZE
+from scalelab.intrinsic.arrays import FORMATS
 from scalelab.laws import theory
+from scalelab.outdir import check_file
 
 
 def id_command(
@@ -25,7 +25,9 @@ def id_command(
     aggregate: str | None = typer.Option(
         None, help="mean (skdim fit_transform, the paper's) or harmonic (skdim fit)."
     ),
-    batch_size: int = typer.Option(4096, help="Points per batch (the paper's code used 3600)."),
+    batch_size: int = typer.Option(
+        PAPER_BATCH_SIZE, help="Points per batch (the paper's code used 3600)."
+    ),
     unbiased: bool = typer.Option(False, help="MLE with k-2 instead of k-1."),
     keep_duplicates: bool = typer.Option(
         False, help="Keep exact duplicate rows (then any zero distance is an error)."
@@ -41,6 +43,10 @@ def id_command(
     quiet: bool = QUIET,
 ) -> None:
     """Estimate the intrinsic dimension of a point cloud and the exponents it predicts."""
+    from scalelab.intrinsic.arrays import load_points
+    from scalelab.intrinsic.protocol import estimate_in_batches, make_estimator
+    from scalelab.io import atomic_write_json, provenance
+
     est = make_estimator(
         estimator,
         k=k,
@@ -53,6 +59,7 @@ def id_command(
     )
     if not math.isfinite(beta) or beta <= 0:
         raise ConfigError(f"--beta {beta}: use a positive number")
+    check_file(out)
     points = load_points(path, key=key)
     result = estimate_in_batches(points, est, batch_size=batch_size, seed=seed, quiet=quiet)
     row = {"input": str(path), **result.to_dict(), **_exponents(result, beta), "beta": beta}

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 import typer
 
 from scalelab.cli.common import (
@@ -19,8 +18,11 @@ from scalelab.cli.common import (
     RUN_GPUS,
     SEED,
     backend_from,
+    parse_list,
     print_json,
     print_table,
+    set_threads,
+    threads_option,
 )
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance
@@ -34,23 +36,8 @@ manifold_app = typer.Typer(
 )
 
 
-def _ints(text: str | None, name: str) -> tuple[int, ...] | None:
-    return None if text is None else tuple(int(v) for v in _split(text, name))
-
-
-def _floats(text: str | None, name: str) -> tuple[float, ...] | None:
-    return None if text is None else tuple(float(v) for v in _split(text, name))
-
-
-def _split(text: str, name: str) -> list[str]:
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    try:
-        [float(p) for p in parts]
-    except ValueError:
-        raise ConfigError(f"--{name} {text!r}: give comma-separated numbers, e.g. 2,4") from None
-    if not parts:
-        raise ConfigError(f"--{name} is empty: give comma-separated numbers, e.g. 2,4")
-    return parts
+def _values(text: str | None, convert: type, name: str) -> tuple | None:
+    return None if text is None else tuple(parse_list(text, convert, f"--{name}"))
 
 
 def sweep_command(
@@ -68,7 +55,7 @@ def sweep_command(
     ),
     model_dims: str | None = typer.Option(None, help="Dimensions for model scaling."),
     workers: int = typer.Option(1, help="Worker processes (each gets cores // workers)."),
-    threads: int = typer.Option(
+    threads: int = threads_option(
         1, help="Torch threads with --workers 1 (small models gain nothing from more)."
     ),
     backend: str = BACKEND,
@@ -81,20 +68,18 @@ def sweep_command(
     """Run (or resume) a data- and model-scaling sweep; `scalelab report OUT` draws it."""
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
-    if workers < 1 or threads < 1:
-        raise ConfigError(f"--workers {workers} --threads {threads}: use 1 or more of each")
-    torch.set_num_threads(threads)
+    set_threads(threads, workers=workers)
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
     overrides: dict[str, Any] = {
         "manifold": manifold,
-        "dims": _ints(dims, "dims"),
-        "betas": _floats(betas, "betas"),
-        "n_values": _ints(n_values, "n-values"),
-        "seeds": _ints(seeds, "seeds"),
+        "dims": _values(dims, int, "dims"),
+        "betas": _values(betas, float, "betas"),
+        "n_values": _values(n_values, int, "n-values"),
+        "seeds": _values(seeds, int, "seeds"),
         "noise_std": noise_std,
         "attention": attention,
-        "model_widths": _ints(model_widths, "model-widths"),
-        "model_dims": _ints(model_dims, "model-dims"),
+        "model_widths": _values(model_widths, int, "model-widths"),
+        "model_dims": _values(model_dims, int, "model-dims"),
     }
     cfg = PRESETS[preset].replace(**{k: v for k, v in overrides.items() if v is not None})
     table = run_manifold_sweep(cfg, out, workers=workers, backend=where, quiet=quiet)

@@ -10,17 +10,17 @@ from scalelab.cli.common import JSON, print_json
 from scalelab.report.build import build_report
 
 
-def report_cmd(
+def report_command(
     sweep_dir: Path = typer.Argument(..., help="A sweep folder (it holds sweep.json)."),
     out: Path | None = typer.Option(
         None, "--out", help="Folder for report.html and report.md (default SWEEP_DIR/report)."
     ),
-    as_json: bool = JSON,
+    json_out: bool = JSON,
 ) -> None:
     """Write a self-contained HTML report (figures embedded) and its Markdown twin for a
     data, model, manifold or induction sweep; prints where they are."""
     html_path, md_path = build_report(sweep_dir, out)
-    if as_json:
+    if json_out:
         print_json({"html": str(html_path), "markdown": str(md_path)})
     else:
         typer.echo(f"wrote {html_path} and {md_path}")
@@ -28,4 +28,4 @@ def report_cmd(
 
 def register(app: typer.Typer) -> None:
     """Add `scalelab report` to the top-level app."""
-    app.command("report")(report_cmd)
+    app.command("report")(report_command)

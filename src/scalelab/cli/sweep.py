@@ -4,10 +4,8 @@ runs, one row per finished run in OUT/runs.csv (read by `scalelab report OUT`)."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
-import torch
 import typer
 
 from scalelab.cli.common import (
@@ -18,15 +16,16 @@ from scalelab.cli.common import (
     RUN_CPUS,
     RUN_GPUS,
     backend_from,
+    parse_list,
     print_json,
     print_table,
+    set_threads,
+    threads_option,
 )
-from scalelab.errors import ConfigError
-from scalelab.lm.train import configs_for_preset
-from scalelab.runner import Backend
+from scalelab.lm.config import PRESETS, configs_for_preset
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
-from scalelab.sweeps.lm import POLICIES, Schedule
+from scalelab.sweeps.lm import Schedule
 from scalelab.text.store import TokenStore
 
 sweep_app = typer.Typer(
@@ -36,21 +35,26 @@ sweep_app = typer.Typer(
 
 DATA = typer.Option(..., "--data", help="Token store from `scalelab corpus prepare`.")
 OUT = typer.Option(..., "--out", help="Sweep folder (created, or resumed with the same options).")
-PRESET = typer.Option("tiny", "--preset", help="Model + training defaults: tiny, small, medium.")
+_S = Schedule()  # the CLI's defaults are the config's
+PRESET = typer.Option("tiny", "--preset", help=f"Model + training defaults: {', '.join(PRESETS)}.")
 POLICY = typer.Option(
-    "converge",
+    _S.policy,
     "--policy",
     help="Training length: converge (early stopping on validation loss, step budget growing "
     "with data), epochs (fixed passes over each run's data), tokens (fixed token budget).",
 )
-PATIENCE = typer.Option(4, "--patience", help="converge: validations without improvement.")
-MAX_EPOCHS = typer.Option(
-    40.0, "--max-epochs", help="converge: step budget as passes over the run's tokens."
+PATIENCE = typer.Option(
+    _S.patience, "--patience", help="converge: validations without improvement."
 )
-MIN_STEPS = typer.Option(200, "--min-steps", help="converge: smallest step budget.")
-STEP_CAP = typer.Option(20_000, "--step-cap", help="converge: largest step budget.")
-EPOCHS = typer.Option(1.0, "--epochs", help="epochs: passes over each run's tokens.")
-TOKEN_BUDGET = typer.Option(None, "--token-budget", help="tokens: training tokens per run.")
+MAX_EPOCHS = typer.Option(
+    _S.max_epochs, "--max-epochs", help="converge: step budget as passes over the run's tokens."
+)
+MIN_STEPS = typer.Option(_S.min_steps, "--min-steps", help="converge: smallest step budget.")
+STEP_CAP = typer.Option(_S.step_cap, "--step-cap", help="converge: largest step budget.")
+EPOCHS = typer.Option(_S.epochs, "--epochs", help="epochs: passes over each run's tokens.")
+TOKEN_BUDGET = typer.Option(
+    _S.token_budget, "--token-budget", help="tokens: training tokens per run."
+)
 EVAL_INTERVAL = typer.Option(50, "--eval-interval", help="Steps between validations.")
 EVAL_BATCHES = typer.Option(8, "--eval-batches", help="Validation batches per evaluation.")
 CONTEXT = typer.Option(None, "--context-len", help="Context length (default: the preset's).")
@@ -60,7 +64,7 @@ TEST_TOKENS = typer.Option(None, "--test-tokens", help="Score at most N test tok
 DTYPE = typer.Option(None, "--dtype", help="auto, float32 or bfloat16 (default auto).")
 SEED = typer.Option(0, "--seed", help="Training seed of every run (weights, data order).")
 WORKERS = typer.Option(1, "--workers", help="Runs in parallel (processes; threads split).")
-THREADS = typer.Option(None, "--threads", help="Torch CPU threads when --workers is 1.")
+THREADS = threads_option(help="Torch CPU threads when --workers is 1.")
 ONLY = typer.Option(
     None,
     "--only",
@@ -73,24 +77,7 @@ SHAPE = typer.Option(
 PLAN = typer.Option(False, "--plan", help="Print the runs (name, tokens, step budget) and stop.")
 
 
-def _schedule(**kw: Any) -> Schedule:
-    if kw["policy"] not in POLICIES:
-        raise ConfigError(f"--policy {kw['policy']!r} is not one of {POLICIES}")
-    return Schedule(**kw)
-
-
-def _execution(workers: int, threads: int | None, where: Backend) -> Backend:
-    """Check --workers and --threads, set the threads; the backend passes through."""
-    if workers < 1:
-        raise ConfigError(f"--workers must be >= 1, got {workers}")
-    if threads is not None:
-        if threads < 1:
-            raise ConfigError(f"--threads must be >= 1, got {threads}")
-        torch.set_num_threads(threads)
-    return where
-
-
-def _plan(specs: list, as_json: bool) -> None:
+def _plan(specs: list, json_out: bool) -> None:
     rows = [
         {
             "run": s.name,
@@ -101,23 +88,23 @@ def _plan(specs: list, as_json: bool) -> None:
         }
         for s in specs
     ]
-    if as_json:
+    if json_out:
         print_json(rows)
     else:
         print_table("planned runs", rows)
 
 
-def _show(out: Path, table: pd.DataFrame, as_json: bool, extra: list[str]) -> None:
+def _show(out: Path, table: pd.DataFrame, json_out: bool, extra: list[str]) -> None:
     cols = ["run", *extra, "steps", "stop_reason", "best_val_loss_nats", "test_loss_nats"]
     rows = table[[c for c in cols if c in table.columns]].to_dict("records") if len(table) else []
-    if as_json:
+    if json_out:
         print_json({"sweep_dir": str(out), "runs": rows})
         return
     print_table(f"sweep {out}: {len(rows)} finished runs", rows)
     typer.echo(f"table: {out / 'runs.csv'}; report: scalelab report {out}")
 
 
-def data_cmd(
+def data_command(
     data: Path = DATA,
     out: Path = OUT,
     preset: str = PRESET,
@@ -156,12 +143,13 @@ def data_cmd(
     only: list[str] | None = ONLY,
     plan: bool = PLAN,
     quiet: bool = QUIET,
-    as_json: bool = JSON,
+    json_out: bool = JSON,
 ) -> None:
     """Train one model on nested prefixes of the train split (a geometric grid of sizes, or
     --sizes), each evaluated on the same test split. Re-running resumes; finished runs are
     never redone. Example: scalelab sweep data --data data/shk --out sweeps/shk --points 7"""
-    where = _execution(workers, threads, backend_from(backend, ray_address, run_cpus, run_gpus))
+    set_threads(threads, workers=workers)
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
     model_cfg, train_cfg = configs_for_preset(
         preset,
         data,
@@ -177,11 +165,11 @@ def data_cmd(
     if model is not None:
         model_cfg = model_sweep.parse_model(model, model_cfg)[1]
     if sizes is not None:
-        grid = _parse_sizes(sizes)
+        grid = parse_list(sizes, lambda s: int(float(s)), "--sizes", "integers")
     else:
         hi = max_tokens if max_tokens is not None else TokenStore(data, "train").n_tokens
         grid = data_sweep.geometric_grid(min_tokens or max(hi // 100, 1), hi, points)
-    schedule = _schedule(
+    schedule = Schedule(
         policy=policy,
         patience=patience,
         max_epochs=max_epochs,
@@ -192,22 +180,13 @@ def data_cmd(
     )
     cfg = data_sweep.make_config(data, model_cfg, train_cfg, schedule, grid)
     if plan:
-        _plan(data_sweep.specs(cfg), as_json)
+        _plan(data_sweep.specs(cfg), json_out)
         return
     table = data_sweep.data_sweep(out, cfg, workers=workers, backend=where, only=only, quiet=quiet)
-    _show(out, table, as_json, ["train_tokens"])
+    _show(out, table, json_out, ["train_tokens"])
 
 
-def _parse_sizes(text: str) -> list[int]:
-    try:
-        return [int(float(s)) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise ConfigError(
-            f"--sizes {text!r}: give comma-separated integers, e.g. 1e4,1e5"
-        ) from None
-
-
-def model_cmd(
+def model_command(
     data: Path = DATA,
     out: Path = OUT,
     models: str = typer.Option(
@@ -244,12 +223,13 @@ def model_cmd(
     only: list[str] | None = ONLY,
     plan: bool = PLAN,
     quiet: bool = QUIET,
-    as_json: bool = JSON,
+    json_out: bool = JSON,
 ) -> None:
     """Train several model shapes on the same data with the same training config; runs.csv
     records each model's non-embedding parameters. Re-running resumes.
     Example: scalelab sweep model --data data/shk --out sweeps/shk-models --models 2x64,4x128"""
-    where = _execution(workers, threads, backend_from(backend, ray_address, run_cpus, run_gpus))
+    set_threads(threads, workers=workers)
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
     base, train_cfg = configs_for_preset(
         preset,
         data,
@@ -262,7 +242,7 @@ def model_cmd(
         test_tokens=test_tokens,
         dtype=dtype,
     )
-    schedule = _schedule(
+    schedule = Schedule(
         policy=policy,
         patience=patience,
         max_epochs=max_epochs,
@@ -271,19 +251,19 @@ def model_cmd(
         epochs=epochs,
         token_budget=token_budget,
     )
-    names = [m for m in models.split(",") if m.strip()]
+    names = parse_list(models, str, "--models")
     cfg = model_sweep.make_config(data, names, base, train_cfg, schedule, train_tokens)
     if plan:
-        _plan(model_sweep.specs(cfg), as_json)
+        _plan(model_sweep.specs(cfg), json_out)
         return
     table = model_sweep.model_sweep(
         out, cfg, workers=workers, backend=where, only=only, quiet=quiet
     )
-    _show(out, table, as_json, ["label", "params_non_embedding"])
+    _show(out, table, json_out, ["label", "params_non_embedding"])
 
 
 def register(app: typer.Typer) -> None:
     """Add `scalelab sweep data|model` to the top-level app."""
-    sweep_app.command("data")(data_cmd)
-    sweep_app.command("model")(model_cmd)
+    sweep_app.command("data")(data_command)
+    sweep_app.command("model")(model_command)
     app.add_typer(sweep_app, name="sweep")

@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import torch
 import typer
 
-from scalelab.cli.common import JSON, QUIET, print_json, print_table
-from scalelab.errors import ConfigError
+from scalelab.cli.common import JSON, QUIET, print_json, print_table, set_threads, threads_option
+from scalelab.lm.config import PRESETS, configs_for_preset
 from scalelab.lm.distributed import shutdown_distributed
-from scalelab.lm.train import configs_for_preset, train
+from scalelab.lm.train import train
 
 
 def _opt(flag: str, help_text: str) -> typer.models.OptionInfo:
@@ -19,11 +18,9 @@ def _opt(flag: str, help_text: str) -> typer.models.OptionInfo:
     return typer.Option(None, flag, help=help_text)
 
 
-def train_cmd(
+def train_command(
     data: Path = typer.Option(..., "--data", help="Token store from `scalelab corpus prepare`."),
-    preset: str = typer.Option(
-        ..., "--preset", help="Model preset: tiny, small, medium or paper-125m."
-    ),
+    preset: str = typer.Option(..., "--preset", help=f"Model preset: {', '.join(PRESETS)}."),
     out: Path = typer.Option(..., "--out", help="Run folder (created, or resumed if unfinished)."),
     max_tokens: int | None = _opt("--max-tokens", "Stop after this many training tokens."),
     max_steps: int | None = _opt("--max-steps", "Optimizer steps (the cosine schedule's length)."),
@@ -48,19 +45,14 @@ def train_cmd(
     dtype: str | None = _opt("--dtype", "auto, float32 or bfloat16 (autocast)."),
     dropout: float | None = _opt("--dropout", "Dropout rate (default 0)."),
     device: str | None = typer.Option(None, "--device", help="cpu, cuda, cuda:1 (default auto)."),
-    threads: int | None = typer.Option(
-        None, "--threads", help="CPU threads for torch (default: torch's; 1 on a busy machine)."
-    ),
+    threads: int | None = threads_option(),
     quiet: bool = QUIET,
-    as_json: bool = JSON,
+    json_out: bool = JSON,
 ) -> None:
     """Train a GPT on a prepared token store. Re-running the same command on an unfinished
     --out folder continues it exactly; a finished one just prints its result.
     Under `torchrun --nproc_per_node=N -m scalelab train ...` it trains data-parallel."""
-    if threads is not None:
-        if threads < 1:
-            raise ConfigError(f"--threads must be >= 1, got {threads}")
-        torch.set_num_threads(threads)
+    set_threads(threads)
     model_cfg, train_cfg = configs_for_preset(
         preset,
         data,
@@ -88,7 +80,7 @@ def train_cmd(
     if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 prints
         return
     flat = {k: v for k, v in result.items() if not isinstance(v, dict | list)}
-    if as_json:
+    if json_out:
         print_json(flat)
     else:
         print_table(f"run {out}", [{"field": k, "value": v} for k, v in flat.items()])
@@ -96,4 +88,4 @@ def train_cmd(
 
 def register(app: typer.Typer) -> None:
     """Add `scalelab train` to the top-level app."""
-    app.command("train")(train_cmd)
+    app.command("train")(train_command)

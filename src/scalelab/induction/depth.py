@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from scalelab import outdir
 from scalelab.config import Config
 from scalelab.errors import ConfigError, InputError
 from scalelab.induction.heads import HeadScoreConfig, from_gpt, head_scores, icl_score
-from scalelab.io import atomic_write_json, provenance, read_json
+from scalelab.io import atomic_write_json, provenance
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +93,7 @@ def _scorer(cfg: DepthConfig, val_tokens: np.ndarray):
             "induction": heads["induction"],
             "previous_token": heads["previous_token"],
             "icl_score": icl["icl_score"],
+            "icl_score_se": icl["icl_score_se"],
             "loss_early_nats": icl["loss_early_nats"],
             "loss_late_nats": icl["loss_late_nats"],
         }
@@ -108,17 +110,14 @@ def compare_depth(
     data_dir: str | Path, out: str | Path, cfg: DepthConfig, *, quiet: bool = False
 ) -> dict[str, Any]:
     """Train (or resume) both models and write depth.json and sweep.json."""
-    from scalelab.lm.model import GPTConfig
-    from scalelab.lm.train import TrainConfig, train
+    from scalelab.lm.config import GPTConfig, TrainConfig
+    from scalelab.lm.train import train
     from scalelab.text.store import TokenStore
 
     data_dir, out = Path(data_dir), Path(out)
     if not (data_dir / "meta.json").is_file():
         raise InputError(f"{data_dir} is not a token store; run `scalelab corpus prepare` first")
-    if out.exists() and (out / "sweep.json").is_file():
-        saved = read_json(out / "sweep.json").get("config")
-        if saved != cfg.to_dict():
-            raise ConfigError(f"{out} was made with a different config; use a new --out")
+    outdir.check(out, "sweep.json", cfg.to_dict(), kind="depth")
     vocab = TokenStore(data_dir, "train").vocab_size
     val = TokenStore(data_dir, "val").tokens
     train_cfg = TrainConfig(
@@ -131,10 +130,8 @@ def compare_depth(
         eval_interval=cfg.eval_interval,
         dtype="float32",
     )
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(
-        out / "sweep.json", {"kind": "depth", "config": cfg.to_dict(), "provenance": provenance()}
-    )
+    extra = {"provenance": provenance()}
+    outdir.claim(out, "sweep.json", cfg.to_dict(), kind="depth", extra=extra)
     on_eval = _scorer(cfg, val)
     models, curves = [], {}
     for layers, width in ((2, cfg.width), (1, cfg.one_layer_width)):

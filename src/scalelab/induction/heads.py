@@ -48,7 +48,7 @@ class HeadScoreConfig(Config):
     half_len: int | None = None
     n_sequences: int = 32
     batch_size: int = 8
-    icl_windows: int = 64
+    icl_windows: int = 128
     icl_early: int | None = None
     icl_late: int | None = None
     icl_windows_from: str = "documents"
@@ -288,8 +288,11 @@ def icl_score(model: ScoredModel, docs: TokenDocuments, cfg: HeadScoreConfig) ->
         losses.append(-logp.gather(-1, x[:, at][..., None])[..., 0])
     loss = torch.cat(losses)
     early_loss, late_loss = float(loss[:, 0].mean()), float(loss[:, 1].mean())
+    diff = loss[:, 1] - loss[:, 0]  # paired per window: its spread gives the standard error
+    se = float(diff.std() / np.sqrt(count)) if count > 1 else float("nan")
     return {
         "icl_score": late_loss - early_loss,
+        "icl_score_se": se,
         "loss_early_nats": early_loss,
         "loss_late_nats": late_loss,
         "icl_early": early,

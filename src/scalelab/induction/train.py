@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from scalelab import outdir
+from scalelab import outdir, seeds
 from scalelab.config import Config
 from scalelab.errors import CheckpointError, ConfigError
 from scalelab.induction.model import InductionConfig, InductionTransformer, loss_fn
@@ -38,7 +39,7 @@ from scalelab.scalars import Scalars
 
 @dataclass(frozen=True)
 class InductionTrainConfig(Config):
-    """Optimiser and data settings (defaults from REFERENCE.md's measured recipe)."""
+    """Optimiser and data settings (defaults: the measured recipe in docs/background.md)."""
 
     n: int = 32
     seed: int = 0
@@ -125,27 +126,15 @@ def train_induction(
         raise ConfigError(f"n={train_cfg.n} exceeds the model's max_len={model_cfg.max_len}")
     if train_cfg.hard_fraction > 0 and model_cfg.alphabet_size < 3:
         raise ConfigError("hard instances need alphabet_size >= 3; or set hard_fraction 0")
-    with torch.random.fork_rng(devices=[]):  # seeded init without touching the caller's RNG
-        torch.manual_seed(train_cfg.seed)
-        model = InductionTransformer(model_cfg)
-    opt = torch.optim.AdamW(
-        model.parameters(),
-        lr=train_cfg.lr,
-        betas=(train_cfg.beta1, train_cfg.beta2),
-        weight_decay=train_cfg.weight_decay,
-    )
-    data_rng = np.random.default_rng([train_cfg.seed, 1])
-    eval_seed = [train_cfg.seed, 2]
+    model, opt = _model_and_optimizer(model_cfg, train_cfg)
+    data_rng = np.random.default_rng([train_cfg.seed, seeds.INDUCTION_DATA])
+    eval_seed = [train_cfg.seed, seeds.INDUCTION_EVAL]
     train_prec = (
         Precision(train_cfg.train_bits, train_cfg.precision_mode, straight_through=True)
         if train_cfg.train_bits
         else FULL
     )
-    out = Path(out_dir) if out_dir is not None else None
-    if out is not None:  # a folder with another config is refused; this one is redone
-        run_cfg = {"model": model_cfg.to_dict(), "train": train_cfg.to_dict()}
-        outdir.claim(out, "config.json", run_cfg, flat=True)
-        (out / "metrics.jsonl").unlink(missing_ok=True)
+    out = _start_run(out_dir, model_cfg, train_cfg)
     t0, c0 = time.perf_counter(), time.process_time()
     metrics: dict[str, float] = {}
     reached: dict[str, float] | None = None
@@ -161,13 +150,7 @@ def train_induction(
                 train_cfg.batch_size, train_cfg.n, s, data_rng, train_cfg.hard_fraction
             )
             x, y = torch.from_numpy(seqs), torch.from_numpy(solve(seqs))
-            for group in opt.param_groups:
-                group["lr"] = _lr_at(step - 1, train_cfg)
-            loss = loss_fn(model(x, train_prec), y, s)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), train_cfg.grad_clip)
-            opt.step()
+            loss = _step(model, opt, x, y, train_prec, _lr_at(step - 1, train_cfg), train_cfg)
             if step % train_cfg.eval_interval == 0 or step == train_cfg.max_steps:
                 metrics = evaluate(
                     model, train_cfg.n, np.random.default_rng(eval_seed), train_cfg.eval_samples
@@ -199,23 +182,79 @@ def train_induction(
         "params": sum(p.numel() for p in model.parameters()),
     }
     if out is not None:
-        state = {k: v.contiguous() for k, v in model.state_dict().items()}
-        atomic_write(out / "model.safetensors", lambda p: save_file(state, str(p)))
-        atomic_write_json(out / "provenance.json", provenance())
-        atomic_write_json(out / "result.json", result)
-        outdir.release(out)
+        _save_run(out, model, result)
     return model.eval(), result
+
+
+def _model_and_optimizer(
+    model_cfg: InductionConfig, train_cfg: InductionTrainConfig
+) -> tuple[InductionTransformer, torch.optim.AdamW]:
+    """A seeded initialisation (the caller's RNG untouched) and its AdamW."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(train_cfg.seed)
+        model = InductionTransformer(model_cfg)
+    opt = torch.optim.AdamW(
+        model.parameters(),
+        lr=train_cfg.lr,
+        betas=(train_cfg.beta1, train_cfg.beta2),
+        weight_decay=train_cfg.weight_decay,
+    )
+    return model, opt
+
+
+def _start_run(
+    out_dir: str | Path | None, model_cfg: InductionConfig, train_cfg: InductionTrainConfig
+) -> Path | None:
+    """The run folder, claimed for this config, with no metrics yet (None: no folder)."""
+    if out_dir is None:
+        return None
+    out = Path(out_dir)  # a folder with another config is refused; this one is redone
+    run_cfg = {"model": model_cfg.to_dict(), "train": train_cfg.to_dict()}
+    outdir.claim(out, "config.json", run_cfg, flat=True)
+    (out / "metrics.jsonl").unlink(missing_ok=True)
+    return out
+
+
+def _step(
+    model: InductionTransformer,
+    opt: torch.optim.Optimizer,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    prec: Precision,
+    lr: float,
+    cfg: InductionTrainConfig,
+) -> torch.Tensor:
+    """One optimizer step at learning rate `lr`; returns the loss."""
+    for group in opt.param_groups:
+        group["lr"] = lr
+    loss = loss_fn(model(x, prec), y, model.cfg.alphabet_size)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    opt.step()
+    return loss
+
+
+def _save_run(out: Path, model: InductionTransformer, result: dict[str, Any]) -> None:
+    """The weights, provenance and, last, result.json (a folder without it is unfinished)."""
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    atomic_write(out / "model.safetensors", lambda p: save_file(state, str(p)))
+    atomic_write_json(out / "provenance.json", provenance())
+    atomic_write_json(out / "result.json", result)
+    outdir.release(out)
 
 
 def load_induction_model(run_dir: str | Path) -> InductionTransformer:
     """Load a trained model from a run folder (config.json + model.safetensors)."""
     run_dir = Path(run_dir)
+    path = run_dir / "config.json"
     try:
-        cfg = InductionConfig.from_dict(read_json(run_dir / "config.json")["model"])
-        state = load_file(str(run_dir / "model.safetensors"))
-    except (OSError, KeyError, ValueError) as err:
+        cfg = InductionConfig.from_dict(read_json(path)["model"])
+        path = run_dir / "model.safetensors"
+        state = load_file(str(path))
+    except (OSError, KeyError, ValueError, TypeError, SafetensorError) as err:
         raise CheckpointError(
-            f"cannot load an induction model from {run_dir} ({err}); "
+            f"cannot load {path} ({type(err).__name__}: {err}); "
             "point at a folder written by `scalelab induction train`"
         ) from err
     model = InductionTransformer(cfg)

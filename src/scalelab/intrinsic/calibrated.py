@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from scalelab.errors import EstimationError, InputError
-from scalelab.intrinsic.mle import AGGREGATES, _NeighbourEstimator, local_mle
+from scalelab.intrinsic.mle import _NeighbourEstimator, local_mle
 from scalelab.intrinsic.neighbors import knn
 
 _REFERENCE_CACHE: dict[tuple[int, int, str, int, int], float] = {}
@@ -149,13 +149,14 @@ class CalibratedMLE(_NeighbourEstimator):
         device: str | None = None,
     ) -> None:
         super().__init__(k, metric, remove_duplicates, precision, device)
-        if aggregate not in AGGREGATES:
-            raise InputError(f"unknown aggregate {aggregate!r}: use 'mean' or 'harmonic'")
-        if max_dim is not None and max_dim < 1:
-            raise InputError(f"max_dim = {max_dim}: use a positive integer or None")
         self.aggregate = aggregate
         self.max_dim = max_dim
         self.seed = seed
+
+    def _validate(self) -> None:
+        super()._validate()
+        if self.max_dim is not None and self.max_dim < 1:
+            raise InputError(f"max_dim = {self.max_dim}: use a positive integer or None")
 
     def fit(self, X: np.ndarray | torch.Tensor, y: None = None) -> CalibratedMLE:
         dist = self._neighbour_distances(X, self.k)

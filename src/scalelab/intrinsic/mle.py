@@ -13,11 +13,15 @@ which mean is taken instead of depending on whether `fit` or `fit_transform` was
 
 from __future__ import annotations
 
+import inspect
+from typing import Any, Self
+
 import numba
 import numpy as np
 import torch
 
 from scalelab.errors import EstimationError, InputError
+from scalelab.intrinsic import PAPER_K
 from scalelab.intrinsic.neighbors import METRICS, PRECISIONS, _as_matrix, knn
 
 AGGREGATES = ("mean", "harmonic")
@@ -78,7 +82,10 @@ def prepare_points(
 
 
 class _NeighbourEstimator:
-    """Shared parameters and validation of the k-NN estimators (sklearn-style)."""
+    """Shared parameters and validation of the k-NN estimators, scikit-learn style:
+    `__init__` stores the hyper-parameters as given, `fit` validates them (`_validate`),
+    `get_params`/`set_params` follow scikit-learn's contract (so `sklearn.base.clone` works)
+    without importing scikit-learn."""
 
     name = "base"
 
@@ -90,19 +97,50 @@ class _NeighbourEstimator:
         precision: str = "bf16",
         device: str | None = None,
     ) -> None:
-        if metric not in METRICS:
-            raise InputError(f"unknown metric {metric!r}: use one of {', '.join(METRICS)}")
-        if precision not in PRECISIONS:
-            raise InputError(f"unknown precision {precision!r}: use {', '.join(PRECISIONS)}")
-        if k < 2:
-            raise InputError(f"k = {k}: nearest-neighbour estimators need k >= 2")
         self.k = k
         self.metric = metric
         self.remove_duplicates = remove_duplicates
         self.precision = precision
         self.device = device
 
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p for p in sig.parameters if p != "self"]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The hyper-parameters by name (scikit-learn's `get_params`)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: Any) -> Self:
+        """Set hyper-parameters by name (scikit-learn's `set_params`); checked at `fit`."""
+        valid = self._param_names()
+        for name, value in params.items():
+            if name not in valid:
+                raise InputError(
+                    f"{type(self).__name__} has no parameter {name!r}; use one of {valid}"
+                )
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def _validate(self) -> None:
+        """Refuse bad hyper-parameters with a message naming the fix (called by `fit`)."""
+        if self.metric not in METRICS:
+            raise InputError(f"unknown metric {self.metric!r}: use one of {', '.join(METRICS)}")
+        if self.precision not in PRECISIONS:
+            raise InputError(f"unknown precision {self.precision!r}: use {', '.join(PRECISIONS)}")
+        if not isinstance(self.k, int) or isinstance(self.k, bool) or self.k < 2:
+            raise InputError(f"k = {self.k}: nearest-neighbour estimators need k >= 2")
+        aggregate = getattr(self, "aggregate", "mean")
+        if aggregate not in AGGREGATES:
+            raise InputError(f"unknown aggregate {aggregate!r}: use 'mean' or 'harmonic'")
+
     def _neighbour_distances(self, X: np.ndarray | torch.Tensor, k: int) -> np.ndarray:
+        self._validate()
         device = self.device
         if device is None and isinstance(X, torch.Tensor) and X.device.type != "cpu":
             device = str(X.device)  # the k-NN search runs where the points are
@@ -139,7 +177,7 @@ class MLE(_NeighbourEstimator):
 
     def __init__(
         self,
-        k: int = 20,
+        k: int = PAPER_K,
         aggregate: str = "mean",
         unbiased: bool = False,
         metric: str = "euclidean",
@@ -148,8 +186,6 @@ class MLE(_NeighbourEstimator):
         device: str | None = None,
     ) -> None:
         super().__init__(k, metric, remove_duplicates, precision, device)
-        if aggregate not in AGGREGATES:
-            raise InputError(f"unknown aggregate {aggregate!r}: use 'mean' or 'harmonic'")
         self.aggregate = aggregate
         self.unbiased = unbiased
 
@@ -197,12 +233,15 @@ class TwoNN(_NeighbourEstimator):
         device: str | None = None,
     ) -> None:
         super().__init__(2, metric, remove_duplicates, precision, device)
-        if not 0.0 <= discard_fraction < 1.0:
-            raise InputError(f"discard_fraction = {discard_fraction}: use a value in [0, 1)")
-        if method not in ("linear", "mle"):
-            raise InputError(f"unknown TwoNN method {method!r}: use 'linear' or 'mle'")
         self.discard_fraction = discard_fraction
         self.method = method
+
+    def _validate(self) -> None:
+        super()._validate()
+        if not 0.0 <= self.discard_fraction < 1.0:
+            raise InputError(f"discard_fraction = {self.discard_fraction}: use a value in [0, 1)")
+        if self.method not in ("linear", "mle"):
+            raise InputError(f"unknown TwoNN method {self.method!r}: use 'linear' or 'mle'")
 
     def fit(self, X: np.ndarray | torch.Tensor, y: None = None) -> TwoNN:
         dist = self._neighbour_distances(X, 2)

@@ -15,11 +15,10 @@ import numpy as np
 import torch
 
 from scalelab.errors import ConfigError, EstimationError
+from scalelab.intrinsic import ESTIMATORS, PAPER_BATCH_SIZE
 from scalelab.intrinsic.calibrated import CalibratedMLE
 from scalelab.intrinsic.mle import MLE, TwoNN, prepare_points
 from scalelab.progress import progress
-
-ESTIMATORS = ("mle", "twonn", "mle-calibrated")
 
 
 def make_estimator(
@@ -41,19 +40,25 @@ def make_estimator(
     if name == "twonn":
         if k is not None or aggregate is not None or unbiased:
             raise ConfigError("TwoNN uses exactly 2 neighbours: drop --k/--aggregate/--unbiased")
-        return TwoNN(**common)
+        return _checked(TwoNN(**common))
     opts: dict[str, Any] = dict(common)
     if k is not None:
         opts["k"] = k
     if aggregate is not None:
         opts["aggregate"] = aggregate
     if name == "mle":
-        return MLE(unbiased=unbiased, **opts)
+        return _checked(MLE(unbiased=unbiased, **opts))
     if name == "mle-calibrated":
         if unbiased:
             raise ConfigError("--unbiased applies to the plain MLE only: drop it")
-        return CalibratedMLE(seed=seed, **opts)
+        return _checked(CalibratedMLE(seed=seed, **opts))
     raise ConfigError(f"unknown estimator {name!r}: use one of {', '.join(ESTIMATORS)}")
+
+
+def _checked(estimator: Any) -> Any:
+    """A factory for user input fails at once, before any data is read."""
+    estimator._validate()
+    return estimator
 
 
 @dataclass(frozen=True)
@@ -92,7 +97,7 @@ def batch_indices(n: int, batch_size: int, seed: int) -> list[np.ndarray]:
 def estimate_in_batches(
     X: np.ndarray | torch.Tensor,
     estimator: Any,
-    batch_size: int = 4096,
+    batch_size: int = PAPER_BATCH_SIZE,
     seed: int = 0,
     *,
     quiet: bool = True,

@@ -7,62 +7,14 @@ The same class runs from the 0.5M-parameter `tiny` preset on a laptop CPU to the
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from scalelab.config import Config
 from scalelab.errors import ConfigError
-
-
-@dataclasses.dataclass(frozen=True)
-class GPTConfig(Config):
-    """Shape of a GPT. `block_size` is the context length (learned positions)."""
-
-    vocab_size: int = 4096
-    block_size: int = 128
-    n_layer: int = 4
-    n_head: int = 4
-    n_embd: int = 128
-    dropout: float = 0.0
-    bias: bool = True
-
-    def validate(self) -> None:
-        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"GPTConfig.{name} must be a positive integer, got {value!r}")
-        if self.n_embd % self.n_head:
-            raise ConfigError(
-                f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}; "
-                "choose a width that is a multiple of the number of heads"
-            )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
-
-
-# Shapes by name; the vocabulary comes from the data (see `preset_config`). Parameter counts
-# (non-embedding / total with a 4096-token vocabulary): tiny 0.45M / 0.85M, small 3.2M / 4.3M,
-# medium 10.6M / 12.3M; paper-125m is GPT-2 small with nanoGPT's padded 50304 vocabulary.
-PRESETS: dict[str, GPTConfig] = {
-    "tiny": GPTConfig(block_size=128, n_layer=4, n_head=4, n_embd=96),
-    "small": GPTConfig(block_size=256, n_layer=4, n_head=4, n_embd=256),
-    "medium": GPTConfig(block_size=256, n_layer=6, n_head=6, n_embd=384),
-    "paper-125m": GPTConfig(vocab_size=50304, block_size=1024, n_layer=12, n_head=12, n_embd=768),
-}
-
-
-def preset_config(name: str, vocab_size: int | None = None, **overrides: object) -> GPTConfig:
-    """The preset `name` with the data's vocabulary size and any field overrides."""
-    if name not in PRESETS:
-        raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
-    changes = dict(overrides)
-    if vocab_size is not None:
-        changes["vocab_size"] = vocab_size
-    return PRESETS[name].replace(**changes)
+from scalelab.lm.config import GPTConfig
 
 
 class CausalSelfAttention(nn.Module):

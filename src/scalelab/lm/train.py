@@ -28,10 +28,10 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from scalelab import outdir
-from scalelab.config import Config
 from scalelab.errors import CheckpointError, ConfigError, EstimationError, InputError
 from scalelab.io import append_jsonl, atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.lm import checkpoint as ckpt
+from scalelab.lm.config import GPTConfig, TrainConfig, lr_at, planned_steps
 from scalelab.lm.data import (
     WindowSampler,
     check_long_enough,
@@ -41,141 +41,11 @@ from scalelab.lm.data import (
     windows,
 )
 from scalelab.lm.distributed import DistContext, init_distributed
-from scalelab.lm.model import GPT, GPTConfig, preset_config
+from scalelab.lm.model import GPT
 from scalelab.progress import progress
 from scalelab.scalars import Scalars
 
-DTYPES = ("auto", "float32", "bfloat16")
 METRICS = "metrics.jsonl"
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainConfig(Config):
-    """How to train. `batch_size` is windows per micro-batch; `grad_accum` micro-batches make
-    one optimizer step, shared out over all processes (global batch = batch_size * grad_accum
-    windows, whatever the number of processes; each process takes an equal share, so that
-    product must be a multiple of the number of processes)."""
-
-    seed: int = 0
-    batch_size: int = 8
-    grad_accum: int = 1
-    lr: float = 1e-3
-    min_lr: float = 1e-4
-    warmup_steps: int = 100
-    max_steps: int = 2000
-    max_tokens: int | None = None  # stop after this many training tokens (if sooner)
-    train_tokens: int | None = None  # train on the first n tokens only (nested data subsets)
-    weight_decay: float = 0.1
-    beta1: float = 0.9
-    beta2: float = 0.95
-    grad_clip: float = 1.0  # 0 disables clipping
-    eval_interval: int = 100  # steps between validations (and checkpoints)
-    eval_batches: int = 8  # validation windows = eval_batches * batch_size, fixed positions
-    test_tokens: int | None = None  # cap on test tokens scored (None: the whole test split)
-    patience: int | None = None  # stop after this many validations without improvement
-    decay_steps: int | None = None  # cosine decay length (None: max_steps); then flat min_lr
-    dtype: str = "auto"  # auto: bf16 autocast where supported (faster, same curve), else fp32
-
-    def validate(self) -> None:
-        for name in ("batch_size", "grad_accum", "max_steps", "eval_interval", "eval_batches"):
-            _positive_int(self, name)
-        for name in ("max_tokens", "train_tokens", "test_tokens", "patience", "decay_steps"):
-            if getattr(self, name) is not None:
-                _positive_int(self, name)
-        if not isinstance(self.seed, int) or self.seed < 0:
-            raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
-        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
-            raise ConfigError(f"warmup_steps must be >= 0, got {self.warmup_steps!r}")
-        if not 0.0 < self.lr <= 1.0 or not math.isfinite(self.lr):
-            raise ConfigError(
-                f"learning rate {self.lr} is out of range; use 0 < lr <= 1 (e.g. 1e-3)"
-            )
-        if not 0.0 <= self.min_lr <= self.lr:
-            raise ConfigError(f"min_lr {self.min_lr} must be in [0, lr={self.lr}]; lower --min-lr")
-        if not (0.0 <= self.beta1 < 1.0 and 0.0 <= self.beta2 < 1.0):
-            raise ConfigError(f"Adam betas must be in [0, 1), got {self.beta1}, {self.beta2}")
-        if self.weight_decay < 0 or self.grad_clip < 0:
-            raise ConfigError("weight_decay and grad_clip must be >= 0 (grad_clip 0 = off)")
-        if self.dtype not in DTYPES:
-            raise ConfigError(f"dtype {self.dtype!r} is not one of {DTYPES}")
-
-    @property
-    def windows_per_step(self) -> int:
-        return self.batch_size * self.grad_accum
-
-
-def _positive_int(cfg: Config, name: str) -> None:
-    value = getattr(cfg, name)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-
-
-# Training defaults per model preset. paper-125m follows the seed paper (nanoGPT's GPT-2 run:
-# 0.5M-token batches, lr 6e-4 -> 6e-5, 2000 warm-up steps, cosine decay).
-TRAIN_PRESETS: dict[str, TrainConfig] = {
-    "tiny": TrainConfig(batch_size=16, lr=2e-3, min_lr=2e-4, warmup_steps=100),
-    "small": TrainConfig(batch_size=8, lr=1e-3, min_lr=1e-4, warmup_steps=100),
-    "medium": TrainConfig(batch_size=8, lr=6e-4, min_lr=6e-5, warmup_steps=200),
-    "paper-125m": TrainConfig(
-        batch_size=12,
-        grad_accum=40,
-        lr=6e-4,
-        min_lr=6e-5,
-        warmup_steps=2000,
-        max_steps=600_000,
-        eval_interval=2000,
-        eval_batches=200,
-    ),
-}
-
-
-def configs_for_preset(
-    preset: str, data_dir: str | Path, **overrides: Any
-) -> tuple[GPTConfig, TrainConfig]:
-    """Model and training configs for `preset` on the token store at `data_dir` (its vocabulary
-    size), with overrides given by field name (`None` values are ignored)."""
-    from scalelab.text.store import TokenStore
-
-    if preset not in TRAIN_PRESETS:
-        raise ConfigError(f"unknown preset {preset!r}; choose one of {sorted(TRAIN_PRESETS)}")
-    vocab = TokenStore(Path(data_dir), "train").vocab_size
-    given = {k: v for k, v in overrides.items() if v is not None}
-    model_fields = {f.name for f in dataclasses.fields(GPTConfig)}
-    train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    unknown = sorted(set(given) - model_fields - train_fields)
-    if unknown:
-        raise ConfigError(
-            f"unknown option(s) {unknown}; model: {sorted(model_fields)}, "
-            f"training: {sorted(train_fields)}"
-        )
-    model_cfg = preset_config(
-        preset, vocab, **{k: v for k, v in given.items() if k in model_fields}
-    )
-    train_cfg = TRAIN_PRESETS[preset].replace(
-        **{k: v for k, v in given.items() if k in train_fields}
-    )
-    return model_cfg, train_cfg
-
-
-def lr_at(step: int, cfg: TrainConfig, total_steps: int) -> float:
-    """Linear warm-up to `lr`, then cosine decay reaching `min_lr` at the last step, or at
-    step `decay_steps` when set, flat after it. With `decay_steps` set the schedule does not
-    depend on the step budget: a longer budget replays the same steps, then continues."""
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / (cfg.warmup_steps + 1)
-    horizon = cfg.decay_steps if cfg.decay_steps is not None else total_steps
-    span = max(horizon - cfg.warmup_steps - 1, 1)
-    frac = min((step - cfg.warmup_steps) / span, 1.0)
-    return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * frac)) * (cfg.lr - cfg.min_lr)
-
-
-def planned_steps(cfg: TrainConfig, block_size: int) -> tuple[int, str]:
-    """Steps to run and the stop reason if nothing stops the run earlier."""
-    if cfg.max_tokens is not None:
-        by_tokens = math.ceil(cfg.max_tokens / (cfg.windows_per_step * block_size))
-        if by_tokens < cfg.max_steps:
-            return by_tokens, "max_tokens"
-    return cfg.max_steps, "max_steps"
 
 
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:

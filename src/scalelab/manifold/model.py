@@ -20,6 +20,7 @@ from torch import nn
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
+from scalelab.validate import choice
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,7 @@ class RegressorConfig(Config):
             raise ConfigError("regressor d_embd must be >= 2 (data row + positional rows)")
         if self.d_embd % self.n_heads:
             raise ConfigError(f"d_embd={self.d_embd} must be divisible by n_heads={self.n_heads}")
-        if self.attention not in ("softmax", "relu"):
-            raise ConfigError(f"attention must be 'softmax' or 'relu', got {self.attention!r}")
+        choice(self.attention, "attention", ("softmax", "relu"))
 
 
 def positional_encoding(length: int, dim: int) -> torch.Tensor:

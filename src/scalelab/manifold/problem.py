@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scalelab import seeds
 from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.manifold.geometry import MANIFOLDS, Embedding, Manifold, make_manifold
@@ -60,7 +61,7 @@ class Problem:
 
     def __init__(self, cfg: ProblemConfig) -> None:
         self.cfg = cfg
-        rng = np.random.default_rng([cfg.seed, 6])
+        rng = np.random.default_rng([cfg.seed, seeds.MANIFOLD_PROBLEM])
         self.manifold: Manifold = make_manifold(cfg.manifold, cfg.d)
         self.embedding = Embedding.random(self.manifold.native_dim, cfg.D, rng, warp=cfg.warp)
         self.target = HolderTarget.random(

@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from scalelab import seeds
 from scalelab.config import Config
 from scalelab.errors import ConfigError
+from scalelab.intrinsic import PAPER_BATCH_SIZE
 from scalelab.io import append_jsonl, atomic_write_json, provenance, to_json
 from scalelab.manifold.geometry import MANIFOLDS, make_manifold
 from scalelab.manifold.model import RegressorConfig, TransformerRegressor
@@ -169,7 +171,9 @@ def _train_run(cfg: ManifoldSweepConfig, params: dict[str, Any], run_dir: Path) 
     rng = np.random.default_rng([cfg.problem_seed, seed, n, d, int(beta * 1000)])
     train = problem.sample(n, rng)
     val = problem.sample(max(32, round(cfg.val_fraction * n)), rng)
-    test = problem.sample(cfg.n_test, np.random.default_rng([cfg.problem_seed, d, 7]))
+    test = problem.sample(
+        cfg.n_test, np.random.default_rng([cfg.problem_seed, d, seeds.MANIFOLD_TEST])
+    )
     width = params["d_embd"] if params["task"] == "model" else None
     reg_cfg = cfg.regressor(width)
     with torch.random.fork_rng(devices=[]):
@@ -201,8 +205,12 @@ def _id_run(cfg: ManifoldSweepConfig, params: dict[str, Any]) -> dict:
     from scalelab.intrinsic.protocol import estimate_in_batches, make_estimator
 
     problem = Problem(cfg.problem(params["d"], params["beta"]))
-    x = problem.points(cfg.id_points, np.random.default_rng([cfg.problem_seed, params["d"], 8]))
-    est = estimate_in_batches(x, make_estimator(cfg.id_estimator), batch_size=4096, seed=0)
+    x = problem.points(
+        cfg.id_points, np.random.default_rng([cfg.problem_seed, params["d"], seeds.MANIFOLD_ID])
+    )
+    est = estimate_in_batches(
+        x, make_estimator(cfg.id_estimator), batch_size=PAPER_BATCH_SIZE, seed=0
+    )
     return {
         "d_hat": est.dimension,
         "d_hat_se": est.dimension_se if np.isfinite(est.dimension_se) else None,

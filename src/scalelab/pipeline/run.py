@@ -182,7 +182,7 @@ def _measure(
 
 
 def _base_configs(cfg: PipelineConfig, data_dir: Path) -> tuple[Any, Any]:
-    from scalelab.lm.train import configs_for_preset
+    from scalelab.lm.config import configs_for_preset
     from scalelab.sweeps.model import parse_model
 
     model_cfg, train_cfg = configs_for_preset(

@@ -59,7 +59,7 @@ def d_along_sweep(
     same request is returned as is."""
     from scalelab.lm.load import load_model_for_embedding, tokenizer_sha256
     from scalelab.outdir import same_config
-    from scalelab.probe.estimate import embed, estimate_dimension, prepare, shuffle_cap
+    from scalelab.probe.estimate import embed_sample, estimate_dimension, prepare, shuffle_cap
     from scalelab.probe.sample import resolve_layer
 
     path = out_dir / RESULT
@@ -78,7 +78,14 @@ def d_along_sweep(
         loaded = load_model_for_embedding(r["run_dir"])
         if tokenizer_sha256(loaded.tokenizer) != tok:
             raise InputError(f"{r['run_dir']} uses another tokenizer than the sweep's largest run")
-        x, timing = embed(loaded, sample, [layer], batch_tokens=cfg.batch_tokens, quiet=quiet)
+        x, timing = embed_sample(
+            loaded,
+            sample,
+            [layer],
+            batch_tokens=cfg.batch_tokens,
+            precision=cfg.precision,
+            quiet=quiet,
+        )
         est = estimate_dimension(x[0], cfg)
         rows.append(
             {

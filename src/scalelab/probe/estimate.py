@@ -18,9 +18,9 @@ the model's tokenizer otherwise).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,15 +28,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from scalelab import outdir
+from scalelab import outdir, seeds
 from scalelab.config import Config
 from scalelab.device import resolve_device
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance, to_json
 from scalelab.lm.load import LoadedModel, load_model_for_embedding
-from scalelab.probe.corpus import CorpusTokens, load_corpus_tokens
+from scalelab.probe.config import PAPER_CONTEXT, EstimateConfig
+from scalelab.probe.corpus import CorpusTokens, encode_texts, load_corpus_tokens
 from scalelab.probe.sample import (
-    PRECISIONS,
     Sample,
     TokenDocuments,
     extract,
@@ -47,53 +47,9 @@ from scalelab.probe.sample import (
     tokens_to_run,
 )
 
-PAPER_CONTEXT = 1024
 RESULT = "estimate.json"
 EMBEDDINGS = "embeddings.safetensors"
 POSITIONS = "positions.safetensors"
-
-
-@dataclasses.dataclass(frozen=True)
-class EstimateConfig(Config):
-    """The protocol's options; defaults are the paper's."""
-
-    split: str = "test"
-    max_documents: int | None = None
-    context_len: int | None = None
-    per_doc: int = 32
-    layer: str = "final"
-    max_points: int = 1_000_000
-    batch_size: int = 4096
-    k: int = 20
-    aggregate: str = "mean"
-    metric: str = "euclidean"
-    beta: float = 1.0
-    seed: int = 0
-    split_seed: int = 0
-    batch_tokens: int = 4096
-    precision: str = "auto"
-
-    def validate(self) -> None:
-        if self.split not in ("train", "val", "test", "all"):
-            raise ConfigError(f"split must be train, val, test or all, not {self.split!r}")
-        for name in ("per_doc", "max_points", "batch_size", "k", "batch_tokens"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("max_documents", "context_len"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise ConfigError(f"{name} must be a positive integer or unset, got {value!r}")
-        if self.k + 1 > self.batch_size:
-            raise ConfigError(f"batch_size {self.batch_size} must exceed k = {self.k}")
-        if self.aggregate not in ("mean", "harmonic"):
-            raise ConfigError(f"aggregate must be 'mean' or 'harmonic', not {self.aggregate!r}")
-        if self.metric not in ("euclidean", "cosine", "angular"):
-            raise ConfigError(f"metric must be euclidean, cosine or angular, not {self.metric!r}")
-        if not self.beta > 0:
-            raise ConfigError(f"beta must be positive, got {self.beta}")
-        if self.precision not in PRECISIONS:
-            raise ConfigError(f"precision must be one of {PRECISIONS}, not {self.precision!r}")
 
 
 @dataclass
@@ -110,7 +66,7 @@ class Prepared:
 
 def prepare(
     model: LoadedModel,
-    corpus: str | Path | None,
+    corpus: str | Path | Sequence[str] | None,
     cfg: EstimateConfig,
     *,
     groups: int = 1,
@@ -134,7 +90,14 @@ def prepare(
         if model.data_dir is None:
             raise ConfigError("--corpus is required for a Hugging Face model")
         corpus = model.data_dir
-    tokens = load_corpus_tokens(corpus, model.tokenizer, split=cfg.split, split_seed=cfg.split_seed)
+    if isinstance(corpus, list | tuple):  # texts given in memory: each one a document
+        texts = [str(t) for t in corpus]
+        info = {"kind": "texts", "name": "texts", "n_documents": len(texts)}
+        tokens = CorpusTokens(encode_texts(model.tokenizer, texts), info)
+    else:
+        tokens = load_corpus_tokens(
+            corpus, model.tokenizer, split=cfg.split, split_seed=cfg.split_seed
+        )
     docs = tokens.docs
     if len(docs.tokens) and int(docs.tokens.max()) >= model.vocab_size:
         raise InputError(
@@ -143,7 +106,7 @@ def prepare(
         )
     doc_ids = np.arange(docs.n_documents)
     if cfg.max_documents is not None and cfg.max_documents < docs.n_documents:
-        rng = np.random.default_rng([cfg.seed, 0xD0C])
+        rng = np.random.default_rng([cfg.seed, seeds.DOCUMENTS])
         doc_ids = np.sort(rng.choice(docs.n_documents, cfg.max_documents, replace=False))
         docs = docs.select(doc_ids)
     sample = sample_protocol(
@@ -171,7 +134,7 @@ def prepare(
     return Prepared(model, tokens, docs, doc_ids, context_len, sample)
 
 
-def embed(
+def embed_sample(
     model: LoadedModel,
     sample: Sample,
     layers: list[int],
@@ -209,20 +172,55 @@ def embed(
 
 def shuffle_cap(n_points: int, max_points: int, seed: int) -> np.ndarray:
     """Step 4: a seeded permutation of all points, cut to `max_points`."""
-    perm = np.random.default_rng([seed, 0x5A1]).permutation(n_points)
+    perm = np.random.default_rng([seed, seeds.SHUFFLE]).permutation(n_points)
     return perm[:max_points]
+
+
+def embed(
+    model: str | Path | LoadedModel,
+    corpus: str | Path | Sequence[str] | None,
+    cfg: EstimateConfig | None = None,
+    *,
+    device: str | None = None,
+    weights: str | None = None,
+    quiet: bool = True,
+) -> np.ndarray:
+    """The protocol's points in memory, `[n_points, width]` float32 (steps 1-4 of the module
+    docstring, shuffled and capped; nothing written). `model`: a run or HF folder, or a
+    `LoadedModel`; `corpus`: a built-in name, a text path, a token store or a list of texts
+    (one document each). `estimate_dimension(points, cfg)` then gives d and the exponents,
+    the same numbers `estimate` writes for the same model, corpus and config."""
+    cfg = cfg or EstimateConfig()
+    dev = resolve_device(device)
+    if not isinstance(model, LoadedModel):
+        model = load_model_for_embedding(model, device=dev, weights=weights)
+    layer = resolve_layer(cfg.layer, model.n_states)
+    prep = prepare(model, corpus, cfg)
+    sample = prep.sample.subset(shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed))
+    x, _ = embed_sample(
+        model,
+        sample,
+        [layer],
+        batch_tokens=cfg.batch_tokens,
+        device=dev,
+        precision=cfg.precision,
+        quiet=quiet,
+    )
+    return x[0]
 
 
 def estimate_dimension(
     x: np.ndarray,
-    cfg: EstimateConfig,
+    cfg: EstimateConfig | None = None,
     batch_size: int | None = None,
     *,
     device: torch.device | None = None,
     quiet: bool = True,
 ) -> dict:
-    """MLE on batches of (already shuffled) points, and the predicted exponents. The k-NN
-    search runs on `device` when it is a GPU (where the model ran), else on the CPU."""
+    """MLE on batches of (already shuffled) points, and the predicted exponents: the paper's
+    protocol on an array (`cfg` default: the paper's K = 20, batches of 4096, β = 1). The
+    k-NN search runs on `device` when it is a GPU (where the model ran), else on the CPU."""
+    cfg = cfg or EstimateConfig()
     from scalelab.intrinsic.mle import MLE
     from scalelab.intrinsic.protocol import estimate_in_batches
     from scalelab.laws.theory import predict_exponents
@@ -274,12 +272,14 @@ def estimate(
     if done is not None:
         return done
     dev = resolve_device(device)
-    loaded = load_model_for_embedding(model, device=dev, weights=weights)
+    loaded = load_model_for_embedding(
+        model, device=dev, weights=weights, dtype=resolve_precision(cfg.precision, dev)
+    )
     layer = resolve_layer(cfg.layer, loaded.n_states)
     prep = prepare(loaded, corpus, cfg)
     keep = shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed)
     sample = prep.sample.subset(keep)
-    x, timing = embed(
+    x, timing = embed_sample(
         loaded,
         sample,
         [layer],

@@ -24,10 +24,11 @@ from torch import Tensor
 
 from scalelab.errors import ConfigError, InputError
 from scalelab.lm.load import StatesFn
+from scalelab.probe.config import PRECISIONS
 from scalelab.progress import progress
+from scalelab.validate import choice, positive_int
 
 LAYER_ALIASES: dict[str, int] = {"final": -1, "final-pre-ln": -2, "embeddings": 0}
-PRECISIONS = ("auto", "float32", "bfloat16")
 
 
 def resolve_layer(layer: int | str, n_states: int) -> int:
@@ -78,8 +79,7 @@ def cpu_has_bf16() -> bool:
 def resolve_precision(precision: str, device: torch.device | str) -> torch.dtype:
     """The compute dtype of the forward pass: ``auto`` is bfloat16 where the device has native
     bf16 matmuls (CUDA with bf16 support, a CPU with AVX512-BF16/AMX), float32 elsewhere."""
-    if precision not in PRECISIONS:
-        raise ConfigError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+    choice(precision, "precision", PRECISIONS)
     if precision != "auto":
         return getattr(torch, precision)
     dev = torch.device(device)
@@ -149,8 +149,7 @@ class Windows:
 def sample_windows(lengths: np.ndarray, context_len: int, rng: np.random.Generator) -> Windows:
     """One uniformly placed window of `context_len` tokens per non-empty document; a shorter
     document is taken whole (step 2 of the protocol)."""
-    if context_len < 1:
-        raise ConfigError(f"context_len must be a positive integer, got {context_len}")
+    positive_int(context_len, "context_len")
     lengths = np.asarray(lengths, dtype=np.int64)
     doc = np.flatnonzero(lengths > 0)
     n = lengths[doc]
@@ -185,10 +184,8 @@ def sample_positions(
     A window with fewer valid positions gives all of them. Vectorised: one random key per valid
     position, sorted within (window, group), the first `per_doc` kept.
     """
-    if per_doc < 1:
-        raise ConfigError(f"per_doc must be a positive integer, got {per_doc}")
-    if groups < 1:
-        raise ConfigError(f"groups must be a positive integer, got {groups}")
+    positive_int(per_doc, "per_doc")
+    positive_int(groups, "groups")
     window_lengths = np.asarray(window_lengths, dtype=np.int64)
     window = np.repeat(np.arange(len(window_lengths), dtype=np.int64), window_lengths)
     offset = ragged_arange(np.zeros(len(window_lengths), dtype=np.int64), window_lengths)

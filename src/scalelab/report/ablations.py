@@ -12,7 +12,8 @@ from matplotlib.figure import Figure
 
 from scalelab.io import atomic_write, atomic_write_json, provenance
 from scalelab.probe import ablate
-from scalelab.probe.estimate import EstimateConfig, _finished, _request
+from scalelab.probe.config import EstimateConfig
+from scalelab.probe.estimate import _finished, _request
 from scalelab.runner import Backend
 
 

@@ -53,7 +53,14 @@ def write_heads_report(result: dict[str, Any], out_dir: Path) -> tuple[Path, Pat
     report.table(result["top_induction"], "Top induction heads")
     report.table(result["top_previous_token"], "Top previous-token heads")
     if "icl_score" in result:
-        keys = ("icl_score", "loss_early_nats", "loss_late_nats", "icl_early", "icl_late")
+        keys = (
+            "icl_score",
+            "icl_score_se",
+            "loss_early_nats",
+            "loss_late_nats",
+            "icl_early",
+            "icl_late",
+        )
         report.table([{k: result[k] for k in (*keys, "icl_windows")}], "In-context learning")
     report.heading("Configuration and provenance")
     report.json({"model": result["model"], "config": result["config"]})
@@ -62,21 +69,35 @@ def write_heads_report(result: dict[str, Any], out_dir: Path) -> tuple[Path, Pat
 
 
 def depth_figure(curves: dict[str, list[dict[str, Any]]], threshold: float) -> Figure:
-    """Max induction score and ICL score against training step, one line per model."""
+    """Max induction score (solid) and max previous-token score (dashed) over heads, and the
+    ICL score, against training step; one colour per model."""
     fig = Figure(figsize=(10.0, 3.8), layout="constrained")
     ax_ind, ax_icl = fig.subplots(1, 2)
     for i, (label, rows) in enumerate(curves.items()):
         steps = [r["step"] for r in rows]
+        color = f"C{i}"
         ax_ind.plot(
-            steps, [r["induction_max"] for r in rows], "o-", ms=3, color=f"C{i}", label=label
+            steps,
+            [r["induction_max"] for r in rows],
+            "o-",
+            ms=3,
+            color=color,
+            label=f"{label}: induction",
         )
-        ax_icl.plot(steps, [r["icl_score"] for r in rows], "o-", ms=3, color=f"C{i}", label=label)
+        ax_ind.plot(
+            steps,
+            [r["previous_token_max"] for r in rows],
+            "--",
+            color=color,
+            label=f"{label}: previous token",
+        )
+        ax_icl.plot(steps, [r["icl_score"] for r in rows], "o-", ms=3, color=color, label=label)
     ax_ind.axhline(threshold, color="0.5", ls=":", label=f"threshold {threshold}")
-    ax_ind.set(xlabel="training step", ylabel="max induction score over heads", ylim=(0, 1))
+    ax_ind.set(xlabel="training step", ylabel="max score over heads", ylim=(0, 1))
     ax_icl.axhline(0.0, color="0.5", ls=":")
     ax_icl.set(xlabel="training step", ylabel="ICL score (nats; late − early loss)")
-    ax_ind.legend(fontsize=8)
-    ax_icl.legend(fontsize=8)
+    ax_ind.legend(fontsize=7)
+    ax_icl.legend(fontsize=7)
     return fig
 
 

@@ -9,7 +9,6 @@ cannot pass unnoticed, how each run stopped. Both fit forms are always shown and
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from scalelab.errors import InputError, ScalelabError
-from scalelab.io import read_json
+from scalelab.io import format_interval, read_json
 from scalelab.laws.fit import PowerLawFit, extrapolation_check, fit_power_law
 from scalelab.laws.theory import d_from_alpha_D, d_from_alpha_N
 from scalelab.report.document import Report
@@ -96,12 +95,6 @@ def _fits(
     return fits, notes
 
 
-def _ci(pair: Any) -> str:
-    if not pair or any(v is None or not math.isfinite(v) for v in pair):
-        return ""
-    return f"[{pair[0]:.3f}, {pair[1]:.3f}]"
-
-
 def _exponent_rows(
     kind: str, fits: list[PowerLawFit], est: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
@@ -113,7 +106,7 @@ def _exponent_rows(
                 "quantity": f"predicted {key}",
                 "source": f"d̂ = {est['dimension']:.3f} ({'2/(2+d)' if kind == 'data' else '2/d'})",
                 "value": est.get(key),
-                "ci95": _ci(est.get(f"{key}_ci95")),
+                "ci95": _interval(est.get(f"{key}_ci95")),
                 "d implied": est["dimension"],
                 "observed − predicted": None,
             }
@@ -130,7 +123,7 @@ def _exponent_rows(
             if fit.form == "power"
             else f"fit L = E + A·n^-α (E = {fit.E:.3g})",
             "value": fit.exponent,
-            "ci95": _ci(fit.exponent_ci95),
+            "ci95": _interval(fit.exponent_ci95),
             "d implied": implied,
             "observed − predicted": None,
         }
@@ -335,3 +328,7 @@ def build(sweep_dir: Path, report: Report) -> None:
     if est is not None:
         _estimate_section(report, est)
     _ablations(report, sweep_dir)
+
+
+def _interval(pair: Any) -> str:
+    return format_interval(pair, ".3f", "")

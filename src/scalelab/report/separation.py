@@ -25,9 +25,9 @@ def separation_figure(rows: list[dict[str, Any]]) -> Figure:
     fig = Figure(figsize=(7.5, 4.6), layout="constrained")
     ax = fig.subplots()
     xs = np.array([r["hmp_over_n"] for r in rows])
-    lo, hi = xs.min() / 1.5, xs.max() * 1.5
     n_big = max(r["n"] for r in rows)
     edge = (n_big - 1) / (2 * MESSAGE_BITS_PER_HMP * n_big)
+    lo, hi = min(xs.min() / 1.5, edge / 3), xs.max() * 1.5
     ax.axvspan(
         lo,
         edge,

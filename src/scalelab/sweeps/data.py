@@ -20,8 +20,7 @@ import pandas as pd
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
-from scalelab.lm.model import GPTConfig
-from scalelab.lm.train import TrainConfig
+from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.runner import Backend, RunSpec, open_sweep
 from scalelab.sweeps.lm import Schedule, run_params, run_specs
 from scalelab.text.store import TokenStore

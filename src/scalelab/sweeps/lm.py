@@ -4,7 +4,8 @@ A sweep run is an ordinary `scalelab train` run folder (config.json, metrics.jso
 state.pt, result.json) under `SWEEP/runs/<name>/`, made by `scalelab.lm.train.train`, so
 it resumes exactly after a kill and can be run by any scheduler.
 
-Training-length policies (REFERENCE.md: runs capped before convergence flatten the slope):
+Training-length policies (runs capped before convergence flatten the slope, see
+docs/background.md):
 - `converge` (default): early stopping on validation loss (`patience` validations without
   improvement; the best weights are tested) inside a step budget that grows with the data:
   `max_epochs` passes over the run's tokens, clamped to [`min_steps`, `step_cap`]. A run
@@ -32,10 +33,11 @@ import pandas as pd
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
-from scalelab.lm.model import GPTConfig
-from scalelab.lm.train import TrainConfig, train
+from scalelab.lm.config import GPTConfig, TrainConfig
+from scalelab.lm.train import train
 from scalelab.progress import progress
 from scalelab.runner import Backend, RunSpec, run_sweep, write_table
+from scalelab.validate import choice, positive_int
 
 POLICIES = ("converge", "epochs", "tokens")
 LOG = "train.log"
@@ -56,12 +58,9 @@ class Schedule(Config):
     token_budget: int | None = None  # tokens: training tokens per run
 
     def validate(self) -> None:
-        if self.policy not in POLICIES:
-            raise ConfigError(f"policy {self.policy!r} is not one of {POLICIES}; pick one")
+        choice(self.policy, "policy", POLICIES)
         for name in ("patience", "min_steps", "step_cap"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+            positive_int(getattr(self, name), name)
         if self.min_steps > self.step_cap:
             raise ConfigError(f"min_steps {self.min_steps} exceeds step_cap {self.step_cap}")
         for name in ("max_epochs", "epochs", "decay_epochs"):
@@ -72,10 +71,7 @@ class Schedule(Config):
                 raise ConfigError(f"{name} must be a positive number, got {value!r}")
         if self.policy == "tokens" and self.token_budget is None:
             raise ConfigError("policy 'tokens' needs a token budget: pass --token-budget N")
-        if self.token_budget is not None and (
-            not isinstance(self.token_budget, int) or self.token_budget < 1
-        ):
-            raise ConfigError(f"token_budget must be a positive integer, not {self.token_budget}")
+        positive_int(self.token_budget, "token_budget", optional=True)
 
     def train_config(self, base: TrainConfig, n_tokens: int, block_size: int) -> TrainConfig:
         """`base` with the length fields this policy sets for a run on `n_tokens` tokens."""

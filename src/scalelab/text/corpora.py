@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from scalelab.errors import ConfigError, InputError
+from scalelab.errors import InputError
+from scalelab.validate import choice
 
 SplitOn = Literal["blank", "line"]
 
@@ -321,8 +322,7 @@ def load_corpus(
     or any other text file (documents separated by blank lines, or one per line).
     A built-in name wins over a same-named path: write `./shakespeare` for the folder.
     """
-    if split_on not in ("blank", "line"):
-        raise ConfigError(f"--split-on must be 'blank' or 'line', not {split_on!r}")
+    choice(split_on, "--split-on", ("blank", "line"))
     key = str(name_or_path)
     if key in BUILTINS:
         builtin = BUILTINS[key]

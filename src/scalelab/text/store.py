@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
+from scalelab import outdir
 from scalelab.errors import InputError
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.progress import progress
@@ -111,7 +112,8 @@ def _check_existing(out: Path, request: dict[str, Any]) -> bool:
     if not out.exists() or (out.is_dir() and not any(out.iterdir())):
         return False
     meta = out / "meta.json"
-    if meta.is_file() and read_json(meta).get("request") == request:
+    if meta.is_file():  # the shared resume-or-refuse check, on the store's request
+        outdir.same_config(outdir.read_meta(meta).get("request") or {}, request, out)
         return True
     raise InputError(
         f"{out} already exists and does not hold this exact store; "
@@ -182,31 +184,7 @@ def prepare_corpus(
                 name: _write_split(tok, splits[name], eot, dtype, tmp, name, advance)
                 for name in SPLITS
             }
-        meta = {
-            "format": FORMAT,
-            "request": request,
-            "corpus": {
-                "name": corpus.name,
-                "license": corpus.license,
-                "source": corpus.source,
-                "description": corpus.description,
-                "n_documents": len(corpus.documents),
-                "n_chars": corpus.n_chars,
-                "sha256": request["corpus_sha256"],
-            },
-            "tokenizer_path": "tokenizer.json",
-            "tokenizer_source": tok_source,
-            "vocab_size": n_vocab,
-            "eot_id": eot,
-            "eot_token": tok.id_to_token(eot),
-            "dtype": dtype.name,
-            "seed": seed,
-            "val_fraction": val_fraction,
-            "test_fraction": test_fraction,
-            "split_rule": "sha256(seed, text) per document; train in seeded hash-rank order",
-            "splits": split_meta,
-            "provenance": provenance(),
-        }
+        meta = _store_meta(corpus, request, tok, tok_source, eot, dtype, split_meta)
         atomic_write_json(tmp / "meta.json", meta)
         if out.exists():
             out.rmdir()  # empty (checked above); rename needs the name free
@@ -215,6 +193,43 @@ def prepare_corpus(
         tok.encode_special_tokens = special_as_text
         shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _store_meta(
+    corpus: Corpus,
+    request: dict[str, Any],
+    tok: Tokenizer,
+    tok_source: str,
+    eot: int,
+    dtype: np.dtype,
+    split_meta: dict[str, Any],
+) -> dict[str, Any]:
+    """What meta.json records: the corpus, the tokenizer, the split rule and each split."""
+    return {
+        "format": FORMAT,
+        "request": request,
+        "corpus": {
+            "name": corpus.name,
+            "license": corpus.license,
+            "source": corpus.source,
+            "description": corpus.description,
+            "n_documents": len(corpus.documents),
+            "n_chars": corpus.n_chars,
+            "sha256": request["corpus_sha256"],
+        },
+        "tokenizer_path": "tokenizer.json",
+        "tokenizer_source": tok_source,
+        "vocab_size": max(tok.get_vocab().values()) + 1,
+        "eot_id": eot,
+        "eot_token": tok.id_to_token(eot),
+        "dtype": dtype.name,
+        "seed": request["seed"],
+        "val_fraction": request["val_fraction"],
+        "test_fraction": request["test_fraction"],
+        "split_rule": "sha256(seed, text) per document; train in seeded hash-rank order",
+        "splits": split_meta,
+        "provenance": provenance(),
+    }
 
 
 class TokenStore:
@@ -233,6 +248,11 @@ class TokenStore:
             self.meta: dict[str, Any] = read_json(meta_path)
             if self.meta.get("format") != FORMAT:
                 raise InputError(f"{meta_path} is not a {FORMAT} store; prepare it again")
+            if not isinstance(self.meta.get("splits"), dict):
+                raise InputError(
+                    f"{meta_path} is damaged (no 'splits' mapping); prepare the store again "
+                    "with `scalelab corpus prepare`"
+                )
             if split not in self.meta["splits"]:
                 raise InputError(f"no split {split!r} in {self.data_dir}; use one of {SPLITS}")
             self.tokens, self.offsets = self._open(self.meta["splits"][split])

@@ -1,0 +1,50 @@
+"""The probe's options (`EstimateConfig`), defaults the seed paper's. No torch here: the CLI
+reads its defaults from this dataclass."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from scalelab.config import Config
+from scalelab.errors import ConfigError
+from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
+from scalelab.validate import choice, positive_int
+
+PAPER_CONTEXT = 1024  # window length in tokens, or the model's maximum if shorter
+DEFAULT_BATCH_SIZES = (512, 1024, 2048, 4096, 8192, 16384)  # `ablate batch-size`
+PRECISIONS = ("auto", "float32", "bfloat16")  # forward-pass dtype (auto: bf16 where native)
+
+
+@dataclasses.dataclass(frozen=True)
+class EstimateConfig(Config):
+    """The protocol's options; defaults are the paper's."""
+
+    split: str = "test"
+    max_documents: int | None = None
+    context_len: int | None = None
+    per_doc: int = 32
+    layer: str = "final"
+    max_points: int = 1_000_000
+    batch_size: int = PAPER_BATCH_SIZE
+    k: int = PAPER_K
+    aggregate: str = "mean"
+    metric: str = "euclidean"
+    beta: float = 1.0
+    seed: int = 0
+    split_seed: int = 0
+    batch_tokens: int = 4096
+    precision: str = "auto"
+
+    def validate(self) -> None:
+        choice(self.split, "split", ("train", "val", "test", "all"))
+        for name in ("per_doc", "max_points", "batch_size", "k", "batch_tokens"):
+            positive_int(getattr(self, name), name)
+        for name in ("max_documents", "context_len"):
+            positive_int(getattr(self, name), name, optional=True)
+        if self.k + 1 > self.batch_size:
+            raise ConfigError(f"batch_size {self.batch_size} must exceed k = {self.k}")
+        choice(self.aggregate, "aggregate", ("mean", "harmonic"))
+        choice(self.metric, "metric", ("euclidean", "cosine", "angular"))
+        choice(self.precision, "precision", PRECISIONS)
+        if not self.beta > 0:
+            raise ConfigError(f"beta must be positive, got {self.beta}")

@@ -1,0 +1,69 @@
+"""The CLI starts without its heavy libraries: the top-level help lists every command from
+`scalelab.cli.COMMANDS` without importing them, and the one-line helps there match each
+command's own docstring. `import scalelab` does not import torch."""
+
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scalelab.cli import COMMANDS, load_command, short_help
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+HEAVY = ("torch", "matplotlib", "pandas", "numba", "transformers", "sklearn", "scipy")
+
+PROBE = """
+import json, sys
+from scalelab.cli import main
+try:
+    main({args!r})
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in {heavy!r} if m in sys.modules)), file=sys.stderr)
+"""
+
+
+def _heavy_imported(args: list[str]) -> list[str]:
+    code = PROBE.format(args=args, heavy=HEAVY)
+    env = {"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    return json.loads(out.stderr.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    ("args", "allowed"),
+    [
+        (["--help"], set()),
+        (["exponents", "--d", "8"], set()),
+        (["fit", "--help"], set()),
+        (["id", "--help"], {"torch", "numba"}),
+    ],
+)
+def test_commands_import_only_what_they_need(args: list[str], allowed: set[str]) -> None:
+    assert set(_heavy_imported(args)) <= allowed
+
+
+def test_import_scalelab_is_cheap() -> None:
+    code = "import sys, scalelab; print([m for m in ('torch', 'numpy') if m in sys.modules])"
+    env = {"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_listed_help_matches_the_command(name: str) -> None:
+    own = inspect.cleandoc(load_command(name).help or "").split("\n\n")[0].replace("\n", " ")
+    listed = COMMANDS[name][1]
+    for limit in (40, 60, 1000):
+        assert short_help(listed, limit) == short_help(own, limit)
+
+
+def test_short_help_keeps_whole_words() -> None:
+    assert short_help("One two. Three.", 100) == "One two."
+    assert short_help("alpha beta gamma delta", 14) == "alpha beta..."
+    assert short_help("short", 5) == "short"

@@ -1,0 +1,40 @@
+"""The package's import structure holds the line (bench/imports.py measures it): no import
+cycles, no folder loops, no import against the declared layer order, no module over 500 lines
+and no function over 80 lines. The check itself is tested on a tiny package with a cycle."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _imports_module():
+    spec = importlib.util.spec_from_file_location("bench_imports", ROOT / "bench" / "imports.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_imports"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_scalelab_keeps_its_layers() -> None:
+    m = _imports_module().measure(ROOT / "src")
+    assert m["module_cycles"] == []
+    assert m["folder_loops"] == []
+    assert m["back_edges"] == []
+    assert m["modules_over_500"] == {}
+    assert m["functions_over_80"] == []
+
+
+def test_the_measure_sees_a_cycle_and_a_back_edge(tmp_path: Path) -> None:
+    pkg = tmp_path / "scalelab"
+    (pkg / "lm").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "lm" / "__init__.py").write_text("")
+    (pkg / "errors.py").write_text("from scalelab.lm import a\n")  # ground floor imports up
+    (pkg / "lm" / "a.py").write_text("from scalelab.lm import b\n")
+    (pkg / "lm" / "b.py").write_text("def f():\n    from scalelab.lm import a\n")
+    m = _imports_module().measure(tmp_path)
+    assert m["module_cycles"] == [["scalelab.lm.a", "scalelab.lm.b"]]
+    assert m["back_edges"] == ["scalelab.errors -> scalelab.lm.a"]
+    assert m["imports_inside_functions"] == 1
