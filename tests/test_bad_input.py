@@ -577,6 +577,27 @@ CASES: dict[str, tuple[list[str], str]] = {
     "demo-workers": (["demo", "--out", "{out}", "--workers", "0"], "workers"),
     "demo-out-is-sweep": (["demo", "--out", "{data_sweep}"], "sweep"),
     "demo-id-batch": (["demo", "--out", "{out}", "--id-batch-size", "5"], "batch"),
+    # --- validate (any corpus; the demo's pipeline)
+    "validate-corpus": (["validate", "--corpus", "klingon", "--out", "{out}"], "klingon"),
+    "validate-too-few-points": (
+        [
+            "validate",
+            "--corpus",
+            "{store}",
+            "--out",
+            "{out}",
+            "--min-tokens",
+            "500",
+            "--max-tokens",
+            "5000",
+        ],
+        "--id-batch-size",
+    ),
+    "validate-max-tokens": (["validate", "--corpus", "{store}", "--out", "{out}"], "--max-tokens"),
+    "validate-reference": (
+        ["validate", "--corpus", "{store}", "--out", "{out}", "--reference-model", "{tmp}/nope"],
+        "--reference-model",
+    ),
 }
 
 

@@ -31,7 +31,7 @@ from scalelab.probe.estimate import (
     prepare,
     shuffle_cap,
 )
-from scalelab.probe.sample import layer_name, resolve_layer
+from scalelab.probe.sample import layer_name, resolve_layer, resolve_precision
 from scalelab.runner import Backend, RunSpec, open_sweep, run_sweep
 
 
@@ -64,7 +64,9 @@ def _prepare_ablation(
     """The model, the sampled corpus, the device and the layer indices (`layers`, default
     all), every user error raised before the corpus is read."""
     dev = resolve_device(device)
-    loaded = load_model_for_embedding(model, device=dev, weights=weights)
+    loaded = load_model_for_embedding(
+        model, device=dev, weights=weights, dtype=resolve_precision(cfg.precision, dev)
+    )
     resolve_layer(cfg.layer, loaded.n_states)
     index = (
         list(range(loaded.n_states))
