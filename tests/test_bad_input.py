@@ -549,7 +549,10 @@ CASES: dict[str, tuple[list[str], str]] = {
         "sweep",
     ),
     # --- validate
-    "validate-corpus": (["validate", "--corpus", "{tmp}/nocorpus", "--out", "{out}"], "nocorpus"),
+    "validate-corpus-path": (
+        ["validate", "--corpus", "{tmp}/nocorpus", "--out", "{out}"],
+        "nocorpus",
+    ),
     "validate-points": (
         ["validate", "--corpus", "{text}", "--out", "{out}", "--points", "0"],
         "points",
@@ -562,7 +565,7 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["validate", "--corpus", "{text}", "--out", "{out}", "--backend", "slurm"],
         "slurm",
     ),
-    "validate-reference": (
+    "validate-reference-path": (
         ["validate", "--corpus", "{text}", "--out", "{out}", "--reference-model", "{tmp}/noref"],
         "noref",
     ),
