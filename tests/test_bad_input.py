@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,12 +24,12 @@ import torch
 from safetensors.numpy import save_file
 from test_sweeps_data import make_store
 
-from scalelab.cli import app
+from scalelab.cli import make_app
 
 FIX_WORDS = re.compile(
     r"\b(use|give|run|choose|set|delete|restore|check|see|pick|make|lower|raise|repeat|wait|"
-    r"add|drop|remove|prepare|train|rerun|change|leave|pass|start|keep|fix|need|must|"
-    r"should|expected|one of|at least|at most|between|range|>=|<=|>|<)\b",
+    r"add|drop|remove|prepare|train|rerun|change|leave|pass|start|keep|fix|need|needs|must|"
+    r"sort|name|one of|at least|at most|between|range)\b|>=|<=|[<>]",
     re.IGNORECASE,
 )
 
@@ -399,7 +400,7 @@ CASES: dict[str, tuple[list[str], str]] = {
         "epochs",
     ),
     "sweep-model-out-other-kind": (
-        ["sweep", "model", "--data", "{store}", "--out", "{data_sweep}", "--models", "1x32"],
+        ["sweep", "model", "--data", "{store}", "--out", "{data_sweep}", "--models", "1x32,1x48"],
         "data",
     ),
     # --- manifold
@@ -508,6 +509,45 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["induction", "sweep", "--out", "{induction_sweep}", *IND_SWEEP, "--seeds", "5"],
         "different config",
     ),
+    "induction-gather-n": (["induction", "gather", "--n", "0"], "n"),
+    "induction-gather-mode": (["induction", "gather", "--n", "8", "--mode", "round"], "round"),
+    "induction-gather-bits": (["induction", "gather", "--n", "8", "--bits", "0"], "bits"),
+    "induction-heads-missing": (
+        ["induction", "heads", "--model", "{tmp}/nomodel", "--out", "{out}"],
+        "nomodel",
+    ),
+    "induction-heads-truncated": (
+        ["induction", "heads", "--model", "{run_truncated}", "--out", "{out}"],
+        "checkpoint.safetensors",
+    ),
+    "induction-heads-sequences": (
+        ["induction", "heads", "--model", "{run}", "--out", "{out}", "--sequences", "0"],
+        "sequences",
+    ),
+    "induction-compare-depth-store": (
+        ["induction", "compare-depth", "--data", "{store_no_bin}", "--out", "{out}"],
+        ".bin",
+    ),
+    "induction-compare-depth-steps": (
+        ["induction", "compare-depth", "--data", "{store}", "--out", "{out}", "--steps", "0"],
+        "steps",
+    ),
+    "induction-compare-depth-heads": (
+        ["induction", "compare-depth", "--data", "{store}", "--out", "{out}", "--n-head", "0"],
+        "head",
+    ),
+    "induction-separation-mode": (
+        ["induction", "separation", "--out", "{out}", "--mode", "round"],
+        "round",
+    ),
+    "induction-separation-steps": (
+        ["induction", "separation", "--out", "{out}", "--steps", "-1"],
+        "steps",
+    ),
+    "induction-separation-out-is-sweep": (
+        ["induction", "separation", "--out", "{data_sweep}", "--quick"],
+        "sweep",
+    ),
     # --- demo
     "demo-corpus": (["demo", "--out", "{out}", "--corpus", "klingon"], "klingon"),
     "demo-points": (["demo", "--out", "{out}", "--points", "0"], "points"),
@@ -518,25 +558,42 @@ CASES: dict[str, tuple[list[str], str]] = {
     "demo-workers": (["demo", "--out", "{out}", "--workers", "0"], "workers"),
     "demo-out-is-sweep": (["demo", "--out", "{data_sweep}"], "sweep"),
     "demo-id-batch": (["demo", "--out", "{out}", "--id-batch-size", "5"], "batch"),
+    # --- validate (any corpus; the demo's pipeline)
+    "validate-corpus": (["validate", "--corpus", "klingon", "--out", "{out}"], "klingon"),
+    "validate-too-few-points": (
+        [
+            "validate",
+            "--corpus",
+            "{store}",
+            "--out",
+            "{out}",
+            "--min-tokens",
+            "500",
+            "--max-tokens",
+            "5000",
+        ],
+        "--id-batch-size",
+    ),
+    "validate-max-tokens": (["validate", "--corpus", "{store}", "--out", "{out}"], "--max-tokens"),
+    "validate-reference": (
+        ["validate", "--corpus", "{store}", "--out", "{out}", "--reference-model", "{tmp}/nope"],
+        "--reference-model",
+    ),
 }
 
 
-def _commands(group: object, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
-    """Every leaf command of the CLI, as a tuple of names (from the real app)."""
-    import typer.main
-
-    cmd = typer.main.get_command(group) if prefix == () else group
-    subs = getattr(cmd, "commands", None)
-    if not subs:
+def _commands(cmd: object, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    """Every leaf command of the CLI, as a tuple of names (walked through click's API)."""
+    if not hasattr(cmd, "list_commands"):
         return {prefix}
     out: set[tuple[str, ...]] = set()
-    for name, sub in subs.items():
-        out |= _commands(sub, (*prefix, name))
+    for name in cmd.list_commands(None):
+        out |= _commands(cmd.get_command(None, name), (*prefix, name))
     return out
 
 
 def test_every_command_has_cases() -> None:
-    commands = _commands(app)
+    commands = _commands(make_app())
     assert len(commands) >= 20
     covered = {c for c in commands if any(tuple(a[: len(c)]) == c for a, _ in CASES.values())}
     assert covered | {("corpus", "list")} == commands, sorted(commands - covered)
@@ -650,6 +707,10 @@ def _files(root: Path, p: dict[str, Path]) -> None:
     (p["odd_kind_sweep"] / "sweep.json").write_text('{"kind": "weather", "config": {}}')
 
 
+def _too_slow(*_: object) -> None:
+    raise TimeoutError("the command ran instead of refusing its input")
+
+
 def _snapshot(*roots: Path) -> dict[str, tuple[int, int]]:
     return {
         str(f): (f.stat().st_size, f.stat().st_mtime_ns)
@@ -665,7 +726,12 @@ def test_bad_input(case: str, inputs: dict[str, Path], tmp_path: Path, run_cli: 
     argv = [a.format(**names) if "{" in a else a for a in args]
     before = _snapshot(inputs["root"], tmp_path)
     torch.manual_seed(0)
-    result = run_cli(*argv)
+    signal.signal(signal.SIGALRM, _too_slow)
+    signal.alarm(60)  # bad input is refused within seconds; a case that runs is a failure
+    try:
+        result = run_cli(*argv)
+    finally:
+        signal.alarm(0)
     assert result.returncode == 2, (result.stdout[-500:], result.stderr[-2000:])
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
     assert "Traceback" not in result.stderr + result.stdout

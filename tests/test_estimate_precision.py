@@ -55,10 +55,11 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def test_bf16_autocast_gives_the_float32_dimension(llama):
-    """bf16 keeps 8 mantissa bits (relative rounding 2^-9 ≈ 0.2% per op); through two layers
-    the points move by ≈ 1% of their norm, and d, an average over thousands of neighbour
-    distance ratios, moves by far less: stated tolerance 1% (the issue's bar), plus a check
-    that bf16 really ran (the points differ)."""
+    """bf16 (weights of an HF model stored in bf16, matmuls under autocast) keeps 8 mantissa
+    bits (relative rounding 2^-9 ≈ 0.2% per op); through two layers the points move by ≈ 1%
+    of their norm, and d, an average over thousands of neighbour distance ratios, moves by
+    far less: stated tolerance 1% (the issue's bar), plus a check that bf16 really ran (the
+    points differ)."""
     cfg = EstimateConfig(batch_size=512, per_doc=16, precision="float32")
     ref = estimate(llama["model"], llama["text"], cfg, llama["root"] / "fp32", quiet=True)
     fast_cfg = EstimateConfig(batch_size=512, per_doc=16, precision="bfloat16")
@@ -70,6 +71,26 @@ def test_bf16_autocast_gives_the_float32_dimension(llama):
     b = load_file(llama["root"] / "bf16" / "embeddings.safetensors")["embeddings"]
     rel = np.linalg.norm(a - b, axis=-1) / np.linalg.norm(a, axis=-1)
     assert 1e-4 < float(np.median(rel)) < 0.03
+
+
+def test_padding_mask_changes_nothing_at_real_positions(llama):
+    """Right padding under causal attention: the states of real tokens are the same whether
+    the padding mask is passed or not (so HFStates leaves it out)."""
+    from scalelab.lm.hf import HFStates, load_hf
+
+    model, _, _ = load_hf(llama["model"])
+    gen = torch.Generator().manual_seed(0)
+    idx = torch.randint(0, 400, (3, 30), generator=gen)
+    mask = torch.arange(30)[None, :] < torch.tensor([[30], [17], [5]])
+    with torch.no_grad():
+        plain = HFStates(model)(idx, mask)
+        masked = HFStates(model, padding_mask=True)(idx, mask)
+        alone = HFStates(model)(idx[2:, :5], mask[2:, :5])
+    assert len(plain) == len(masked) == 4
+    for a, b in zip(plain, masked, strict=True):
+        torch.testing.assert_close(a[mask], b[mask], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(plain[-1][2, :5], alone[-1][0], atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(plain[-1][~mask], masked[-1][~mask])  # the mask did act
 
 
 def test_precision_is_validated_and_auto_resolves():

@@ -22,11 +22,11 @@ from safetensors.torch import load_file
 from scalelab.cli import main
 from scalelab.errors import CheckpointError, ConfigError
 from scalelab.lm.checkpoint import load_model, save_weights
-from scalelab.lm.config import GPTConfig, TrainConfig
+from scalelab.lm.config import GPTConfig, TrainConfig, lr_at, planned_steps
 from scalelab.lm.data import WindowSampler, tiling_starts, unigram_loss
 from scalelab.lm.distributed import DistContext
 from scalelab.lm.model import GPT
-from scalelab.lm.train import evaluate, lr_at, planned_steps, train
+from scalelab.lm.train import evaluate, train
 from scalelab.text.corpora import Corpus, Document
 from scalelab.text.store import TokenStore, prepare_corpus
 

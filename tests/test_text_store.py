@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from scalelab.errors import InputError
+from scalelab.errors import ConfigError, InputError
 from scalelab.text.corpora import Corpus, Document, load_corpus
 from scalelab.text.split import SPLITS, split_documents
 from scalelab.text.store import TokenStore, prepare_corpus
@@ -80,7 +80,7 @@ def test_rerun_is_a_no_op_and_a_different_request_is_refused(
     before = (store_dir / "train.bin").stat().st_mtime_ns
     again = prepare_corpus(corpus, store_dir, vocab_size=512, seed=5, test_fraction=0.2, quiet=True)
     assert again == store_dir and (store_dir / "train.bin").stat().st_mtime_ns == before
-    with pytest.raises(InputError, match="already exists"):
+    with pytest.raises(ConfigError, match=r"different config \(seed: saved=5 now=6\)"):
         prepare_corpus(corpus, store_dir, vocab_size=512, seed=6, test_fraction=0.2, quiet=True)
 
 

@@ -20,5 +20,9 @@ class CheckpointError(ScalelabError):
     """A missing, corrupted or incompatible checkpoint."""
 
 
+class StorageError(ScalelabError):
+    """The disk is full or a file-size limit was hit while writing; nothing was half-written."""
+
+
 class EstimationError(ScalelabError):
     """An estimate that is not finite (for example duplicates giving zero distances)."""

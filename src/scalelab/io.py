@@ -3,6 +3,7 @@ what produced it."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -17,10 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from scalelab.errors import InputError, StorageError
+
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
     """Call `write(tmp_path)` on a temporary file beside `path`, then rename it into place."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path} is a folder; give a file path to write to")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
@@ -33,9 +38,35 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
         with open(tmp_path, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp_path, path)
+    except Exception as err:
+        if _disk_error(err):
+            raise _storage_error(path, err) from err
+        raise
     finally:
         tmp_path.unlink(missing_ok=True)
     return path
+
+
+DISK_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+
+def _disk_error(err: BaseException | None) -> OSError | None:
+    """The disk-full / file-too-large OSError behind `err` (libraries such as torch wrap it)."""
+    seen = 0
+    while err is not None and seen < 8:
+        if isinstance(err, OSError) and err.errno in DISK_ERRNOS:
+            return err
+        err, seen = err.__cause__ or err.__context__, seen + 1
+    return None
+
+
+def _storage_error(path: Path, err: BaseException) -> StorageError:
+    cause = _disk_error(err)
+    reason = os.strerror(cause.errno) if cause is not None else str(err)
+    return StorageError(
+        f"cannot write {path}: {reason}; free disk space (or raise the file-size limit) and "
+        "rerun the same command: finished work and the last checkpoint are kept"
+    )
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
@@ -97,10 +128,15 @@ def read_json(path: str | Path) -> Any:
 
 def append_jsonl(path: str | Path, row: dict[str, Any]) -> None:
     """Append one JSON line and flush it to disk (a log, so appending is the right shape)."""
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(to_json(row, indent=None) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(to_json(row, indent=None) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as err:
+        if _disk_error(err):  # a torn last line is dropped by readers (see lm.train)
+            raise _storage_error(Path(path), err) from err
+        raise
 
 
 def git_revision() -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from scalelab.errors import ConfigError, InputError
-from scalelab.io import atomic_write_json
+from scalelab.io import atomic_write_json, to_json
 
 LOCK = ".scalelab.lock"
 
@@ -34,7 +34,9 @@ _held: dict[Path, int] = {}  # folder -> open lock file descriptor, for this pro
 
 
 def same_config(saved: dict[str, Any], wanted: dict[str, Any], where: str | Path) -> None:
-    """Refuse to resume a folder whose saved config differs from the one asked for."""
+    """Refuse to resume a folder whose saved config differs from the one asked for (compared
+    as JSON: tuples and lists are the same)."""
+    saved, wanted = json.loads(to_json(saved)), json.loads(to_json(wanted))
     diffs = [
         f"{k}: saved={saved.get(k)!r} now={wanted.get(k)!r}"
         for k in sorted(set(saved) | set(wanted))
@@ -100,6 +102,12 @@ def check(
     else:
         same_config(saved_cfg, config, folder)
     return saved
+
+
+def check_file(path: str | Path | None) -> None:
+    """Refuse an output *file* path that is a folder, before any work is done."""
+    if path is not None and Path(path).is_dir():
+        raise InputError(f"{path} is a folder; give a file path for the output")
 
 
 def claim(

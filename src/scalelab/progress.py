@@ -41,4 +41,8 @@ def progress(
         def advance(n: float = 1, info: str = "") -> None:
             bar.update(task, advance=n, info=info)
 
-        yield advance
+        try:
+            yield advance
+        except BaseException:
+            bar.console.quiet = True  # an error leaves its one line on stderr, not a bar
+            raise

@@ -106,13 +106,15 @@ def run_on_ray(
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             try:
-                yield ray.get(done[0])
-            except ray.exceptions.RayTaskError as err:
+                name = ray.get(done[0])
+            except ray.exceptions.RayError as err:  # a failed run, or a lost worker or node
                 for ref in pending:
                     ray.cancel(ref, force=True)
-                if isinstance(err.cause, ScalelabError):
-                    raise err.cause from None
+                cause = getattr(err, "cause", None)
+                if isinstance(cause, ScalelabError):
+                    raise cause from None
                 raise
+            yield name
     finally:
         if started:
             ray.shutdown()

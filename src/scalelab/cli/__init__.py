@@ -41,11 +41,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Write a self-contained HTML report (figures embedded) and its Markdown twin for a "
         "data, model, manifold or induction sweep; prints where they are.",
     ),
+    "validate": (
+        "demo",
+        "Will this corpus scale as its intrinsic dimension predicts? d from each reference "
+        "model (before training), a data sweep and a model-size sweep trained to convergence "
+        "(with a 2x-budget check), d along the sweep, fits, and a report. Re-running resumes.",
+    ),
     "demo": (
         "demo",
-        "Run the whole pipeline: prepare the corpus, train the data sweep (its largest run is "
-        "the reference model), estimate the intrinsic dimension d with the reference model, "
-        "predict alpha_D = 2/(2+d), fit the observed exponent, write the report.",
+        "`scalelab validate` on the built-in default corpus, into demo-out/. Re-running skips "
+        "every finished stage.",
     ),
     "corpus": ("corpus", "Corpora: list the built-ins, tokenise one into a token store."),
     "ablate": (

@@ -1,10 +1,10 @@
-"""`scalelab demo` (`make demo`): the seed paper's data-scaling experiment end to end on a
-built-in corpus (prepare → reference model → d → predicted alpha_D → data sweep → fit →
-report), resumable, sized for a 2-core CPU, after a one-line synthetic sanity check."""
+"""`scalelab validate` (any corpus) and `scalelab demo` (`make demo`: validate on the built-in
+default corpus into demo-out/)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -23,46 +23,76 @@ from scalelab.cli.common import (
     threads_option,
 )
 from scalelab.io import format_interval
-from scalelab.pipeline import PipelineConfig, check_corpus, run_pipeline
+from scalelab.pipeline.config import PipelineConfig
 
-_DEFAULT = PipelineConfig()
+_D = PipelineConfig()
+
+
+def _ci(pair: list | None) -> str:
+    return format_interval(pair, missing="")
+
+
+def _runs_tables(summary: dict) -> None:
+    along = {r["run"]: r["dimension"] for r in summary["along"]}
+    print_table(
+        "data sweep (test loss in nats/token; d of each run on the same test positions)",
+        [
+            {
+                "train tokens": r["train_tokens"],
+                "steps/budget": f"{r['steps']}/{r['max_steps']}",
+                "stopped by": r["stop_reason"],
+                "test loss": r["test_loss_nats"],
+                "d": along.get(r["run"]),
+            }
+            for r in summary["runs"]
+        ],
+    )
+    if summary["model_runs"]:
+        print_table(
+            "model-size sweep",
+            [
+                {
+                    "model": r["label"],
+                    "non-emb. params": r["params_non_embedding"],
+                    "steps/budget": f"{r['steps']}/{r['max_steps']}",
+                    "stopped by": r["stop_reason"],
+                    "test loss": r["test_loss_nats"],
+                }
+                for r in summary["model_runs"]
+            ],
+        )
 
 
 def print_summary(summary: dict) -> None:
-    """The runs, predicted vs observed alpha_D (both fit forms), timings, the report path."""
-    runs = [
-        {
-            "train tokens": r["train_tokens"],
-            "steps": r["steps"],
-            "stopped by": r["stop_reason"],
-            "best val loss": r["best_val_loss_nats"],
-            "test loss": r["test_loss_nats"],
-        }
-        for r in summary["runs"]
-    ]
-    print_table("data sweep (nats/token; the same test split for every size)", runs)
-    fits = summary["fits"]
-    rows = [
-        {
-            "alpha_D": "predicted 2/(2+d)",
-            "value": f"{fits['predicted_alpha_D']:.4f}",
-            "95% CI": format_interval(fits["predicted_alpha_D_ci95"]),
-            "observed - predicted": "",
-        }
-    ]
-    for form, label in (("power", "observed, L = A n^-a"), ("power+E", "observed, L = E + A n^-a")):
-        f = fits[form]
-        if f is None:
-            continue
+    """The runs, every source of d with its predictions, the observed exponents, the
+    convergence verdicts, timings."""
+    _runs_tables(summary)
+    rows = []
+    for s in summary["sources"]:
+        lo, hi = s["dimension_range"]
+        se = s["dimension_se"]
         rows.append(
             {
-                "alpha_D": label,
-                "value": f"{f['exponent']:.4f}",
-                "95% CI": format_interval(f["exponent_ci95"]),
-                "observed - predicted": f"{f['difference_observed_minus_predicted']:+.4f}",
+                "source of d": s["label"],
+                "d ± SE": f"{s['dimension']:.2f}" + (f" ± {se:.2f}" if se is not None else ""),
+                "d range (batch, K)": f"[{lo:.2f}, {hi:.2f}]",
+                "alpha_D": f"{s['alpha_D']:.3f} {_ci(s['alpha_D_range'])}",
+                "alpha_N": f"{s['alpha_N']:.3f} {_ci(s['alpha_N_range'])}",
             }
         )
-    print_table(f"d = {summary['dimension']:.3f}: predicted vs observed", rows)
+    for side, key in (("data", "alpha_D"), ("model", "alpha_N")):
+        fit = (summary["fits"].get(side) or {}).get("power")
+        if fit:
+            value = f"{fit['exponent']:.3f} {_ci(fit['exponent_ci95'])}"
+            row = dict.fromkeys(rows[0], "")
+            row.update({"source of d": f"observed ({side} sweep, log-log)", key: value})
+            rows.append(row)
+    print_table(
+        "alpha: predicted with its range over MLE batch sizes and K; observed with its 95% CI", rows
+    )
+    for side, check in summary["convergence"].items():
+        if check:
+            typer.echo(f"{side} sweep: {check['text']}")
     typer.echo(
         f"this invocation: {summary['wall_s']:.0f} s wall, {summary['cpu_s']:.0f} CPU-s "
         f"(stages, wall s: {summary['stage_wall_s']})"
@@ -70,29 +100,96 @@ def print_summary(summary: dict) -> None:
     typer.echo(f"report: {summary['report_html']}")
 
 
-def demo_command(
-    out: Path = typer.Option(Path("demo-out"), "--out", help="Folder for everything."),
+def _command(
+    out: Path,
+    references: list[str],
+    workers: int,
+    threads: int | None,
+    json_out: bool,
+    quiet: bool,
+    model_sweep: str,
+    backend: str,
+    ray_address: str | None,
+    run_cpus: int,
+    run_gpus: float,
+    **fields: object,
+) -> None:
+    """Build the config from the options (its own validation refuses bad values), run."""
+    from scalelab.pipeline.run import run_pipeline
+
+    set_threads(threads, workers=workers)
+    where = backend_from(backend, ray_address, run_cpus, run_gpus)
+    shapes = tuple(m.strip() for m in model_sweep.split(",") if m.strip())
+    cfg = PipelineConfig(model_sweep=shapes, **fields)
+    say = (lambda _msg: None) if json_out else typer.echo
+    summary = run_pipeline(
+        out,
+        cfg,
+        references=references,
+        workers=workers,
+        backend=where,
+        quiet=quiet or json_out,
+        say=say,
+    )
+    if json_out:
+        print_json(summary)
+    else:
+        print_summary(summary)
+
+
+def _opt(name: str, help_text: str) -> Any:
+    """An option whose default is PipelineConfig's (one default, one place)."""
+    field = name.removeprefix("--").replace("-", "_")
+    return typer.Option(getattr(_D, field), name, help=help_text)
+
+
+_REFS = typer.Option(
+    [],
+    "--reference-model",
+    help="Another model that measures d (repeatable): a scalelab run folder, a local Hugging "
+    "Face folder, or a .gguf file (its folder holds the tokenizer).",
+)
+_VOCAB = _opt("--vocab-size", "BPE vocabulary (ignored for a token store).")
+_SPLIT_ON = _opt("--split-on", "Text files: documents end at 'blank' lines or each 'line'.")
+_GLOB = _opt("--glob", "Folders: files to read.")
+_FIELD = _opt("--text-field", "JSONL field / Parquet column holding the text.")
+_MODEL = _opt("--model", "The data sweep's model shape LAYERSxWIDTH[xHEADS].")
+_MIN = _opt("--min-tokens", "Smallest training set (tokens).")
+_MAX = _opt("--max-tokens", "Largest training set (tokens); also the model sweep's data.")
+_POINTS = _opt("--points", "Sizes in the data sweep's geometric grid.")
+_MODELS = typer.Option(
+    ",".join(_D.model_sweep),
+    "--model-sweep",
+    help="Model-size sweep shapes LAYERSxWIDTH, comma-separated ('' for none).",
+)
+_WORKERS = typer.Option(2, "--workers", help="Runs in parallel (one torch thread each).")
+_THREADS = threads_option(help="Torch threads of the main process.")
+_IDB = _opt("--id-batch-size", "Points per MLE batch.")
+_IDP = _opt("--id-per-doc", "Positions per test document for d.")
+
+
+def validate_command(
     corpus: str = typer.Option(
-        _DEFAULT.corpus, "--corpus", help="Built-in corpus: shakespeare or python-stdlib."
+        ...,
+        "--corpus",
+        help="A built-in name, a text file, a folder, a .jsonl/.parquet file "
+        "or a prepared token store.",
     ),
-    min_tokens: int = typer.Option(
-        _DEFAULT.min_tokens, "--min-tokens", help="Smallest training set (tokens)."
-    ),
-    max_tokens: int = typer.Option(
-        _DEFAULT.max_tokens, "--max-tokens", help="Largest training set = the reference model's."
-    ),
-    points: int = typer.Option(_DEFAULT.points, "--points", help="Sizes in the geometric grid."),
-    workers: int = typer.Option(
-        2, "--workers", help="Sweep runs in parallel (processes of one torch thread each)."
-    ),
-    threads: int | None = threads_option(
-        help="Torch threads of the main process (estimate, one worker)."
-    ),
-    id_batch_size: int = typer.Option(
-        _DEFAULT.id_batch_size,
-        "--id-batch-size",
-        help="Points per MLE batch (python-stdlib's 79 test files give ≈ 2.5k points: use 2048).",
-    ),
+    out: Path = typer.Option(..., "--out", help="Folder for everything."),
+    references: list[str] = _REFS,
+    vocab_size: int = _VOCAB,
+    split_on: str = _SPLIT_ON,
+    glob: str = _GLOB,
+    text_field: str = _FIELD,
+    model: str = _MODEL,
+    min_tokens: int = _MIN,
+    max_tokens: int = _MAX,
+    points: int = _POINTS,
+    model_sweep: str = _MODELS,
+    workers: int = _WORKERS,
+    threads: int | None = _THREADS,
+    id_batch_size: int = _IDB,
+    id_per_doc: int = _IDP,
     seed: int = SEED,
     backend: str = BACKEND,
     ray_address: str | None = RAY_ADDRESS,
@@ -101,30 +198,37 @@ def demo_command(
     json_out: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
-    """Run the whole pipeline: prepare the corpus, train the data sweep (its largest run is
-    the reference model), estimate the intrinsic dimension d with the reference model,
-    predict alpha_D = 2/(2+d), fit the observed exponent, write the report. Re-running
-    skips every finished stage and continues an interrupted run."""
-    set_threads(threads, workers=workers)
-    where = backend_from(backend, ray_address, run_cpus, run_gpus)
-    cfg = PipelineConfig(
-        corpus=corpus,
-        min_tokens=min_tokens,
-        max_tokens=max_tokens,
-        points=points,
-        id_batch_size=id_batch_size,
-        seed=seed,
-    )
-    check_corpus(corpus)
-    say = (lambda _msg: None) if json_out else typer.echo
-    quiet = quiet or json_out
-    summary = run_pipeline(out, cfg, workers=workers, backend=where, quiet=quiet, say=say)
-    if json_out:
-        print_json(summary)
-        return
-    print_summary(summary)
+    """Will this corpus scale as its intrinsic dimension predicts? d from each reference
+    model (before training), a data sweep and a model-size sweep trained to convergence
+    (with a 2x-budget check), d along the sweep, fits, and a report. Re-running resumes."""
+    _command(**locals())  # every parameter: run options and PipelineConfig fields
+
+
+def demo_command(
+    out: Path = typer.Option(Path("demo-out"), "--out", help="Folder for everything."),
+    corpus: str = typer.Option(_D.corpus, "--corpus", help="Corpus (as for validate)."),
+    references: list[str] = _REFS,
+    min_tokens: int = _MIN,
+    max_tokens: int = _MAX,
+    points: int = _POINTS,
+    model_sweep: str = _MODELS,
+    workers: int = _WORKERS,
+    threads: int | None = _THREADS,
+    id_batch_size: int = _IDB,
+    seed: int = SEED,
+    backend: str = BACKEND,
+    ray_address: str | None = RAY_ADDRESS,
+    run_cpus: int = RUN_CPUS,
+    run_gpus: float = RUN_GPUS,
+    json_out: bool = JSON,
+    quiet: bool = QUIET,
+) -> None:
+    """`scalelab validate` on the built-in default corpus, into demo-out/. Re-running skips
+    every finished stage."""
+    _command(**locals())  # every parameter: run options and PipelineConfig fields
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the top-level app."""
+    """Add `validate` and `demo` to the top-level app."""
+    app.command("validate")(validate_command)
     app.command("demo")(demo_command)

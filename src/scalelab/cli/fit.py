@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from scalelab.cli.common import JSON, SEED, parse_list, print_json, print_table
+from scalelab.outdir import check_file
 
 
 def fit_command(
@@ -45,6 +46,7 @@ def fit_command(
     from scalelab.io import atomic_write_json, provenance
     from scalelab.laws.table import fit_table, read_table
 
+    check_file(out)
     budgets = parse_list(compute, float, "--compute") if compute else None
     df = read_table(table)
     result = fit_table(

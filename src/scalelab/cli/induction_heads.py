@@ -232,10 +232,11 @@ def separation_command(
             two_layer_ns_trained=(),
             eval_instances=64,
         )
-    _check_out(out)
+    from scalelab import outdir
+
+    outdir.claim(out, "separation-config.json", cfg.to_dict())  # resume with it, or refuse
     torch.set_num_threads(1)
     rows = separation_table(cfg, out)
-    out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "separation.csv", pd.DataFrame(rows).to_csv(index=False))
     atomic_write_json(
         out / "separation.json", {"config": cfg.to_dict(), "rows": rows, "provenance": provenance()}

@@ -14,6 +14,7 @@ from scalelab.errors import ConfigError
 from scalelab.intrinsic import ESTIMATORS, PAPER_BATCH_SIZE
 from scalelab.intrinsic.arrays import FORMATS
 from scalelab.laws import theory
+from scalelab.outdir import check_file
 
 
 def id_command(
@@ -58,6 +59,7 @@ def id_command(
     )
     if not math.isfinite(beta) or beta <= 0:
         raise ConfigError(f"--beta {beta}: use a positive number")
+    check_file(out)
     points = load_points(path, key=key)
     result = estimate_in_batches(points, est, batch_size=batch_size, seed=seed, quiet=quiet)
     row = {"input": str(path), **result.to_dict(), **_exponents(result, beta), "beta": beta}

@@ -63,7 +63,9 @@ class ConstructionConstants:
 def two_layer_construction(alphabet_size: int, max_len: int) -> InductionTransformer:
     """A float64 `InductionTransformer` with the hand-set weights described above."""
     if alphabet_size < 2 or max_len < 1:
-        raise ConfigError("the construction needs alphabet_size >= 2 and max_len >= 1")
+        raise ConfigError(
+            "the construction needs alphabet_size >= 2 and max_len >= 1; use --alphabet 2 or more"
+        )
     s = alphabet_size
     k = ConstructionConstants.for_length(max_len)
     width = 3 * s + 5

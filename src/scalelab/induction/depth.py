@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from scalelab import outdir
 from scalelab.config import Config
 from scalelab.errors import ConfigError, InputError
 from scalelab.induction.heads import HeadScoreConfig, from_gpt, head_scores, icl_score
-from scalelab.io import atomic_write_json, provenance, read_json
+from scalelab.io import atomic_write_json, provenance
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,10 +117,7 @@ def compare_depth(
     data_dir, out = Path(data_dir), Path(out)
     if not (data_dir / "meta.json").is_file():
         raise InputError(f"{data_dir} is not a token store; run `scalelab corpus prepare` first")
-    if out.exists() and (out / "sweep.json").is_file():
-        saved = read_json(out / "sweep.json").get("config")
-        if saved != cfg.to_dict():
-            raise ConfigError(f"{out} was made with a different config; use a new --out")
+    outdir.check(out, "sweep.json", cfg.to_dict(), kind="depth")
     vocab = TokenStore(data_dir, "train").vocab_size
     val = TokenStore(data_dir, "val").tokens
     train_cfg = TrainConfig(
@@ -132,10 +130,8 @@ def compare_depth(
         eval_interval=cfg.eval_interval,
         dtype="float32",
     )
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(
-        out / "sweep.json", {"kind": "depth", "config": cfg.to_dict(), "provenance": provenance()}
-    )
+    extra = {"provenance": provenance()}
+    outdir.claim(out, "sweep.json", cfg.to_dict(), kind="depth", extra=extra)
     on_eval = _scorer(cfg, val)
     models, curves = [], {}
     for layers, width in ((2, cfg.width), (1, cfg.one_layer_width)):

@@ -80,7 +80,10 @@ def uniform_instances(
 ) -> np.ndarray:
     """Uniform random sequences [batch, n] over {0, …, alphabet_size − 1}."""
     if alphabet_size < 2 or n < 1 or batch < 1:
-        raise ConfigError("need alphabet_size >= 2, n >= 1 and batch >= 1")
+        raise ConfigError(
+            f"need alphabet_size >= 2, n >= 1 and count >= 1, got {alphabet_size}, {n}, {batch}; "
+            "raise the one that is too small"
+        )
     return rng.integers(0, alphabet_size, size=(batch, n), dtype=np.int64)
 
 

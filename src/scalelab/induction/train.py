@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from scalelab import outdir, seeds
@@ -246,12 +247,14 @@ def _save_run(out: Path, model: InductionTransformer, result: dict[str, Any]) ->
 def load_induction_model(run_dir: str | Path) -> InductionTransformer:
     """Load a trained model from a run folder (config.json + model.safetensors)."""
     run_dir = Path(run_dir)
+    path = run_dir / "config.json"
     try:
-        cfg = InductionConfig.from_dict(read_json(run_dir / "config.json")["model"])
-        state = load_file(str(run_dir / "model.safetensors"))
-    except (OSError, KeyError, ValueError) as err:
+        cfg = InductionConfig.from_dict(read_json(path)["model"])
+        path = run_dir / "model.safetensors"
+        state = load_file(str(path))
+    except (OSError, KeyError, ValueError, TypeError, SafetensorError) as err:
         raise CheckpointError(
-            f"cannot load an induction model from {run_dir} ({err}); "
+            f"cannot load {path} ({type(err).__name__}: {err}); "
             "point at a folder written by `scalelab induction train`"
         ) from err
     model = InductionTransformer(cfg)

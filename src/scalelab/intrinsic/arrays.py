@@ -48,7 +48,10 @@ def load_points(path: str | Path, *, key: str | None = None) -> np.ndarray:
     except (OSError, ValueError, TypeError, RuntimeError, KeyError, EOFError) as err:
         # Library readers raise these for corrupt or mislabelled files.
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise InputError(f"cannot read {p} as {suffix}: {reason[:200]}") from err
+        raise InputError(
+            f"cannot read {p} as {suffix}: {reason[:200]}; give a valid {suffix} file of points "
+            "(one row per point)"
+        ) from err
     return _as_points(arr, p)
 
 

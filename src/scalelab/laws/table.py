@@ -28,7 +28,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as err:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise InputError(
-            f"cannot read table {path}: {first}; is it a valid {suffix[1:]} file?"
+            f"cannot read table {path}: {first}; give a UTF-8 {suffix[1:]} file with a header row"
         ) from None
     if df.empty:
         raise InputError(f"table {path} has no rows; fit a table with one row per run")
@@ -40,7 +40,8 @@ def numeric_columns(df: pd.DataFrame, columns: list[str], where: str) -> dict[st
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise InputError(
-            f"{where} has no column(s) {missing}; available: {list(map(str, df.columns))}"
+            f"{where} has no column(s) {missing}; available: {list(map(str, df.columns))}: "
+            "name one of those (--x, --y, ...)"
         )
     out = {}
     for col in columns:

@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import save_file
+from safetensors.torch import save
 
 from scalelab.errors import CheckpointError, ConfigError
-from scalelab.io import atomic_write, read_json, to_json
+from scalelab.io import atomic_write, atomic_write_bytes, read_json, to_json
 from scalelab.lm.config import GPTConfig
 from scalelab.lm.model import GPT
 
@@ -36,7 +36,7 @@ def save_weights(model: GPT, path: Path, **metadata: Any) -> None:
     }
     meta = {k: to_json(v, indent=None) for k, v in metadata.items()}
     meta["model_config"] = to_json(model.config.to_dict(), indent=None)
-    atomic_write(path, lambda p: save_file(tensors, str(p), metadata=meta))
+    atomic_write_bytes(path, save(tensors, metadata=meta))  # written by Python: errors are OSError
 
 
 def load_weights(model: GPT, path: Path) -> dict[str, Any]:
@@ -68,7 +68,12 @@ def load_weights(model: GPT, path: Path) -> dict[str, Any]:
 
 
 def save_state(path: Path, state: dict[str, Any]) -> None:
-    atomic_write(path, lambda p: torch.save(state, p))
+    atomic_write(path, lambda p: _torch_save(state, p))
+
+
+def _torch_save(state: dict[str, Any], path: Path) -> None:
+    with open(path, "wb") as f:  # through a Python file: a full disk surfaces as OSError
+        torch.save(state, f)
 
 
 def load_state(path: Path) -> dict[str, Any]:

@@ -65,12 +65,13 @@ class TrainConfig(Config):
     eval_batches: int = 8  # validation windows = eval_batches * batch_size, fixed positions
     test_tokens: int | None = None  # cap on test tokens scored (None: the whole test split)
     patience: int | None = None  # stop after this many validations without improvement
+    decay_steps: int | None = None  # cosine decay length (None: max_steps); then flat min_lr
     dtype: str = "auto"  # auto: bf16 autocast where supported (faster, same curve), else fp32
 
     def validate(self) -> None:
         for name in ("batch_size", "grad_accum", "max_steps", "eval_interval", "eval_batches"):
             positive_int(getattr(self, name), name)
-        for name in ("max_tokens", "train_tokens", "test_tokens", "patience"):
+        for name in ("max_tokens", "train_tokens", "test_tokens", "patience", "decay_steps"):
             positive_int(getattr(self, name), name, optional=True)
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
@@ -172,3 +173,24 @@ def configs_for_preset(
     )
     train_cfg = chosen.train.replace(**{k: v for k, v in given.items() if k in train_fields})
     return model_cfg, train_cfg
+
+
+def lr_at(step: int, cfg: TrainConfig, total_steps: int) -> float:
+    """Linear warm-up to `lr`, then cosine decay reaching `min_lr` at the last step, or at
+    step `decay_steps` when set, flat after it. With `decay_steps` set the schedule does not
+    depend on the step budget: a longer budget replays the same steps, then continues."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / (cfg.warmup_steps + 1)
+    horizon = cfg.decay_steps if cfg.decay_steps is not None else total_steps
+    span = max(horizon - cfg.warmup_steps - 1, 1)
+    frac = min((step - cfg.warmup_steps) / span, 1.0)
+    return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * frac)) * (cfg.lr - cfg.min_lr)
+
+
+def planned_steps(cfg: TrainConfig, block_size: int) -> tuple[int, str]:
+    """Steps to run and the stop reason if nothing stops the run earlier."""
+    if cfg.max_tokens is not None:
+        by_tokens = math.ceil(cfg.max_tokens / (cfg.windows_per_step * block_size))
+        if by_tokens < cfg.max_steps:
+            return by_tokens, "max_tokens"
+    return cfg.max_steps, "max_steps"

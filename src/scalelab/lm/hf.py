@@ -64,11 +64,16 @@ def _pick_gguf(path: Path, gguf_file: str | None) -> str | None:
 
 
 def load_hf(
-    path: str | Path, *, gguf_file: str | None = None, device: torch.device | str = "cpu"
+    path: str | Path,
+    *,
+    gguf_file: str | None = None,
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype = torch.float32,
 ) -> tuple[nn.Module, tokenizers.Tokenizer, str | None]:
-    """Load a local HF causal LM in eval mode and float32, its tokenizer (as a `tokenizers`
-    object) and the GGUF file used, if any. Raises CheckpointError when the folder has no
-    weights or transformers cannot read it."""
+    """Load a local HF causal LM in eval mode with weights in `dtype` (float32 by default;
+    GGUF weights are dequantised first), its tokenizer (as a `tokenizers` object) and the
+    GGUF file used, if any. Raises CheckpointError when the folder has no weights or
+    transformers cannot read it."""
     path = Path(path)
     if not path.is_dir():
         raise CheckpointError(f"model folder {path} does not exist; pass a run or HF folder")
@@ -92,7 +97,7 @@ def load_hf(
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     try:
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kwargs)
         tok = AutoTokenizer.from_pretrained(path, **kwargs)
     except (OSError, ValueError, KeyError, ImportError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
@@ -140,10 +145,17 @@ def max_context(model: nn.Module) -> int:
 class HFStates:
     """`states(idx, mask)` → n_layer + 2 tensors in scalelab's numbering: embeddings, the
     residual after each block, and the final norm's output. HF's own tuple ends with the
-    normed output, so the residual after the last block is taken from the norm's input."""
+    normed output, so the residual after the last block is taken from the norm's input.
 
-    def __init__(self, model: nn.Module) -> None:
+    The batches are right-padded (`extract`), so the padding mask is not passed by default:
+    under causal attention a real token never attends to the padding after it, and positions
+    count from 0 in every row, so the states at real positions are the same without it (tested)
+    while attention runs the plain causal kernel, with no mask tensor to build or read.
+    `padding_mask=True` passes it anyway (left padding would need it)."""
+
+    def __init__(self, model: nn.Module, *, padding_mask: bool = False) -> None:
         self.model = model
+        self.padding_mask = padding_mask
         self.body = getattr(model, "base_model", model)
         self.norm = final_norm(model)
         self.n_layer = num_layers(model)
@@ -158,7 +170,7 @@ class HFStates:
         try:
             out = self.body(  # the decoder without the LM head: no logits to compute
                 input_ids=idx,
-                attention_mask=mask.long(),
+                attention_mask=mask.long() if self.padding_mask else None,
                 output_hidden_states=True,
                 use_cache=False,
             )

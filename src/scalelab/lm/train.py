@@ -31,7 +31,7 @@ from scalelab import outdir
 from scalelab.errors import CheckpointError, ConfigError, EstimationError, InputError
 from scalelab.io import append_jsonl, atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.lm import checkpoint as ckpt
-from scalelab.lm.config import GPTConfig, TrainConfig
+from scalelab.lm.config import GPTConfig, TrainConfig, lr_at, planned_steps
 from scalelab.lm.data import (
     WindowSampler,
     check_long_enough,
@@ -46,24 +46,6 @@ from scalelab.progress import progress
 from scalelab.scalars import Scalars
 
 METRICS = "metrics.jsonl"
-
-
-def lr_at(step: int, cfg: TrainConfig, total_steps: int) -> float:
-    """Linear warm-up to `lr`, then cosine decay reaching `min_lr` at the last step."""
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / (cfg.warmup_steps + 1)
-    span = max(total_steps - cfg.warmup_steps - 1, 1)
-    frac = min((step - cfg.warmup_steps) / span, 1.0)
-    return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * frac)) * (cfg.lr - cfg.min_lr)
-
-
-def planned_steps(cfg: TrainConfig, block_size: int) -> tuple[int, str]:
-    """Steps to run and the stop reason if nothing stops the run earlier."""
-    if cfg.max_tokens is not None:
-        by_tokens = math.ceil(cfg.max_tokens / (cfg.windows_per_step * block_size))
-        if by_tokens < cfg.max_steps:
-            return by_tokens, "max_tokens"
-    return cfg.max_steps, "max_steps"
 
 
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:

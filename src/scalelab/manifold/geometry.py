@@ -218,7 +218,9 @@ class Embedding:
         cls, k: int, D: int, rng: np.random.Generator, *, warp: float = 0.0, n_shears: int = 4
     ) -> Embedding:
         if k > D:
-            raise ConfigError(f"ambient dimension D={D} is below the manifold's native {k}")
+            raise ConfigError(
+                f"ambient dimension D={D} is below the manifold's native {k}; use --D {k} or more"
+            )
         if not 0.0 <= warp < 1.0:
             raise ConfigError(f"warp must be in [0, 1) to keep the map invertible, got {warp}")
         q = random_orthonormal(D, k, rng)

@@ -31,7 +31,7 @@ from scalelab.probe.estimate import (
     prepare,
     shuffle_cap,
 )
-from scalelab.probe.sample import layer_name, resolve_layer
+from scalelab.probe.sample import layer_name, resolve_layer, resolve_precision
 from scalelab.runner import Backend, RunSpec, open_sweep, run_sweep
 
 
@@ -59,12 +59,22 @@ def _prepare_ablation(
     device: str | None,
     weights: str | None,
     groups: int = 1,
-) -> tuple[LoadedModel, Prepared, torch.device]:
+    layers: list[str] | None = None,
+) -> tuple[LoadedModel, Prepared, torch.device, list[int]]:
+    """The model, the sampled corpus, the device and the layer indices (`layers`, default
+    all), every user error raised before the corpus is read."""
     dev = resolve_device(device)
-    loaded = load_model_for_embedding(model, device=dev, weights=weights)
+    loaded = load_model_for_embedding(
+        model, device=dev, weights=weights, dtype=resolve_precision(cfg.precision, dev)
+    )
     resolve_layer(cfg.layer, loaded.n_states)
+    index = (
+        list(range(loaded.n_states))
+        if layers is None
+        else sorted({resolve_layer(v, loaded.n_states) for v in layers})
+    )
     prep = prepare(loaded, corpus, cfg, groups=groups)
-    return loaded, prep, dev
+    return loaded, prep, dev, index
 
 
 def measure_layers(
@@ -79,12 +89,7 @@ def measure_layers(
     quiet: bool = False,
 ) -> Ablation:
     """d at every hidden state of one model (or the listed ones), on the same positions."""
-    loaded, prep, dev = _prepare_ablation(model, corpus, cfg, device, weights)
-    index = (
-        list(range(loaded.n_states))
-        if layers is None
-        else sorted({resolve_layer(v, loaded.n_states) for v in layers})
-    )
+    loaded, prep, dev, index = _prepare_ablation(model, corpus, cfg, device, weights, layers=layers)
     sample = prep.sample.subset(shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed))
     x, timing = embed_sample(
         loaded,
@@ -123,7 +128,7 @@ def measure_positions(
 ) -> Ablation:
     """d per context-position range: the window split into `groups` equal ranges, `per_doc`
     positions drawn in each range of each window, one estimate per range."""
-    loaded, prep, dev = _prepare_ablation(model, corpus, cfg, device, weights, groups=groups)
+    loaded, prep, dev, _ = _prepare_ablation(model, corpus, cfg, device, weights, groups)
     layer = resolve_layer(cfg.layer, loaded.n_states)
     group = prep.sample.positions.group
     rng = np.random.default_rng([cfg.seed, seeds.SHUFFLE])

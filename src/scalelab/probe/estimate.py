@@ -272,7 +272,9 @@ def estimate(
     if done is not None:
         return done
     dev = resolve_device(device)
-    loaded = load_model_for_embedding(model, device=dev, weights=weights)
+    loaded = load_model_for_embedding(
+        model, device=dev, weights=weights, dtype=resolve_precision(cfg.precision, dev)
+    )
     layer = resolve_layer(cfg.layer, loaded.n_states)
     prep = prepare(loaded, corpus, cfg)
     keep = shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed)

@@ -34,11 +34,15 @@ def sweep_kind(sweep_dir: Path) -> tuple[str, dict]:
     try:
         meta = read_json(meta_path)
     except (OSError, ValueError) as err:
-        raise InputError(f"cannot read {meta_path} ({err}); the sweep folder is damaged") from None
+        raise InputError(
+            f"cannot read {meta_path} ({err}); the sweep folder is damaged: restore sweep.json "
+            "or run the sweep again into a new folder"
+        ) from None
     kind = meta.get("kind") if isinstance(meta, dict) else None
     if kind not in SECTIONS:
         raise InputError(
-            f"{meta_path} has kind {kind!r}; reports exist for {', '.join(sorted(SECTIONS))}"
+            f"{meta_path} has kind {kind!r}; reports exist for {', '.join(sorted(SECTIONS))}: "
+            "give a folder made by one of those sweeps"
         )
     return kind, meta
 

@@ -14,6 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
+from scalelab.io import format_interval
 from scalelab.laws.fit import PowerLawFit
 
 FIT_STYLE = {"power": ("C0", "-"), "power+E": ("C2", "--")}
@@ -34,9 +35,8 @@ def new_figure(width: float = 6.0, height: float = 4.2) -> tuple[Figure, Axes]:
 
 
 def fit_label(fit: PowerLawFit) -> str:
-    lo, hi = fit.exponent_ci95
     name = "log-log fit (no E)" if fit.form == "power" else f"fit with E = {fit.E:.3g}"
-    return f"{name}: α = {fit.exponent:.3f} [{lo:.3f}, {hi:.3f}]"
+    return f"{name}: α = {fit.exponent:.3f} {format_interval(fit.exponent_ci95)}"
 
 
 def draw_fit(ax: Axes, fit: PowerLawFit, x: np.ndarray, *, band: bool = True) -> None:

@@ -36,14 +36,18 @@ def parse_model(text: str, base: GPTConfig) -> tuple[str, GPTConfig]:
     match = _SHAPE.match(text)
     if not match:
         raise ConfigError(
-            f"model {text!r} is neither a preset {sorted(PRESETS)} nor a shape like 4x128 "
-            "or 4x128x4 (layers x width [x heads])"
+            f"model {text!r} is neither a preset {sorted(PRESETS)} nor a shape; give a preset "
+            "name or a shape such as 4x128 or 4x128x4 (layers x width [x heads])"
         )
     layers, width = int(match[1]), int(match[2])
     heads = int(match[3]) if match[3] else max(1, width // HEAD_DIM)
     if width % heads:
         raise ConfigError(f"model {text!r}: width {width} is not divisible by {heads} heads")
-    return f"L{layers}-W{width}-H{heads}", base.replace(n_layer=layers, n_embd=width, n_head=heads)
+    try:
+        cfg = base.replace(n_layer=layers, n_embd=width, n_head=heads)
+    except ConfigError as err:
+        raise ConfigError(f"model {text!r}: {err}") from err
+    return f"L{layers}-W{width}-H{heads}", cfg
 
 
 @dataclasses.dataclass(frozen=True)

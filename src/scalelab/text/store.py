@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
+from scalelab import outdir
 from scalelab.errors import InputError
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.progress import progress
@@ -111,7 +112,8 @@ def _check_existing(out: Path, request: dict[str, Any]) -> bool:
     if not out.exists() or (out.is_dir() and not any(out.iterdir())):
         return False
     meta = out / "meta.json"
-    if meta.is_file() and read_json(meta).get("request") == request:
+    if meta.is_file():  # the shared resume-or-refuse check, on the store's request
+        outdir.same_config(outdir.read_meta(meta).get("request") or {}, request, out)
         return True
     raise InputError(
         f"{out} already exists and does not hold this exact store; "
@@ -246,6 +248,11 @@ class TokenStore:
             self.meta: dict[str, Any] = read_json(meta_path)
             if self.meta.get("format") != FORMAT:
                 raise InputError(f"{meta_path} is not a {FORMAT} store; prepare it again")
+            if not isinstance(self.meta.get("splits"), dict):
+                raise InputError(
+                    f"{meta_path} is damaged (no 'splits' mapping); prepare the store again "
+                    "with `scalelab corpus prepare`"
+                )
             if split not in self.meta["splits"]:
                 raise InputError(f"no split {split!r} in {self.data_dir}; use one of {SPLITS}")
             self.tokens, self.offsets = self._open(self.meta["splits"][split])

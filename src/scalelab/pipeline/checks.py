@@ -1,0 +1,92 @@
+"""Any corpus into a token store, and every check that can refuse it before training.
+
+What `corpus prepare` takes works here: a built-in name, a text file, a folder, a JSONL or
+Parquet file; a prepared token store (a folder with meta.json) is used as it is. Empty and
+non-UTF-8 inputs are refused by the corpus loader; the checks below refuse a store whose
+splits cannot feed the sweep or one MLE batch, each with the option that fixes it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from scalelab.errors import InputError
+from scalelab.text.store import TokenStore
+
+
+def is_token_store(corpus: str) -> bool:
+    path = Path(corpus)
+    return path.is_dir() and (path / "meta.json").is_file()
+
+
+def prepare_data(cfg, out: Path, *, quiet: bool = True) -> Path:
+    """The token store for `cfg.corpus`: the given store, or `out/data` (made once)."""
+    from scalelab.text.corpora import load_corpus
+    from scalelab.text.store import prepare_corpus
+
+    if is_token_store(cfg.corpus):
+        return Path(cfg.corpus).resolve()
+    data_dir = out / "data"
+    if not (data_dir / "meta.json").exists():
+        corpus = load_corpus(
+            cfg.corpus, split_on=cfg.split_on, glob=cfg.glob, text_field=cfg.text_field
+        )
+        prepare_corpus(corpus, data_dir, vocab_size=cfg.vocab_size, seed=0, quiet=quiet)
+    return data_dir
+
+
+def load_for_check(cfg) -> None:
+    """Read the corpus (not a store) once to refuse a missing, empty or non-UTF-8 input
+    before any folder is created."""
+    from scalelab.text.corpora import load_corpus
+
+    if not is_token_store(cfg.corpus):
+        load_corpus(cfg.corpus, split_on=cfg.split_on, glob=cfg.glob, text_field=cfg.text_field)
+
+
+def id_points(data_dir: Path, cfg, context_len: int) -> int:
+    """Points the protocol samples from the test split with the store's own tokenizer (the
+    data sweep's models), without running a model."""
+    from scalelab.probe.corpus import load_corpus_tokens
+    from scalelab.probe.sample import sample_protocol
+
+    store = TokenStore(data_dir, "test")
+    tok = store.tokenizer()
+    specials = sorted(i for i, t in tok.get_added_tokens_decoder().items() if t.special)
+    tokens = load_corpus_tokens(data_dir, tok, split="test")
+    docs = tokens.docs
+    if cfg.id_max_documents is not None and cfg.id_max_documents < docs.n_documents:
+        return min(docs.n_documents, cfg.id_max_documents) * cfg.id_per_doc  # upper bound
+    sample = sample_protocol(
+        docs, context_len=context_len, per_doc=cfg.id_per_doc, seed=cfg.seed, special_ids=specials
+    )
+    return sample.n_points
+
+
+def check_store(data_dir: Path, cfg, context_len: int, sizes: list[int]) -> None:
+    """Refuse, with the fix, a store too small for the sweep sizes, the validation/test
+    windows, or one MLE batch of the test split."""
+    from scalelab.sweeps.data import check_sizes
+
+    train = TokenStore(data_dir, "train").n_tokens
+    for split in ("val", "test"):
+        n = TokenStore(data_dir, split).n_tokens
+        if n <= context_len:
+            raise InputError(
+                f"the {split} split has {n} tokens, not more than the context length "
+                f"{context_len}: give a larger corpus (or a smaller --context-len)"
+            )
+    check_sizes(sizes, train, context_len)
+    n_points = id_points(data_dir, cfg, context_len)
+    if n_points < cfg.id_batch_size:
+        fix = 2 ** int(math.log2(n_points)) if n_points > 1 else 0
+        hint = (
+            f"use --id-batch-size {fix} (or more --id-per-doc)"
+            if fix > cfg.id_k
+            else "give a corpus with more test documents"
+        )
+        raise InputError(
+            f"the test split gives {n_points} points for the intrinsic dimension but one MLE "
+            f"batch needs {cfg.id_batch_size}: {hint}"
+        )

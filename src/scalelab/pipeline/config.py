@@ -1,0 +1,85 @@
+"""The options of `scalelab validate` (and `scalelab demo`, which is validate on a built-in
+corpus with these defaults). One default, one place: the CLI reads them from here.
+
+How the defaults were chosen (docs/sweeps.md): by the runs' stop reasons and by time only,
+never by how close the observed exponent came to a prediction. Small models, a learning rate
+that decays over a few passes of each run's data and then stays flat, and patience on the
+validation loss make most runs stop by patience; the sizes keep `make demo` near 10 minutes
+on a quiet 2-core CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from scalelab.config import Config
+from scalelab.errors import ConfigError
+from scalelab.sweeps.lm import Schedule
+
+
+def _schedule() -> dict[str, Any]:
+    return Schedule(
+        patience=4, max_epochs=20.0, decay_epochs=3.0, min_steps=100, step_cap=1000
+    ).to_dict()
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineConfig(Config):
+    """Everything that defines a validation (saved as pipeline.json, checked on resume)."""
+
+    corpus: str = "shakespeare"
+    split_on: str = "blank"
+    glob: str = "**/*.txt"
+    text_field: str = "text"
+    vocab_size: int = 2048
+    model: str = "2x48"  # the data sweep's model (LAYERSxWIDTH[xHEADS]); its largest run
+    context_len: int = 128  # is the own reference model
+    batch_size: int = 16
+    lr: float = 2e-3
+    min_lr: float = 2e-4
+    min_tokens: int = 2_500
+    max_tokens: int = 250_000
+    points: int = 7
+    eval_interval: int = 25
+    eval_batches: int = 8
+    test_tokens: int | None = 100_000
+    schedule: dict[str, Any] = dataclasses.field(default_factory=_schedule)
+    model_sweep: tuple[str, ...] = ("1x16", "1x32", "2x32", "2x48", "3x64")
+    model_tokens: int | None = None  # the model sweep's data (None: max_tokens)
+    check_largest: int = 2  # convergence check: the largest runs of each sweep
+    check_factor: int = 2  # ... given this many times their step budget
+    id_per_doc: int = 32
+    id_max_documents: int | None = None
+    id_k: int = 20
+    id_batch_size: int = 4096
+    n_boot: int = 1000
+    seed: int = 0
+
+    def validate(self) -> None:
+        Schedule.from_dict(self.schedule)
+        if not 0 < self.min_tokens < self.max_tokens:
+            raise ConfigError(
+                f"need 0 < min_tokens < max_tokens, got {self.min_tokens}, {self.max_tokens}"
+            )
+        if self.points < 3:
+            raise ConfigError(f"points must be >= 3 to fit an exponent, got {self.points}")
+        if self.model_sweep and len(self.model_sweep) < 3:
+            raise ConfigError("a model sweep needs at least 3 models to fit; list more or none")
+        if not 1 <= self.check_largest <= self.points:
+            raise ConfigError(f"check_largest must be in [1, points], got {self.check_largest}")
+        if self.check_factor < 2:
+            raise ConfigError(f"check_factor must be >= 2, got {self.check_factor}")
+        if self.id_batch_size <= self.id_k:
+            raise ConfigError(
+                f"--id-batch-size {self.id_batch_size} must exceed K = {self.id_k}; raise it"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "model_sweep": list(self.model_sweep)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PipelineConfig:
+        if "model_sweep" in data:
+            data = {**data, "model_sweep": tuple(data["model_sweep"])}
+        return super().from_dict(data)

@@ -1,0 +1,390 @@
+"""`scalelab validate` / `scalelab demo`: will this corpus scale as its d predicts?
+
+prepare (any corpus) → refuse bad input → d from each given reference model (before any
+training: the prediction comes first) → data sweep (its largest run is the own reference
+model) → d of the own reference and d along the sweep (every run, the same positions) →
+convergence check of the data sweep → model-size sweep and its convergence check → fits →
+report. Every stage leaves a finished artefact that a re-run finds and skips; `pipeline.json`
+holds the config, and a re-run with other options is refused.
+
+Folder: `data/` (token store, unless a store was given), `d/NN-label/` (one per source of d),
+`sweep/` (data sweep), `along/`, `check-data/`, `model-sweep/`, `check-model/` (the longer
+budgets), `fits.json`, `report/`, `summary.json`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scalelab import outdir
+from scalelab.errors import ScalelabError
+from scalelab.io import atomic_write_json, provenance, read_json
+from scalelab.pipeline.config import PipelineConfig
+from scalelab.probe.sources import Source, measure, parse_source, unique_labels
+from scalelab.runner import Backend
+
+CONFIG = "pipeline.json"
+SUMMARY = "summary.json"
+OWN_LABEL = "own reference (largest data-sweep run)"
+
+
+class _Clock:
+    """Wall and CPU seconds per stage (this process and its finished worker processes)."""
+
+    def __init__(self) -> None:
+        self.wall: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+        self.t0, self.c0 = time.perf_counter(), _cpu_s()
+        self._t, self._c = self.t0, self.c0
+
+    def lap(self, name: str) -> None:
+        t, c = time.perf_counter(), _cpu_s()
+        self.wall[name] = round(t - self._t, 2)
+        self.cpu[name] = round(c - self._c, 2)
+        self._t, self._c = t, c
+
+
+def _cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def run_pipeline(
+    out: str | Path,
+    cfg: PipelineConfig,
+    *,
+    references: list[str] | tuple[str, ...] = (),
+    workers: int = 2,
+    backend: Backend | None = None,
+    quiet: bool = False,
+    say: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run (or resume) every stage under `out`; return the summary (also summary.json).
+    Sweep runs go to `workers` local processes, or to `backend` (e.g. Ray) when given."""
+    out = Path(out)
+    pool = {"workers": workers, "backend": backend}
+    sources = unique_labels([parse_source(r) for r in references])
+    request = {**cfg.to_dict(), "references": [str(Path(r).resolve()) for r in references]}
+    clock = _Clock()
+    created = not out.exists()
+    try:
+        data_dir, model_cfg, train_cfg, grid, syn = _prepare(out, cfg, request, say, quiet)
+        clock.lap("prepare")
+        est_cfg = _estimate_config(cfg)
+        say(f"[2/7] d from {len(sources)} given reference model(s), before any training")
+        given = [
+            _measure(s, data_dir, est_cfg, out / "d" / f"{i + 1:02d}-{s.label}", say, quiet)
+            for i, s in enumerate(sources)
+        ]
+    except ScalelabError:
+        if created and out.exists():  # refused before any training: leave nothing behind
+            outdir.release(out)
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    outdir.claim(out, CONFIG, request)
+    clock.lap("reference_models")
+
+    sweep_dir, specs, table = _data_sweep(
+        out, cfg, data_dir, model_cfg, train_cfg, grid, pool, quiet, say
+    )
+    clock.lap("data_sweep")
+
+    say("[4/7] d of the own reference model, and d along the sweep (same test positions)")
+    ref_dir = sweep_dir / "runs" / specs[-1].name
+    own = _measure(Source(OWN_LABEL, str(ref_dir)), None, est_cfg, out / "d" / "00-own", say, quiet)
+    along = _along(out, sweep_dir, specs, table, est_cfg, quiet)
+    clock.lap("dimension")
+
+    say(
+        f"[5/7] convergence check: the {cfg.check_largest} largest runs with "
+        f"{cfg.check_factor}x their step budget"
+    )
+    data_check = _check(sweep_dir, out / "check-data", specs, table, "train_tokens", cfg, pool)
+    say(f"      {data_check['text']}")
+    clock.lap("data_check")
+
+    model = _model_side(
+        out, cfg, data_dir, model_cfg, train_cfg, sweep_dir, specs, pool, quiet, say
+    )
+    clock.lap("model_sweep")
+
+    say("[7/7] fits and report")
+    fits = _fits(table, model, [own, *given], cfg)
+    fits["convergence"] = {"data": data_check, "model": model["check"] if model else None}
+    atomic_write_json(out / "fits.json", fits)
+    from scalelab.report.validate import build_validate_report
+
+    html, md = build_validate_report(out)
+    clock.lap("report")
+    summary = _summary(out, cfg, table, model, fits, along, [own, *given], clock, html, md)
+    summary["synthetic"] = syn
+    return summary
+
+
+def _prepare(out: Path, cfg: PipelineConfig, request: dict, say: Callable, quiet: bool) -> tuple:
+    """Stage 1: refuse a changed config, a bad corpus or store; prepare the token store;
+    the synthetic check of the estimator."""
+    from scalelab.pipeline.checks import check_store, load_for_check, prepare_data
+    from scalelab.sweeps import data as data_sweep
+
+    say(f"[1/7] corpus {cfg.corpus!r} → token store (BPE {cfg.vocab_size} unless a store)")
+    if outdir.check(out, CONFIG, request) is None:  # a changed config is refused here
+        load_for_check(cfg)  # missing, empty, non-UTF-8: refused before any folder exists
+    outdir.lock(out)  # a second process on this folder is refused from here on
+    data_dir = prepare_data(cfg, out, quiet=quiet)
+    model_cfg, train_cfg = _base_configs(cfg, data_dir)
+    grid = data_sweep.geometric_grid(cfg.min_tokens, cfg.max_tokens, cfg.points)
+    check_store(data_dir, cfg, model_cfg.block_size, grid)
+    syn = synthetic_check(out, cfg.seed)
+    say(
+        f"      synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
+        f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
+    )
+    return data_dir, model_cfg, train_cfg, grid, syn
+
+
+def synthetic_check(out: Path, seed: int) -> dict[str, Any]:
+    """MLE (K = 20) on 4096 points of a curved 8-sphere in R^768 should read close to 8
+    before any compute is spent on the corpus (cached in OUT/synthetic.json)."""
+    path = out / "synthetic.json"
+    if path.exists():
+        return read_json(path)
+    from scalelab.intrinsic.mle import MLE
+    from scalelab.intrinsic.synthetic import curved_manifold
+
+    points = curved_manifold(4096, 8, 768, seed=seed)
+    row = {"manifold": "curved S^8 in R^768", "n": 4096, "true_dimension": 8}
+    row["dimension"] = float(MLE(k=20).fit(points).dimension_)
+    atomic_write_json(path, row)
+    return row
+
+
+def _measure(
+    source: Source, corpus: Path | None, est_cfg: Any, where: Path, say: Callable, quiet: bool
+) -> dict[str, Any]:
+    row = measure(source, corpus, est_cfg, where, quiet=quiet)
+    lo, hi = row["dimension_range"]
+    se = row["dimension_se"]
+    say(
+        f"      {row['label']}: d = {row['dimension']:.2f}"
+        + (f" ± {se:.2f} (SE)" if se is not None else "")
+        + f", batch/K range [{lo:.2f}, {hi:.2f}] → alpha_D = {row['alpha_D']:.3f}, "
+        f"alpha_N = {row['alpha_N']:.3f}"
+    )
+    return row
+
+
+def _base_configs(cfg: PipelineConfig, data_dir: Path) -> tuple[Any, Any]:
+    from scalelab.lm.config import configs_for_preset
+    from scalelab.sweeps.model import parse_model
+
+    model_cfg, train_cfg = configs_for_preset(
+        "tiny",
+        data_dir,
+        block_size=cfg.context_len,
+        batch_size=cfg.batch_size,
+        lr=cfg.lr,
+        min_lr=cfg.min_lr,
+        seed=cfg.seed,
+        eval_interval=cfg.eval_interval,
+        eval_batches=cfg.eval_batches,
+        test_tokens=cfg.test_tokens,
+    )
+    return parse_model(cfg.model, model_cfg)[1], train_cfg
+
+
+def _estimate_config(cfg: PipelineConfig) -> Any:
+    from scalelab.probe.estimate import EstimateConfig
+
+    return EstimateConfig(
+        per_doc=cfg.id_per_doc,
+        max_documents=cfg.id_max_documents,
+        k=cfg.id_k,
+        batch_size=cfg.id_batch_size,
+        seed=cfg.seed,
+    )
+
+
+def _data_sweep(out, cfg, data_dir, model_cfg, train_cfg, grid, pool, quiet, say):
+    from scalelab.runner import open_sweep
+    from scalelab.sweeps import data as data_sweep
+    from scalelab.sweeps.lm import Schedule, run_specs
+
+    schedule = Schedule.from_dict(cfg.schedule)
+    sweep_cfg = data_sweep.make_config(data_dir, model_cfg, train_cfg, schedule, grid)
+    sweep_dir = open_sweep(out / "sweep", data_sweep.KIND, sweep_cfg.to_dict())
+    specs = data_sweep.specs(sweep_cfg)
+    say(
+        f"[3/7] data sweep: {model_cfg.n_layer} layers × {model_cfg.n_embd}, ctx "
+        f"{model_cfg.block_size}, {len(specs)} nested training sets of {grid[0]:,} … "
+        f"{grid[-1]:,} tokens ({pool['workers']} worker(s)); the largest run is the own reference"
+    )
+    table = run_specs(sweep_dir, specs, **pool, only=None, quiet=quiet)
+    for row in table.itertuples():
+        say(
+            f"      {row.train_tokens:>10,} tokens: test loss {row.test_loss_nats:.4f} "
+            f"({row.stop_reason}, {row.steps}/{row.max_steps} steps)"
+        )
+    return sweep_dir, specs, table
+
+
+def _along(out, sweep_dir, specs, table, est_cfg, quiet) -> dict[str, Any]:
+    from scalelab.probe.along import d_along_sweep
+
+    by_run = table.set_index("run")
+    runs = [
+        {
+            "run": s.name,
+            "run_dir": str(sweep_dir / "runs" / s.name),
+            "train_tokens": s.params["train_tokens"],
+            "test_loss_nats": float(by_run.loc[s.name, "test_loss_nats"]),
+        }
+        for s in specs
+    ]
+    return d_along_sweep(runs, est_cfg, out / "along", quiet=quiet)
+
+
+def _exponent(x: np.ndarray, y: np.ndarray) -> float:
+    from scalelab.laws.fit import fit_power_law
+
+    return fit_power_law(x, y, form="power", n_boot=0).exponent
+
+
+def _check(sweep_dir, check_dir, specs, table, size, cfg, pool) -> dict[str, Any]:
+    """Longer budgets for the largest runs; the log-log exponent refitted with them."""
+    from scalelab.sweeps import convergence
+
+    rows = convergence.run_check(
+        sweep_dir,
+        check_dir,
+        specs,
+        largest=cfg.check_largest,
+        factor=cfg.check_factor,
+        **pool,
+    )
+    ordered = table.set_index("run").loc[[s.name for s in specs]]
+    x = ordered[size].to_numpy(float)
+    y = ordered["test_loss_nats"].to_numpy(float)
+    y_longer = y.copy()
+    names = [s.name for s in specs]
+    for r in rows:
+        y_longer[names.index(r["run"])] = r["test_loss_nats_longer"]
+    return convergence.verdict(_exponent(x, y), _exponent(x, y_longer), rows)
+
+
+def _model_side(out, cfg, data_dir, model_cfg, train_cfg, sweep_dir, data_specs, pool, quiet, say):
+    """The model-size sweep on `model_tokens` (the data sweep's largest run is reused when it
+    is one of the shapes), and its convergence check."""
+    if not cfg.model_sweep:
+        say("[6/7] model-size sweep: none configured")
+        return None
+    from scalelab.runner import open_sweep
+    from scalelab.sweeps import convergence
+    from scalelab.sweeps import model as model_sweep
+    from scalelab.sweeps.lm import Schedule, run_specs
+
+    tokens = cfg.model_tokens or cfg.max_tokens
+    schedule = Schedule.from_dict(cfg.schedule)
+    sweep_cfg = model_sweep.make_config(
+        data_dir, cfg.model_sweep, model_cfg, train_cfg, schedule, train_tokens=tokens
+    )
+    mdir = open_sweep(out / "model-sweep", model_sweep.KIND, sweep_cfg.to_dict())
+    specs = sorted(model_sweep.specs(sweep_cfg), key=_size_key)
+    say(
+        f"[6/7] model-size sweep: {', '.join(cfg.model_sweep)} on {tokens:,} tokens; then "
+        f"the convergence check of its {cfg.check_largest} largest"
+    )
+    _reuse_run(sweep_dir / "runs" / data_specs[-1].name, data_specs[-1], mdir, specs)
+    table = run_specs(mdir, specs, **pool, only=None, quiet=quiet)
+    for row in table.set_index("run").loc[[s.name for s in specs]].itertuples():
+        say(
+            f"      {row.label:>12} ({row.params_non_embedding:>8,} params): test loss "
+            f"{row.test_loss_nats:.4f} ({row.stop_reason}, {row.steps}/{row.max_steps} steps)"
+        )
+    # The data check's longer run of the shared shape is this check's longer run too.
+    checked = (data_specs[-1], *specs[-cfg.check_largest :])
+    longer = [convergence.longer(s, cfg.check_factor) for s in checked]
+    src = out / "check-data" / "runs" / data_specs[-1].name
+    _reuse_run(src, longer[0], out / "check-model", longer[1:])
+    check = _check(mdir, out / "check-model", specs, table, "params_non_embedding", cfg, pool)
+    say(f"      {check['text']}")
+    return {"sweep_dir": str(mdir), "table": table, "specs": specs, "check": check}
+
+
+def _size_key(spec: Any) -> int:
+    m = spec.params["model"]
+    return 12 * m["n_layer"] * m["n_embd"] ** 2
+
+
+def _reuse_run(src: Path, src_spec: Any, mdir: Path, specs: list) -> None:
+    """Copy the finished run `src` (of `src_spec`) into the sweep folder `mdir` as the run of
+    `specs` that has exactly the same configuration (shape, data, budget), if any: training
+    it again would repeat the same steps."""
+    for spec in specs:
+        same = spec.params["model"] == src_spec.params["model"]
+        same = same and spec.params["train"] == src_spec.params["train"]
+        dst = mdir / "runs" / spec.name
+        if same and (src / "result.json").exists() and not dst.exists():
+            tmp = dst.with_name(f".{dst.name}.tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(src, tmp, ignore=shutil.ignore_patterns(outdir.LOCK))
+            tmp.rename(dst)
+
+
+def _fits(table, model, sources, cfg) -> dict[str, Any]:
+    """Observed exponents (both forms) and, per source, predicted minus observed."""
+    from scalelab.laws.fit import fit_power_law
+
+    out: dict[str, Any] = {"sources": sources}
+    sides = [("data", table, "train_tokens")]
+    if model is not None:
+        sides.append(("model", model["table"], "params_non_embedding"))
+    for side, t, size in sides:
+        t = t.sort_values(size)
+        x, y = t[size].to_numpy(float), t["test_loss_nats"].to_numpy(float)
+        out[side] = {}
+        for form in ("power", "power+E"):
+            if form == "power+E" and len(x) < 4:
+                out[side][form] = None
+                continue
+            out[side][form] = fit_power_law(
+                x, y, form=form, n_boot=cfg.n_boot, seed=cfg.seed
+            ).to_dict()
+    return out
+
+
+def _summary(out, cfg, table, model, fits, along, sources, clock, html, md) -> dict[str, Any]:
+    cols = ["run", "train_tokens", "steps", "max_steps", "stop_reason", "test_loss_nats"]
+    summary = {
+        "report_html": str(html),
+        "report_md": str(md),
+        "sources": sources,
+        "fits": {k: fits[k] for k in ("data", "model") if k in fits},
+        "convergence": fits["convergence"],
+        "runs": table[cols].to_dict("records"),
+        "model_runs": (
+            model["table"][["run", "label", "params_non_embedding", *cols[2:]]].to_dict("records")
+            if model
+            else []
+        ),
+        "along": along["rows"],
+        "along_trend": along["trend"],
+        "stage_wall_s": clock.wall,
+        "stage_cpu_s": clock.cpu,
+        "wall_s": round(time.perf_counter() - clock.t0, 2),
+        "cpu_s": round(_cpu_s() - clock.c0, 2),
+        "config": cfg.to_dict(),
+        "provenance": provenance(),
+    }
+    earlier = read_json(out / SUMMARY).get("invocations", []) if (out / SUMMARY).exists() else []
+    this = {k: summary[k] for k in ("stage_wall_s", "stage_cpu_s", "wall_s", "cpu_s")}
+    summary["invocations"] = [*earlier, {**this, "time_utc": summary["provenance"]["time_utc"]}]
+    atomic_write_json(out / SUMMARY, summary)
+    return summary

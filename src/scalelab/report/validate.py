@@ -1,0 +1,233 @@
+"""The page of `scalelab validate`: verdicts first, then every source of d beside the observed
+exponents, the scaling plots, d along the sweep, the validation curves and the tables.
+
+It reads only the files the validation wrote (fits.json, d/*/source.json, along/along.json,
+the sweeps' runs.csv and run folders), so `scalelab validate` on a finished folder rebuilds it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from scalelab.io import provenance, read_json
+from scalelab.laws.fit import PowerLawFit
+from scalelab.laws.theory import d_from_alpha_D, d_from_alpha_N
+from scalelab.report.document import Report
+from scalelab.report.validate_figures import along_figure, curves_figure, scaling_sources_figure
+
+SIDES = {
+    "data": ("sweep", "check-data", "train_tokens", "alpha_D", "training tokens"),
+    "model": (
+        "model-sweep",
+        "check-model",
+        "params_non_embedding",
+        "alpha_N",
+        "non-embedding parameters",
+    ),
+}
+
+
+def _ci(pair: Any) -> str:
+    if not pair or any(v is None or not math.isfinite(v) for v in pair):
+        return ""
+    return f"[{pair[0]:.3f}, {pair[1]:.3f}]"
+
+
+def _fit(doc: dict[str, Any] | None) -> PowerLawFit | None:
+    if not doc:
+        return None
+    d = dict(doc)
+    d.pop("difference_observed_minus_predicted", None)
+    d["exponent_ci95"] = tuple(d["exponent_ci95"])
+    return PowerLawFit(**{k: v for k, v in d.items() if k in PowerLawFit.__dataclass_fields__})
+
+
+def _implied(key: str, a: float) -> float | None:
+    if key == "alpha_D":
+        return float(d_from_alpha_D(a)) if 0 < a < 1 else None
+    return float(d_from_alpha_N(a)) if a > 0 else None
+
+
+def _stop_counts(table: pd.DataFrame) -> str:
+    n = int((table["stop_reason"] == "patience").sum())
+    return f"{n} of {len(table)} runs stopped by patience"
+
+
+def verdicts(report: Report, fits: dict[str, Any], tables: dict[str, pd.DataFrame]) -> None:
+    report.heading("Verdict")
+    for side, check in fits["convergence"].items():
+        if check is None:
+            continue
+        name = "Data sweep" if side == "data" else "Model-size sweep"
+        report.paragraph(f"{name}: {_stop_counts(tables[side])}. {check['text']} ({check['how']}.)")
+    if "model" in tables:
+        report.paragraph(data_limit(tables["model"]))
+
+
+def data_limit(table: pd.DataFrame) -> str:
+    """Whether the model sweep's largest model was limited by its data: how many passes over
+    its tokens it had made at its best step, and whether it stopped by patience (validation
+    loss rising or flat while it trained on repeated data)."""
+    big = table.sort_values("params_non_embedding").iloc[-1]
+    passes = big["best_step"] / max(big["steps"], 1) * big["tokens_seen"] / big["train_tokens"]
+    text = (
+        f"Data limit: the largest model ({big['label']}, {int(big['params_non_embedding']):,} "
+        f"non-embedding parameters) had made {passes:.1f} passes over its "
+        f"{int(big['train_tokens']):,} training tokens at its best step"
+    )
+    if big["stop_reason"] == "patience":
+        return text + (
+            "; it stopped by patience on repeated data, so more data would likely lower its "
+            "loss: the largest models may be data-limited, which flattens alpha_N."
+        )
+    return text + "; it ended at its budget, not by patience, so repeated data had not stopped it."
+
+
+def sources_table(report: Report, fits: dict[str, Any]) -> None:
+    """Predicted exponents of every source beside the observed ones and the d they imply."""
+    rows = []
+    for s in fits["sources"]:
+        se = s.get("dimension_se")
+        lo, hi = s["dimension_range"]
+        rows.append(
+            {
+                "source of d": s["label"],
+                "d ± SE": f"{s['dimension']:.2f}" + (f" ± {se:.2f}" if se is not None else ""),
+                "d batch/K range": f"[{lo:.2f}, {hi:.2f}]",
+                "alpha_D = 2/(2+d)": f"{s['alpha_D']:.3f}",
+                "alpha_D 95% (SE)": _ci(s.get("alpha_D_ci95")),
+                "alpha_D range": _ci(s["alpha_D_range"]),
+                "alpha_N = 2/d": f"{s['alpha_N']:.3f}",
+                "alpha_N 95% (SE)": _ci(s.get("alpha_N_ci95")),
+                "alpha_N range": _ci(s["alpha_N_range"]),
+            }
+        )
+    for side in ("data", "model"):
+        key = SIDES[side][3]
+        fit = (fits.get(side) or {}).get("power")
+        if not fit:
+            continue
+        implied = _implied(key, fit["exponent"])
+        rows.append(
+            {
+                "source of d": f"OBSERVED {key} ({side} sweep, log-log fit)",
+                "d ± SE": f"implied d = {implied:.2f}" if implied else "implied d: none",
+                f"{key} = 2/(2+d)"
+                if key == "alpha_D"
+                else "alpha_N = 2/d": f"{fit['exponent']:.3f}",
+                f"{key} 95% (SE)": _ci(fit["exponent_ci95"]) + " (bootstrap)",
+            }
+        )
+    report.table(
+        rows,
+        caption="Sources of d and the exponents they predict, beside the observed exponents. "
+        "Shown: d at the protocol's MLE batch size and K ± the SE over batches (interval "
+        "±1.96 SE); the range is d's min–max over batch sizes 2048/4096/8192 and K 10/20/40, "
+        "which the SE does not include.",
+    )
+
+
+def _side_figure(report: Report, side: str, fits: dict[str, Any], table: pd.DataFrame) -> None:
+    _, _, size, key, what = SIDES[side]
+    t = table.sort_values(size)
+    x, y = t[size].to_numpy(float), t["test_loss_nats"].to_numpy(float)
+    fitted = [f for f in (_fit(fits[side].get(form)) for form in ("power", "power+E")) if f]
+    formula = "2/(2+d)" if key == "alpha_D" else "2/d"
+    slopes = [(f"{s['label']}: {formula} = {s[key]:.3f}", s[key]) for s in fits["sources"]]
+    fig_no = "Figure 2" if side == "data" else "Figure 3"
+    report.figure(
+        scaling_sources_figure(
+            x,
+            y,
+            fitted,
+            slopes,
+            xlabel=what,
+            title=f"test loss vs {what} (cf. the paper's {fig_no})",
+        ),
+        f"Test loss vs {what}, log-log: fits (solid: no E, with its 95% band; dashed: with "
+        "E) and each source's predicted slope (dotted), anchored where the log-log fit passes "
+        "the geometric-mean size.",
+    )
+
+
+def _curves(report: Report, out: Path, side: str, table: pd.DataFrame, fits: dict) -> None:
+    sweep, check, size, _, _ = SIDES[side]
+    checked = {r["run"] for r in (fits["convergence"].get(side) or {}).get("runs", [])}
+    panels = []
+    for row in table.sort_values(size).itertuples():
+        longer = out / check / "runs" / row.run
+        label = row.label if side == "model" else f"{row.train_tokens:,} tokens"
+        panels.append(
+            {
+                "label": label,
+                "run_dir": out / sweep / "runs" / row.run,
+                "stop": f"{row.stop_reason} at {row.steps}/{row.max_steps}",
+                "longer_dir": longer if row.run in checked and longer.exists() else None,
+            }
+        )
+    name = "data sweep" if side == "data" else "model-size sweep"
+    report.figure(
+        curves_figure(panels, f"validation loss vs step, {name}"),
+        f"Validation curves of every {name} run (red dot: best step, whose weights are "
+        "tested; grey: the convergence check's longer-budget run, where one was trained).",
+    )
+
+
+def _check_table(report: Report, side: str, check: dict[str, Any] | None) -> None:
+    if check is None:
+        return
+    report.table(
+        check["runs"],
+        caption=f"Convergence check ({side} sweep): exponent {check['exponent']:.4f} → "
+        f"{check['exponent_longer']:.4f} with the longer budgets (shift {check['shift']:+.4f}, "
+        f"threshold {check['threshold']}). replay: stopped by patience under a "
+        "budget-independent schedule, so a longer budget repeats it exactly (not rerun); "
+        "continue: resumed from its last checkpoint with the longer budget (identical to a "
+        "fresh longer run); rerun: trained again from step 0.",
+    )
+
+
+def build_validate_report(out: str | Path) -> tuple[Path, Path]:
+    """Write `OUT/report/report.html` and `report.md` from a validation folder."""
+    out = Path(out)
+    cfg = read_json(out / "pipeline.json")
+    fits = read_json(out / "fits.json")
+    tables = {"data": pd.read_csv(out / "sweep" / "runs.csv")}
+    if (out / "model-sweep" / "runs.csv").is_file() and fits.get("model"):
+        tables["model"] = pd.read_csv(out / "model-sweep" / "runs.csv")
+    report = Report(f"scalelab validate: {Path(str(cfg['corpus'])).name}")
+    verdicts(report, fits, tables)
+    report.heading("Predicted and observed exponents")
+    sources_table(report, fits)
+    for side, table in tables.items():
+        _side_figure(report, side, fits, table)
+    report.heading("d along the data sweep")
+    along = read_json(out / "along" / "along.json")
+    report.figure(
+        along_figure(along),
+        "Each data-sweep model's d on the same sampled test "
+        "positions (bars ±1 SE); the dashed trend is a named fit, not a prediction.",
+    )
+    report.table(
+        along["rows"],
+        caption=f"d along the sweep (positions sha256 "
+        f"{along['positions_sha256'][:12]}…, {along['n_points_sampled']} points)",
+    )
+    report.heading("Validation curves and convergence")
+    for side, table in tables.items():
+        _curves(report, out, side, table, fits)
+        _check_table(report, side, fits["convergence"].get(side))
+    report.heading("Sensitivity of d to the MLE batch size and K")
+    for s in fits["sources"]:
+        report.table(s["sensitivity"], caption=f"{s['label']}: {s['shown']}")
+    report.heading("Runs")
+    for side, table in tables.items():
+        report.table(table.to_dict("records"), caption=f"{SIDES[side][0]}/runs.csv")
+    report.heading("Configuration and provenance")
+    report.json(cfg)
+    report.json(provenance())
+    return report.write(out / "report")

@@ -1,0 +1,167 @@
+"""`scalelab validate` end to end on a fake tiny corpus: every source of d (the own reference
+and a Hugging Face folder), d along the sweep on the same positions, the convergence checks,
+both sweeps, fits and the report; a second call trains nothing; bad corpora are refused in
+one line before anything is written."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_sweeps_data import make_store, mini_paragraphs
+
+from scalelab.errors import CheckpointError, ConfigError
+from scalelab.io import atomic_write_json
+from scalelab.lm.checkpoint import save_weights
+from scalelab.lm.hf import export_gpt_to_hf
+from scalelab.lm.model import GPT, GPTConfig
+from scalelab.pipeline import PipelineConfig, run_pipeline
+from scalelab.probe.estimate import EstimateConfig, estimate
+from scalelab.probe.sources import parse_source
+from scalelab.sweeps.lm import Schedule
+from scalelab.text.store import TokenStore
+
+
+def toy_config(corpus: Path, **changes: object) -> PipelineConfig:
+    schedule = Schedule(max_epochs=3.0, decay_epochs=1.0, min_steps=10, step_cap=30, patience=2)
+    base = dict(
+        corpus=str(corpus),
+        vocab_size=384,
+        model="1x32x1",
+        context_len=32,
+        batch_size=4,
+        min_tokens=1000,
+        max_tokens=9000,
+        points=3,
+        eval_interval=10,
+        eval_batches=2,
+        test_tokens=1024,
+        schedule=schedule.to_dict(),
+        model_sweep=("1x8x1", "1x16x1", "1x32x1"),
+        check_largest=1,
+        id_per_doc=8,
+        id_batch_size=256,
+        n_boot=20,
+    )
+    return PipelineConfig(**{**base, **changes})
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A text corpus and a random GPT of the corpus's tokenizer, saved both as a scalelab run
+    folder and as a Hugging Face folder (the external reference model)."""
+    root = tmp_path_factory.mktemp("pipeline")
+    text = root / "corpus.txt"
+    text.write_text("\n\n".join(mini_paragraphs()), encoding="utf-8")
+    store = make_store(root / "store")
+    gpt = GPT(GPTConfig(vocab_size=384, block_size=32, n_layer=1, n_head=2, n_embd=24), seed=3)
+    run = root / "random-run"
+    run.mkdir()
+    save_weights(gpt, run / "checkpoint.safetensors")
+    atomic_write_json(run / "config.json", {"model": gpt.config.to_dict(), "data_dir": str(store)})
+    hf = export_gpt_to_hf(gpt, root / "random-hf", tokenizer=TokenStore(store, "test").tokenizer())
+    return {"root": root, "text": text, "store": store, "run": run, "hf": hf}
+
+
+def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path]) -> None:
+    out = world["root"] / "validate"
+    cfg = toy_config(world["text"])
+    lines: list[str] = []
+    summary = run_pipeline(
+        out, cfg, references=[str(world["hf"])], workers=1, quiet=True, say=lines.append
+    )
+    own, hf = summary["sources"]
+    # The HF source measured d on the pipeline's test split through the HF model: the same
+    # weights read as a scalelab run on the same store give the same d.
+    direct = estimate(world["run"], out / "data", _est(cfg), world["root"] / "direct", quiet=True)
+    assert hf["kind"] == "hf" and hf["dimension"] == pytest.approx(direct["dimension"], rel=1e-4)
+    # Sensitivity rows: batch sizes up to the points available, K 10 and 40; range covers d.
+    ks = {(r["batch_size"], r["k"]) for r in own["sensitivity"]}
+    assert {k for _, k in ks} == {10, 20, 40}
+    lo, hi = own["dimension_range"]
+    assert lo <= own["dimension"] <= hi and own["alpha_D_range"][0] <= own["alpha_D"]
+    # d along the sweep: every run on the same positions; the largest run's d equals the own
+    # source's d (estimate() samples the same positions independently).
+    along = json.loads((out / "along" / "along.json").read_text())
+    assert [r["train_tokens"] for r in along["rows"]] == [1000, 3000, 9000]
+    assert along["rows"][-1]["dimension"] == pytest.approx(own["dimension"], rel=1e-12)
+    assert along["trend"]["used_for_prediction"] is False
+    # Observed exponent = log-log OLS of the runs; implied d in the report.
+    x = np.array([r["train_tokens"] for r in summary["runs"]], float)
+    y = np.array([r["test_loss_nats"] for r in summary["runs"]], float)
+    ols = -np.polyfit(np.log(x), np.log(y), 1)[0]
+    assert summary["fits"]["data"]["power"]["exponent"] == pytest.approx(ols, rel=1e-9)
+    # Convergence checks: one row per side; a replayed run keeps its loss exactly.
+    for side in ("data", "model"):
+        check = summary["convergence"][side]
+        (row,) = check["runs"]
+        if row["action"] == "replay":
+            assert row["test_loss_nats_longer"] == row["test_loss_nats"]
+        else:
+            assert row["max_steps_longer"] == 2 * row["max_steps"]
+        assert abs(check["shift"]) > 0.01 or "Converged" in check["text"]
+    # The shared shape's longer run is the same in both checks (the model check copies it).
+    data_row, model_row = (summary["convergence"][k]["runs"][0] for k in ("data", "model"))
+    assert data_row["test_loss_nats_longer"] == model_row["test_loss_nats_longer"]
+    # The model sweep reused the data sweep's largest run (same shape and data).
+    labels = [r["label"] for r in summary["model_runs"]]
+    assert sorted(labels) == ["L1-W16-H1", "L1-W32-H1", "L1-W8-H1"]
+    html = Path(summary["report_html"]).read_text(encoding="utf-8")
+    for words in ("Verdict", "d along the data sweep", "Validation curves of every", "random-hf"):
+        assert words in html
+    assert html.count("<img") >= 5
+    assert any(line.startswith("[7/7]") for line in lines)
+
+    stamps = {p: p.stat().st_mtime_ns for p in out.rglob("*.safetensors")}
+    again = run_pipeline(
+        out, cfg, references=[str(world["hf"])], workers=1, quiet=True, say=lambda _: None
+    )
+    assert again["runs"] == summary["runs"] and again["sources"] == summary["sources"]
+    assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())  # nothing retrained
+    with pytest.raises(ConfigError, match="different config"):
+        run_pipeline(out, toy_config(world["text"], seed=1), workers=1, quiet=True, say=print)
+
+
+def _est(cfg: PipelineConfig) -> EstimateConfig:
+    return EstimateConfig(per_doc=cfg.id_per_doc, k=cfg.id_k, batch_size=cfg.id_batch_size)
+
+
+def test_sources_parse_runs_hf_folders_and_gguf_files(world: dict[str, Path]) -> None:
+    assert parse_source(str(world["hf"])).weights is None
+    gguf = world["root"] / "models" / "tiny.Q4.gguf"
+    gguf.parent.mkdir()
+    gguf.write_bytes(b"GGUF")
+    src = parse_source(str(gguf))
+    assert (Path(src.path), src.weights, src.label) == (gguf.parent, "tiny.Q4.gguf", "tiny.Q4")
+    with pytest.raises(CheckpointError, match="not a scalelab run folder"):
+        parse_source(str(world["root"] / "nothing"))
+
+
+@pytest.mark.parametrize(
+    ("content", "extra", "message"),
+    [
+        (b"", [], "no non-empty documents"),
+        (b"caf\xe9 au lait\n\nmore text here\n", [], "not UTF-8"),
+        (None, [], "use --id-batch-size "),  # ~1.5k test points for batches of 4096
+        (None, ["--max-tokens", "10000000"], "use --max-tokens"),
+    ],
+)
+def test_bad_corpora_are_one_line_before_anything_is_written(
+    world: dict[str, Path], tmp_path: Path, run_cli, content, extra, message
+) -> None:
+    corpus = world["text"]
+    if content is not None:
+        corpus = tmp_path / "bad.txt"
+        corpus.write_bytes(content)
+    out = tmp_path / "out"
+    args = ["--min-tokens", "1000", "--max-tokens", "9000", *extra]
+    result = run_cli("validate", "--corpus", corpus, "--out", out, *args, "--quiet")
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1 and not out.exists()
+    found = re.search(r"gives (\d+) points.*--id-batch-size (\d+)", result.stderr)
+    if found:  # the suggested batch size is the largest power of two that the points fill
+        n, b = int(found[1]), int(found[2])
+        assert b <= n < 2 * b and b & (b - 1) == 0
