@@ -548,6 +548,28 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["induction", "separation", "--out", "{data_sweep}", "--quick"],
         "sweep",
     ),
+    # --- validate
+    "validate-corpus-path": (
+        ["validate", "--corpus", "{tmp}/nocorpus", "--out", "{out}"],
+        "nocorpus",
+    ),
+    "validate-points": (
+        ["validate", "--corpus", "{text}", "--out", "{out}", "--points", "0"],
+        "points",
+    ),
+    "validate-model-sweep": (
+        ["validate", "--corpus", "{text}", "--out", "{out}", "--model-sweep", "1x16,1x32"],
+        "at least 3 models",
+    ),
+    "validate-backend": (
+        ["validate", "--corpus", "{text}", "--out", "{out}", "--backend", "slurm"],
+        "slurm",
+    ),
+    "validate-reference-path": (
+        ["validate", "--corpus", "{text}", "--out", "{out}", "--reference-model", "{tmp}/noref"],
+        "noref",
+    ),
+    "validate-out-is-sweep": (["validate", "--corpus", "{text}", "--out", "{data_sweep}"], "sweep"),
     # --- demo
     "demo-corpus": (["demo", "--out", "{out}", "--corpus", "klingon"], "klingon"),
     "demo-points": (["demo", "--out", "{out}", "--points", "0"], "points"),
@@ -558,6 +580,27 @@ CASES: dict[str, tuple[list[str], str]] = {
     "demo-workers": (["demo", "--out", "{out}", "--workers", "0"], "workers"),
     "demo-out-is-sweep": (["demo", "--out", "{data_sweep}"], "sweep"),
     "demo-id-batch": (["demo", "--out", "{out}", "--id-batch-size", "5"], "batch"),
+    # --- validate (any corpus; the demo's pipeline)
+    "validate-corpus": (["validate", "--corpus", "klingon", "--out", "{out}"], "klingon"),
+    "validate-too-few-points": (
+        [
+            "validate",
+            "--corpus",
+            "{store}",
+            "--out",
+            "{out}",
+            "--min-tokens",
+            "500",
+            "--max-tokens",
+            "5000",
+        ],
+        "--id-batch-size",
+    ),
+    "validate-max-tokens": (["validate", "--corpus", "{store}", "--out", "{out}"], "--max-tokens"),
+    "validate-reference": (
+        ["validate", "--corpus", "{store}", "--out", "{out}", "--reference-model", "{tmp}/nope"],
+        "--reference-model",
+    ),
 }
 
 

@@ -103,6 +103,9 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
         else:
             assert row["max_steps_longer"] == 2 * row["max_steps"]
         assert abs(check["shift"]) > 0.01 or "Converged" in check["text"]
+    # The shared shape's longer run is the same in both checks (the model check copies it).
+    data_row, model_row = (summary["convergence"][k]["runs"][0] for k in ("data", "model"))
+    assert data_row["test_loss_nats_longer"] == model_row["test_loss_nats_longer"]
     # The model sweep reused the data sweep's largest run (same shape and data).
     labels = [r["label"] for r in summary["model_runs"]]
     assert sorted(labels) == ["L1-W16-H1", "L1-W32-H1", "L1-W8-H1"]

@@ -118,3 +118,5 @@ def test_verdict_flags_a_moving_exponent() -> None:
     assert long == pytest.approx(0.3, abs=1e-9)
     same = convergence.verdict(long, long + 0.005, rows)
     assert not same["budget_limited"] and "Converged" in same["text"]
+    capped = [{"run": "x", "action": "continue", "stop_reason_longer": "max_steps"}]
+    assert "still improving" in convergence.verdict(long, long, capped)["text"]

@@ -286,6 +286,7 @@ def _model_side(out, cfg, data_dir, model_cfg, train_cfg, sweep_dir, data_specs,
         say("[6/7] model-size sweep: none configured")
         return None
     from scalelab.runner import open_sweep
+    from scalelab.sweeps import convergence
     from scalelab.sweeps import model as model_sweep
     from scalelab.sweeps.lm import Schedule, run_specs
 
@@ -307,6 +308,11 @@ def _model_side(out, cfg, data_dir, model_cfg, train_cfg, sweep_dir, data_specs,
             f"      {row.label:>12} ({row.params_non_embedding:>8,} params): test loss "
             f"{row.test_loss_nats:.4f} ({row.stop_reason}, {row.steps}/{row.max_steps} steps)"
         )
+    # The data check's longer run of the shared shape is this check's longer run too.
+    checked = (data_specs[-1], *specs[-cfg.check_largest :])
+    longer = [convergence.longer(s, cfg.check_factor) for s in checked]
+    src = out / "check-data" / "runs" / data_specs[-1].name
+    _reuse_run(src, longer[0], out / "check-model", longer[1:])
     check = _check(mdir, out / "check-model", specs, table, "params_non_embedding", cfg, pool)
     say(f"      {check['text']}")
     return {"sweep_dir": str(mdir), "table": table, "specs": specs, "check": check}
@@ -318,9 +324,9 @@ def _size_key(spec: Any) -> int:
 
 
 def _reuse_run(src: Path, src_spec: Any, mdir: Path, specs: list) -> None:
-    """Copy the data sweep's finished largest run into the model sweep when one of its runs
-    has exactly the same configuration (same shape, data, budget): training it again would
-    repeat the same steps."""
+    """Copy the finished run `src` (of `src_spec`) into the sweep folder `mdir` as the run of
+    `specs` that has exactly the same configuration (shape, data, budget), if any: training
+    it again would repeat the same steps."""
     for spec in specs:
         same = spec.params["model"] == src_spec.params["model"]
         same = same and spec.params["train"] == src_spec.params["train"]

@@ -175,6 +175,7 @@ def verdict(
             f"{len(replayed)} run(s) not rerun: they stopped by patience under a schedule that "
             "does not depend on the budget, so a longer budget replays them exactly"
         )
+    still = [r["run"] for r in rows if r.get("stop_reason_longer", "patience") != "patience"]
     text = (
         f"The observation is BUDGET-LIMITED: with longer budgets for the largest runs the "
         f"fitted exponent moves by {shift:+.4f} (more than {threshold}); the runs had not "
@@ -183,6 +184,11 @@ def verdict(
         else f"Converged within the check: with longer budgets for the largest runs the "
         f"fitted exponent moves by {shift:+.4f} (at most {threshold})."
     )
+    if still and not limited:
+        text += (
+            f" But {len(still)} of the longer runs also ended at their budget, still "
+            "improving: the exponent is stable to this check, the losses are not converged."
+        )
     return {
         "budget_limited": limited,
         "exponent": exponent,
