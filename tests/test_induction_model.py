@@ -132,7 +132,10 @@ def test_cli_solve_and_generate(capsys, monkeypatch) -> None:
         (["generate", "--kind", "zigzag"], "--kind must be"),
         (["generate", "--kind", "hard", "--n", "2"], "n >= 3"),
         (["protocol", "--k", "4,x"], "--k must be comma-separated"),
-        (["evaluate", "/nonexistent/run"], "cannot load an induction model"),
+        (
+            ["evaluate", "/nonexistent/run"],
+            "point at a folder written by `scalelab induction train`",
+        ),
         (["train", "--out", "OUT", "--n", "10", "--alphabet", "2"], "alphabet_size >= 3"),
         (["construct", "--n", "0"], "max_len >= 1"),
     ],

@@ -44,6 +44,7 @@ def toy_config(corpus: Path, **changes: object) -> PipelineConfig:
         check_largest=1,
         id_per_doc=8,
         id_batch_size=256,
+        id_precision="float32",  # exact comparisons across model formats below
         n_boot=20,
     )
     return PipelineConfig(**{**base, **changes})
@@ -126,7 +127,12 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
 
 
 def _est(cfg: PipelineConfig) -> EstimateConfig:
-    return EstimateConfig(per_doc=cfg.id_per_doc, k=cfg.id_k, batch_size=cfg.id_batch_size)
+    return EstimateConfig(
+        per_doc=cfg.id_per_doc,
+        k=cfg.id_k,
+        batch_size=cfg.id_batch_size,
+        precision=cfg.id_precision,
+    )
 
 
 def test_sources_parse_runs_hf_folders_and_gguf_files(world: dict[str, Path]) -> None:

@@ -166,6 +166,9 @@ _WORKERS = typer.Option(2, "--workers", help="Runs in parallel (one torch thread
 _THREADS = threads_option(help="Torch threads of the main process.")
 _IDB = _opt("--id-batch-size", "Points per MLE batch.")
 _IDP = _opt("--id-per-doc", "Positions per test document for d.")
+_IDPREC = _opt(
+    "--id-precision", "Forward pass of the models that measure d: auto|float32|bfloat16."
+)
 
 
 def validate_command(
@@ -190,6 +193,7 @@ def validate_command(
     threads: int | None = _THREADS,
     id_batch_size: int = _IDB,
     id_per_doc: int = _IDP,
+    id_precision: str = _IDPREC,
     seed: int = SEED,
     backend: str = BACKEND,
     ray_address: str | None = RAY_ADDRESS,

@@ -15,7 +15,10 @@ from typing import Any
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
+from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
+from scalelab.probe.config import PRECISIONS
 from scalelab.sweeps.lm import Schedule
+from scalelab.validate import choice
 
 
 def _schedule() -> dict[str, Any]:
@@ -51,8 +54,9 @@ class PipelineConfig(Config):
     check_factor: int = 2  # ... given this many times their step budget
     id_per_doc: int = 32
     id_max_documents: int | None = None
-    id_k: int = 20
-    id_batch_size: int = 4096
+    id_k: int = PAPER_K
+    id_batch_size: int = PAPER_BATCH_SIZE
+    id_precision: str = "auto"  # forward pass of every model that measures d
     n_boot: int = 1000
     seed: int = 0
 
@@ -70,6 +74,7 @@ class PipelineConfig(Config):
             raise ConfigError(f"check_largest must be in [1, points], got {self.check_largest}")
         if self.check_factor < 2:
             raise ConfigError(f"check_factor must be >= 2, got {self.check_factor}")
+        choice(self.id_precision, "id_precision", PRECISIONS)
         if self.id_batch_size <= self.id_k:
             raise ConfigError(
                 f"--id-batch-size {self.id_batch_size} must exceed K = {self.id_k}; raise it"

@@ -208,6 +208,7 @@ def _estimate_config(cfg: PipelineConfig) -> Any:
         max_documents=cfg.id_max_documents,
         k=cfg.id_k,
         batch_size=cfg.id_batch_size,
+        precision=cfg.id_precision,
         seed=cfg.seed,
     )
 
