@@ -19,7 +19,7 @@ from pathlib import Path
 # Bottom first. A room may import only rooms on a strictly lower floor (or itself).
 LAYERS: list[set[str]] = [
     {"errors"},
-    {"io", "seeds", "validate"},
+    {"io", "seeds", "validate", "malloc"},
     {"config", "progress", "device", "scalars", "ray_runner", "outdir"},
     {"runner"},
     {"text", "intrinsic", "laws"},

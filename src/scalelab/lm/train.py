@@ -42,6 +42,7 @@ from scalelab.lm.data import (
 )
 from scalelab.lm.distributed import DistContext, init_distributed
 from scalelab.lm.model import GPT
+from scalelab.malloc import keep_freed_memory
 from scalelab.progress import progress
 from scalelab.scalars import Scalars
 
@@ -188,6 +189,7 @@ def train(
     result dict that is also written to `out_dir/result.json`. `on_eval(model)` adds its
     fields to every metrics.jsonl row (e.g. head scores over training); it runs in eval mode
     under `torch.random.fork_rng`, so it cannot change training (resume stays bit-exact)."""
+    keep_freed_memory()
     ctx = init_distributed(device)
     data_dir, out_dir = Path(data_dir).resolve(), Path(out_dir)
     run_cfg = {
