@@ -14,7 +14,7 @@ PAPER_CONTEXT = 1024  # window length in tokens, or the model's maximum if short
 DEFAULT_BATCH_SIZES = (512, 1024, 2048, 4096, 8192, 16384)  # `ablate batch-size`
 PRECISIONS = ("auto", "float32", "bfloat16")  # forward-pass dtype (auto: bf16 where native)
 # Tokens per forward pass: on a CPU, batches of 1-2k tokens keep more of the activations in
-# cache than 4k (SmolLM2-135M, one thread: ~1.2x per CPU-second; docs/benchmarks/estimate.md).
+# cache than 4k (SmolLM2-135M, one thread: ~1.1x per CPU-second; docs/benchmarks/estimate.md).
 BATCH_TOKENS = 2048
 
 
