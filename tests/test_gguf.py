@@ -6,6 +6,7 @@ give the same tokens, the same hidden states and the same d. Nothing is download
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -80,8 +81,6 @@ def _write_gguf(model: torch.nn.Module, tok_json: dict, path: Path) -> None:
 def twins(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A random 2-layer Llama with grouped-query attention and a byte-level BPE, saved as an
     HF folder (safetensors + tokenizer.json) and as a GGUF file alone in another folder."""
-    import json
-
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     root = tmp_path_factory.mktemp("gguf")
