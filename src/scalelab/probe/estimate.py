@@ -34,7 +34,7 @@ from scalelab.device import resolve_device
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance, to_json
 from scalelab.lm.load import LoadedModel, load_model_for_embedding
-from scalelab.probe.config import PAPER_CONTEXT, EstimateConfig
+from scalelab.probe.config import BATCH_TOKENS, PAPER_CONTEXT, EstimateConfig
 from scalelab.probe.corpus import CorpusTokens, encode_texts, load_corpus_tokens
 from scalelab.probe.sample import (
     Sample,
@@ -139,7 +139,7 @@ def embed_sample(
     sample: Sample,
     layers: list[int],
     *,
-    batch_tokens: int = 4096,
+    batch_tokens: int = BATCH_TOKENS,
     device: torch.device | str = "cpu",
     precision: str = "auto",
     quiet: bool = True,

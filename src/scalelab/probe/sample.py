@@ -24,7 +24,7 @@ from torch import Tensor
 
 from scalelab.errors import ConfigError, InputError
 from scalelab.lm.load import StatesFn
-from scalelab.probe.config import PRECISIONS
+from scalelab.probe.config import BATCH_TOKENS, PRECISIONS
 from scalelab.progress import progress
 from scalelab.validate import choice, positive_int
 
@@ -258,7 +258,7 @@ def extract(
     sample: Sample,
     layers: Sequence[int],
     *,
-    batch_tokens: int = 4096,
+    batch_tokens: int = BATCH_TOKENS,
     device: torch.device | str = "cpu",
     dtype: torch.dtype = torch.float32,
     quiet: bool = True,
