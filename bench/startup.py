@@ -68,8 +68,10 @@ def main() -> None:
     parser.add_argument("--src", type=Path, default=SRC, help="the src/ folder to measure")
     args = parser.parse_args()
     src = args.src.resolve()
-    # The CLI sets this for itself; the reference gets the same OpenMP waiting policy.
+    # The CLI sets these for itself; the reference gets the same OpenMP waiting policy and
+    # OpenBLAS spin time.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "16")
     sys.path.insert(0, str(SRC))
     print(f"load average before: {os.getloadavg()[0]:.2f}; python {sys.version.split()[0]}")
     with tempfile.TemporaryDirectory() as tmp:

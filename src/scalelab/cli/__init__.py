@@ -126,10 +126,13 @@ def make_app() -> Any:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage and library errors become one line on stderr and exit code 2.
 
-    OpenMP threads (torch's, numba's) wait passively between parallel regions unless the
-    environment says otherwise: spinning waits cost 30% or more on a loaded machine
-    (docs/benchmarks/intrinsic.md). It must be set before torch is imported, hence here."""
+    OpenMP threads (torch's, numba's) wait passively between parallel regions, and OpenBLAS's
+    threads (numpy's products) spin only briefly after each product, unless the environment
+    says otherwise: spinning threads take the CPU from the next parallel step, which costs 30%
+    or more on a loaded machine (docs/benchmarks/intrinsic.md, docs/benchmarks.md). Both are
+    read when the libraries load, before numpy or torch is imported, hence here."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "16")  # 2^16 cycles instead of 2^28
     try:
         from typer._click import exceptions as click_errors  # typer >= 0.24 has its own click
     except ImportError:  # pragma: no cover - older typer uses click itself

@@ -36,7 +36,9 @@ def id_command(
     beta: float = typer.Option(1.0, help="Hölder smoothness β for the predicted exponents."),
     out: Path | None = typer.Option(None, help="Also save the result + provenance as JSON."),
     device: str | None = typer.Option(
-        None, help="Run the k-NN search on this torch device (cuda, cuda:1; default: CPU)."
+        None,
+        help="Run the k-NN search as torch ops on this device (cuda, cuda:1). Default: the "
+        "CPU search in numpy, which does not load torch.",
     ),
     seed: int = SEED,
     json_out: bool = JSON,

@@ -7,18 +7,21 @@ code used chunks of 3600 points; scalelab defaults to 4096.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from scalelab.errors import ConfigError, EstimationError
 from scalelab.intrinsic import ESTIMATORS, PAPER_BATCH_SIZE
 from scalelab.intrinsic.calibrated import CalibratedMLE
 from scalelab.intrinsic.mle import MLE, TwoNN, prepare_points
 from scalelab.progress import progress
+
+if TYPE_CHECKING:  # annotations only: the estimators run without torch
+    import torch
 
 
 def make_estimator(
@@ -113,6 +116,10 @@ def estimate_in_batches(
     remove = bool(getattr(estimator, "remove_duplicates", True))
     x, n_removed = prepare_points(X, k, remove_duplicates=remove)
     batches = batch_indices(len(x), batch_size, seed)
+    if remove and hasattr(estimator, "remove_duplicates"):
+        # The batches are subsets of unique rows: checking each one again would find nothing.
+        estimator = copy.copy(estimator)
+        estimator.remove_duplicates = False
     values = []
     with progress("intrinsic dimension", len(batches), quiet=quiet) as advance:
         for i, b in enumerate(batches):
