@@ -14,8 +14,6 @@ import numpy as np
 # Fast-math without 'nnan'/'ninf': the kernels compare against +inf placeholders, which the
 # compiler may not assume away; reassociation, contraction and the rest are safe here.
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
-_CHUNK = 64  # columns whose minimum is checked before any of them is inserted
-_TILE = 16  # columns of a transposed block per parallel task (one cache line of float32)
 
 
 @numba.njit(parallel=True, fastmath=FASTMATH, cache=True)
@@ -85,7 +83,14 @@ def _push(vals: np.ndarray, idx: np.ndarray, i: int, a: float, j: int) -> None:
 
 @numba.njit(parallel=True, fastmath=FASTMATH, cache=True)
 def keep_smallest(
-    vals: np.ndarray, idx: np.ndarray, g: np.ndarray, row0: int, col0: int, sqn: np.ndarray
+    vals: np.ndarray,
+    idx: np.ndarray,
+    g: np.ndarray,
+    row0: int,
+    col0: int,
+    sqn: np.ndarray,
+    sqn32: np.ndarray,
+    margin: float,
 ) -> None:
     """Fold one block of Gram products into the running candidate lists, in place.
 
@@ -93,42 +98,22 @@ def keep_smallest(
     `a = sqn[j] - 2 g[r, c]` (float64) is the approximate |x_j|^2 - 2 x_i.x_j. Per point i,
     `vals[i]`/`idx[i]` are a max-heap of the C smallest `a` seen so far (+inf and -1 while
     unfilled), so after all blocks every point j not kept has a >= vals[i, 0]. The point
-    itself is skipped.
+    itself is skipped. A float32 pass (`sqn32`, twice as many lanes) first counts the values
+    that may enter; `margin` (>= its rounding error plus the threshold's) keeps it
+    conservative, and only rows with a count are scanned in float64.
     """
     n_rows, n_cols = g.shape
     for r in numba.prange(n_rows):
         i = row0 + r
-        buf = np.empty(_CHUNK)
-        for c0 in range(0, n_cols, _CHUNK):
-            c1 = min(n_cols, c0 + _CHUNK)
-            low = np.inf
-            for c in range(c0, c1):  # vectorised: most chunks hold nothing to keep
-                a = sqn[col0 + c] - 2.0 * np.float64(g[r, c])
-                buf[c - c0] = a
-                low = min(low, a)
-            if low >= vals[i, 0]:
-                continue
-            for c in range(c0, c1):
-                if buf[c - c0] < vals[i, 0] and col0 + c != i:
-                    _push(vals, idx, i, buf[c - c0], col0 + c)
-
-
-@numba.njit(parallel=True, fastmath=FASTMATH, cache=True)
-def keep_smallest_transposed(
-    vals: np.ndarray, idx: np.ndarray, g: np.ndarray, row0: int, col0: int, sqn: np.ndarray
-) -> None:
-    """`keep_smallest` for the transpose of `g` without copying it: column c of `g` belongs
-    to point i = col0 + c, row r to the candidate j = row0 + r. Tiles of columns run in
-    parallel and read `g` row by row."""
-    n_rows, n_cols = g.shape
-    for t in numba.prange((n_cols + _TILE - 1) // _TILE):
-        c0 = t * _TILE
-        c1 = min(n_cols, c0 + _TILE)
-        for r in range(n_rows):
-            j = row0 + r
-            s = sqn[j]
-            for c in range(c0, c1):
-                a = s - 2.0 * np.float64(g[r, c])
-                i = col0 + c
-                if a < vals[i, 0] and i != j:
-                    _push(vals, idx, i, a, j)
+        worst = vals[i, 0]
+        limit = np.float32(worst + margin)
+        hits = 0
+        for c in range(n_cols):  # vectorised; most rows of most blocks have no hit
+            hits += sqn32[col0 + c] - np.float32(2.0) * g[r, c] < limit
+        if hits == 0:
+            continue
+        for c in range(n_cols):
+            a = sqn[col0 + c] - 2.0 * np.float64(g[r, c])
+            if a < worst and col0 + c != i:
+                _push(vals, idx, i, a, col0 + c)
+                worst = vals[i, 0]

@@ -23,12 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scalelab.intrinsic.neighbors_kernels import (
-    keep_smallest,
-    keep_smallest_transposed,
-    rerank_kernel,
-    row_sq_norms,
-)
+from scalelab.intrinsic.neighbors_kernels import keep_smallest, rerank_kernel, row_sq_norms
 
 _UNIT = {np.dtype(np.float32): 2.0**-24, np.dtype(np.float64): 2.0**-53}
 # Half the smallest subnormal spacing: the absolute error of an underflowing rounding.
@@ -110,6 +105,10 @@ def candidates(search: Gram32, c: int) -> tuple[np.ndarray, np.ndarray]:
     n = len(z)
     vals = np.full((n, c), np.inf)
     idx = np.full((n, c), -1, dtype=np.int64)
+    sqn, sqn32 = search.sqn, search.sqn.astype(np.float32)
+    # The float32 pre-check's error: s_j rounded, the product doubled and subtracted, and
+    # the threshold rounded (|a|, |threshold| <= 3 max s): 16 u32 max s covers them all.
+    margin = 16 * 2.0**-24 * float(sqn.max()) if search.precision == "fp32" else np.inf
     rows_per = min(n, _ROW_BLOCK)
     cols_per = max(rows_per, _PANEL_ELEMENTS // rows_per)
     for r0 in range(0, n, rows_per):
@@ -117,10 +116,11 @@ def candidates(search: Gram32, c: int) -> tuple[np.ndarray, np.ndarray]:
         for c0 in range(r0, n, cols_per):
             c1 = min(n, c0 + cols_per)
             g = z[r0:r1] @ z[c0:c1].T
-            keep_smallest(vals, idx, g, r0, c0, search.sqn)
+            keep_smallest(vals, idx, g, r0, c0, sqn, sqn32, margin)
             skip = max(0, r1 - c0)  # the diagonal block: its rows were served directly
             if c1 - c0 > skip:
-                keep_smallest_transposed(vals, idx, g[:, skip:], r0, c0 + skip, search.sqn)
+                g_t = np.ascontiguousarray(g[:, skip:].T)  # the later rows, served by I
+                keep_smallest(vals, idx, g_t, c0 + skip, r0, sqn, sqn32, margin)
     return idx, vals[:, 0]
 
 

@@ -34,12 +34,19 @@ def make_estimator(
     remove_duplicates: bool = True,
     seed: int = 0,
     device: str | None = None,
+    precision: str = "auto",
 ) -> Any:
     """An estimator by name; options left as None take that estimator's own default.
 
-    Options that an estimator does not have are refused rather than ignored.
+    Options that an estimator does not have are refused rather than ignored. `precision` and
+    `device` choose the k-NN search (`neighbors.knn`): by default the torch-free CPU search.
     """
-    common = {"metric": metric, "remove_duplicates": remove_duplicates, "device": device}
+    common = {
+        "metric": metric,
+        "remove_duplicates": remove_duplicates,
+        "device": device,
+        "precision": precision,
+    }
     if name == "twonn":
         if k is not None or aggregate is not None or unbiased:
             raise ConfigError("TwoNN uses exactly 2 neighbours: drop --k/--aggregate/--unbiased")
