@@ -21,6 +21,9 @@ search's bit for bit (same kernel on the same true neighbours).
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import numpy as np
 
 from scalelab.intrinsic.neighbors_kernels import keep_smallest, rerank_kernel, row_sq_norms
@@ -95,7 +98,7 @@ class Gram32:
         return a
 
 
-def candidates(search: Gram32, c: int) -> tuple[np.ndarray, np.ndarray]:
+def candidates(search: Gram32, c: int, stats: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """The C smallest a~ per row (indices, any order) and the largest of them.
 
     Blocks of rows I against the points from I's first row onwards: each product serves the
@@ -115,7 +118,10 @@ def candidates(search: Gram32, c: int) -> tuple[np.ndarray, np.ndarray]:
         r1 = min(n, r0 + rows_per)
         for c0 in range(r0, n, cols_per):
             c1 = min(n, c0 + cols_per)
+            t0 = time.perf_counter()
             g = z[r0:r1] @ z[c0:c1].T
+            if stats is not None:
+                stats.gram_seconds += time.perf_counter() - t0
             keep_smallest(vals, idx, g, r0, c0, sqn, sqn32, margin)
             skip = max(0, r1 - c0)  # the diagonal block: its rows were served directly
             if c1 - c0 > skip:
@@ -125,22 +131,27 @@ def candidates(search: Gram32, c: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def exact_knn_squared(
-    x: np.ndarray, k: int, c: int, precision: str = "fp32"
-) -> tuple[np.ndarray, np.ndarray, int, str]:
+    x: np.ndarray, k: int, c: int, precision: str = "fp32", stats: Any = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Squared distances `[n, k]` (float64, ascending; ties by index) and indices of the k
-    nearest other rows of the validated float matrix `x`; also the number of rows that needed
-    the fallback and the precision of the products."""
+    nearest other rows of the validated float matrix `x`, from C = `c` candidates per row.
+    `stats` (a `neighbors.SearchStats`) records the fallback rows and the Gram time."""
     n = len(x)
     search = Gram32(x, precision)
-    cand, top = candidates(search, c)
+    cand, top = candidates(search, c, stats)
     rows = np.arange(n)
     sq, idx = rerank_kernel(x, rows, cand, k)
     lower = top + search.sqn - search.error(rows)
     ok = (lower > sq[:, -1] * (1 + 1e-12)) | (c >= n - 1)
     todo = rows[~ok]
+    if stats is not None:
+        stats.n_rows += n
+        stats.n_candidates = c
+        stats.n_fallback += len(todo)
+        stats.precision = search.precision
     if len(todo):
         sq[todo], idx[todo] = _fallback(x, search, todo, k)
-    return sq, idx, len(todo), search.precision
+    return sq, idx
 
 
 def _fallback(
