@@ -85,6 +85,7 @@ def test_knn_kernels_keep_inf_semantics() -> None:
         kernels.rerank_kernel,
         kernels.row_sq_norms,
         kernels.keep_smallest,
+        kernels.keep_smallest_columns,
     ):
         flags = kernel.targetoptions["fastmath"]
         assert isinstance(flags, set) and not flags & {"nnan", "ninf", "fast"}

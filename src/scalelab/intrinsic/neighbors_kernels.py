@@ -14,6 +14,7 @@ import numpy as np
 # Fast-math without 'nnan'/'ninf': the kernels compare against +inf placeholders, which the
 # compiler may not assume away; reassociation, contraction and the rest are safe here.
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
+_TILE = 32  # columns of a transposed block per parallel task
 
 
 @numba.njit(parallel=True, fastmath=FASTMATH, cache=True)
@@ -117,3 +118,41 @@ def keep_smallest(
             if a < worst and col0 + c != i:
                 _push(vals, idx, i, a, col0 + c)
                 worst = vals[i, 0]
+
+
+@numba.njit(parallel=True, fastmath=FASTMATH, cache=True)
+def keep_smallest_columns(
+    vals: np.ndarray,
+    idx: np.ndarray,
+    g: np.ndarray,
+    row0: int,
+    col0: int,
+    sqn: np.ndarray,
+    sqn32: np.ndarray,
+    margin: float,
+) -> None:
+    """`keep_smallest` for the transpose of `g`, without copying it: column c belongs to
+    point i = col0 + c, row r to the candidate j = row0 + r. Tiles of columns run in
+    parallel and read `g` row by row; a float32 count across the tile (each column against
+    its own threshold) skips the rows that change nothing."""
+    n_rows, n_cols = g.shape
+    for t in numba.prange((n_cols + _TILE - 1) // _TILE):
+        c0 = t * _TILE
+        w = min(n_cols, c0 + _TILE) - c0
+        limit = np.empty(_TILE, dtype=np.float32)
+        for c in range(w):
+            limit[c] = np.float32(vals[col0 + c0 + c, 0] + margin)
+        for r in range(n_rows):
+            s = sqn32[row0 + r]
+            hits = 0
+            for c in range(w):  # vectorised across the tile
+                hits += s - np.float32(2.0) * g[r, c0 + c] < limit[c]
+            if hits == 0:
+                continue
+            j = row0 + r
+            for c in range(w):
+                i = col0 + c0 + c
+                a = sqn[j] - 2.0 * np.float64(g[r, c0 + c])
+                if a < vals[i, 0] and i != j:
+                    _push(vals, idx, i, a, j)
+                    limit[c] = np.float32(vals[i, 0] + margin)

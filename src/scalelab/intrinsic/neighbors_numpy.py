@@ -26,7 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from scalelab.intrinsic.neighbors_kernels import keep_smallest, rerank_kernel, row_sq_norms
+from scalelab.intrinsic.neighbors_kernels import (
+    keep_smallest,
+    keep_smallest_columns,
+    rerank_kernel,
+    row_sq_norms,
+)
 
 _UNIT = {np.dtype(np.float32): 2.0**-24, np.dtype(np.float64): 2.0**-53}
 # Half the smallest subnormal spacing: the absolute error of an underflowing rounding.
@@ -125,8 +130,8 @@ def candidates(search: Gram32, c: int, stats: Any = None) -> tuple[np.ndarray, n
             keep_smallest(vals, idx, g, r0, c0, sqn, sqn32, margin)
             skip = max(0, r1 - c0)  # the diagonal block: its rows were served directly
             if c1 - c0 > skip:
-                g_t = np.ascontiguousarray(g[:, skip:].T)  # the later rows, served by I
-                keep_smallest(vals, idx, g_t, c0 + skip, r0, sqn, sqn32, margin)
+                keep = keep_smallest_columns  # the later rows, from g's columns
+                keep(vals, idx, g[:, skip:], r0, c0 + skip, sqn, sqn32, margin)
     return idx, vals[:, 0]
 
 
