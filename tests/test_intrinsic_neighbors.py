@@ -15,7 +15,7 @@ from scipy.spatial.distance import cdist
 from scalelab.errors import InputError
 from scalelab.intrinsic.neighbors import SearchStats, knn
 from scalelab.intrinsic.neighbors_bf16 import _ApproxSearch
-from scalelab.intrinsic.neighbors_numpy import Gram32, centred
+from scalelab.intrinsic.neighbors_numpy import GramSearch, centred
 from scalelab.intrinsic.synthetic import curved_manifold, known_manifold
 
 
@@ -145,7 +145,7 @@ def test_torch_free_error_bound_holds(dtype: type, offset: float) -> None:
     """The torch-free proof needs |a~_ij + s_i - d_ij^2| <= e_i against the distances of the
     original points (centring and cast included): check it on every pair."""
     x = (curved_manifold(700, 10, 384, seed=6) + offset).astype(dtype)
-    search = Gram32(x)
+    search = GramSearch(x)
     rows = np.arange(700)
     approx = search.approx(rows) + search.sqn[:, None]
     exact = cdist(x.astype(np.float64), x.astype(np.float64), "sqeuclidean")

@@ -10,7 +10,7 @@ bf16, and using the symmetry of the Gram matrix, so each pair is multiplied once
    smallest values of the rows of I and, transposed, of the rows of J;
 2. exact re-ranking: float64 |x_i - x_j|^2 of the C candidates from difference vectors of the
    original data (`neighbors_kernels.rerank_kernel`, the torch search's kernel);
-3. proof: with `e_i` a rigorous bound on |a~_ij + |z_i|^2 - d_ij^2| (`Gram32.error`), every
+3. proof: with `e_i` a rigorous bound on |a~_ij + |z_i|^2 - d_ij^2| (`GramSearch.error`), every
    point that is not a candidate has `d^2 >= a_(C) + |z_i|^2 - e_i`. Where that exceeds the
    k-th candidate distance the k neighbours are proven; other rows (near ties, duplicates)
    are searched again with a candidate set that is sufficient by construction.
@@ -50,7 +50,7 @@ def centred(x: np.ndarray) -> np.ndarray:
     return x - x.mean(axis=0, dtype=np.float64).astype(x.dtype)
 
 
-class Gram32:
+class GramSearch:
     """The centred data z in the product's dtype (float32 unless "fp64" is asked for or the
     values leave float32's safe range), its float64 squared norms, and the error bound.
 
@@ -103,7 +103,7 @@ class Gram32:
         return a
 
 
-def candidates(search: Gram32, c: int, stats: Any = None) -> tuple[np.ndarray, np.ndarray]:
+def candidates(search: GramSearch, c: int, stats: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """The C smallest a~ per row (indices, any order) and the largest of them.
 
     Blocks of rows I against the points from I's first row onwards: each product serves the
@@ -142,7 +142,7 @@ def exact_knn_squared(
     nearest other rows of the validated float matrix `x`, from C = `c` candidates per row.
     `stats` (a `neighbors.SearchStats`) records the fallback rows and the Gram time."""
     n = len(x)
-    search = Gram32(x, precision)
+    search = GramSearch(x, precision)
     cand, top = candidates(search, c, stats)
     rows = np.arange(n)
     sq, idx = rerank_kernel(x, rows, cand, k)
@@ -160,7 +160,7 @@ def exact_knn_squared(
 
 
 def _fallback(
-    x: np.ndarray, search: Gram32, rows: np.ndarray, k: int
+    x: np.ndarray, search: GramSearch, rows: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rows the first pass could not prove, searched again with a sufficient candidate set.
 
