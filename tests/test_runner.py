@@ -1,6 +1,11 @@
 """The shared sweep runner: resumable at run granularity, one row per finished run."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -63,3 +68,50 @@ def test_atomic_write_leaves_no_temp_and_uses_umask_permissions(tmp_path: Path) 
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie left for a non-reaping init counts as gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
+def test_workers_die_with_a_killed_sweep_process(tmp_path: Path) -> None:
+    """SIGKILL of the sweep process must not leave workers training orphaned (they would
+    hold run folders' locks against the rerun)."""
+    (tmp_path / "sleepy.py").write_text(
+        "import os, time\n"
+        "def sleepy(params, run_dir):\n"
+        "    (run_dir / 'pid').write_text(str(os.getpid()))\n"
+        "    time.sleep(120)\n"
+        "    return {}\n"
+    )
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from pathlib import Path\n"
+        "from sleepy import sleepy\n"
+        "from scalelab.runner import RunSpec, open_sweep, run_sweep\n"
+        "root = Path(sys.argv[1]) / 'sweep'\n"
+        "open_sweep(root, 'toy', {})\n"
+        "run_sweep(root, [RunSpec(f'r{i}', {}) for i in range(2)], sleepy, workers=2, quiet=True)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)])
+    pid_files = [tmp_path / "sweep" / "runs" / f"r{i}" / "pid" for i in range(2)]
+    deadline = time.monotonic() + 120
+    while not all(p.exists() and p.read_text() for p in pid_files):
+        assert parent.poll() is None and time.monotonic() < deadline, "workers never started"
+        time.sleep(0.2)
+    workers = [int(p.read_text()) for p in pid_files]
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 15
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [pid for pid in workers if _alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"workers {left} outlived their killed sweep process"

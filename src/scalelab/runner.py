@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -82,6 +85,22 @@ def run_one(worker: Worker, spec: RunSpec, run_dir: Path, threads: int) -> dict[
     return row
 
 
+def die_with_parent(parent: int, poll_s: float = 0.5) -> None:
+    """Pool-worker initializer: end this worker as soon as `parent` is gone.
+
+    A worker whose sweep process was killed (SIGKILL, or a SIGTERM it did not pass on) would
+    otherwise keep training orphaned, holding a run folder's lock against the rerun. SIGKILL
+    mid-run is safe: every file is written atomically and the run resumes from its last
+    checkpoint."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
+
+
 def finished_rows(sweep_dir: Path, specs: Sequence[RunSpec]) -> list[dict[str, Any]]:
     """One row per finished run, in spec order: the run's scalar params, then its result."""
     rows = []
@@ -139,7 +158,12 @@ def run_sweep(
         else:
             threads = max(1, (os.cpu_count() or 1) // workers)
             ctx = mp.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            with ProcessPoolExecutor(
+                max_workers=workers,
+                mp_context=ctx,
+                initializer=die_with_parent,
+                initargs=(os.getpid(),),
+            ) as pool:
                 futures = {
                     pool.submit(run_one, worker, s, sweep_dir / "runs" / s.name, threads): s
                     for s in todo
