@@ -111,6 +111,19 @@ def test_far_from_origin_data_is_exact() -> None:
     np.testing.assert_array_equal(idx, ref_i)
 
 
+@pytest.mark.parametrize("scale", [1e20, 1e-20])
+def test_values_outside_float32s_range_search_in_float64(scale: float) -> None:
+    # float32 products would overflow (1e20^2 * 8) or underflow (1e-20^2): the torch-free
+    # search switches its products to float64 and stays exact.
+    x = np.random.default_rng(5).standard_normal((300, 8)) * scale
+    stats = SearchStats()
+    dist, idx = knn(x, 5, stats=stats)
+    ref_d, ref_i = brute_force(x, 5)
+    assert stats.precision == "fp64"
+    np.testing.assert_allclose(dist, ref_d, rtol=1e-12)
+    np.testing.assert_array_equal(idx, ref_i)
+
+
 def test_duplicates_give_zero_distances_and_exact_ties() -> None:
     rng = np.random.default_rng(4)
     base = rng.standard_normal((200, 16)).astype(np.float32)

@@ -113,10 +113,14 @@ def candidates(search: GramSearch, c: int, stats: Any = None) -> tuple[np.ndarra
     n = len(z)
     vals = np.full((n, c), np.inf)
     idx = np.full((n, c), -1, dtype=np.int64)
-    sqn, sqn32 = search.sqn, search.sqn.astype(np.float32)
-    # The float32 pre-check's error: s_j rounded, the product doubled and subtracted, and
-    # the threshold rounded (|a|, |threshold| <= 3 max s): 16 u32 max s covers them all.
-    margin = 16 * 2.0**-24 * float(sqn.max()) if search.precision == "fp32" else np.inf
+    sqn = search.sqn
+    if search.precision == "fp32":
+        sqn32 = sqn.astype(np.float32)
+        # The float32 pre-check's error: s_j rounded, the product doubled and subtracted, and
+        # the threshold rounded (|a|, |threshold| <= 3 max s): 16 u32 max s covers them all.
+        margin = 16 * 2.0**-24 * float(sqn.max())
+    else:  # float64 products (values beyond float32's range): every row is scanned exactly
+        sqn32, margin = np.zeros(n, dtype=np.float32), np.inf
     rows_per = min(n, _ROW_BLOCK)
     cols_per = max(rows_per, _PANEL_ELEMENTS // rows_per)
     for r0 in range(0, n, rows_per):
