@@ -5,13 +5,14 @@ On a curved 16-dimensional manifold in R^768 (float32), in one run:
   (b) reference: `skdim.id.MLE().fit_transform(batch, n_neighbors=20)` on the very same
       batches (what the paper's code ran),
 and prints wall time, CPU time and points per CPU-second for both, the speed ratio (target
->= 2.5x), the time share of the bf16 Gram product in scalelab's neighbour search (measured in
+>= 2.5x), the time share of the Gram products in scalelab's neighbour search (measured in
 an instrumented second pass), how many rows needed the float32 fallback, and the largest
 relative disagreement between the per-batch estimates (must be <= 1e-6).
 
     python bench/intrinsic.py                 # 100,000 points (24 batches)
     python bench/intrinsic.py --n 20480       # quicker: 5 batches
     python bench/intrinsic.py --threads 1     # both sides single-threaded
+    python bench/intrinsic.py --precision bf16   # scalelab's torch bf16 search instead
     OMP_WAIT_POLICY=ACTIVE python bench/intrinsic.py   # OpenMP's default spinning
 
 Timings on a shared machine are noisy: read the ratio and the per-CPU-second figures.
@@ -26,6 +27,7 @@ import os
 # of a barrier needs. Read once, when the OpenMP runtime loads, so it must precede the
 # imports below; both scalelab and skdim run under it. Override by setting it yourself.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "16")  # as the CLI: OpenBLAS spins briefly
 
 import argparse
 import time
@@ -41,6 +43,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=4096)
     parser.add_argument("--k", type=int, default=20)
     parser.add_argument("--threads", type=int, default=None, help="torch/BLAS threads")
+    parser.add_argument(
+        "--precision", default="auto", help="scalelab's CPU search: auto (torch-free) or bf16"
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -63,10 +68,11 @@ def main() -> None:
         f">= {args.batch_size}, k = {args.k}, torch threads {torch.get_num_threads()}, "
         f"OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}"
     )
-    MLE(k=args.k).fit(x[:500])  # compile/load the numba kernels outside the timing
+    mle = MLE(k=args.k, precision=args.precision)
+    mle.fit(x[:500])  # compile/load the numba kernels outside the timing
 
     t0, c0 = time.perf_counter(), time.process_time()
-    ours = estimate_in_batches(x, MLE(k=args.k), batch_size=args.batch_size, seed=0)
+    ours = estimate_in_batches(x, mle, batch_size=args.batch_size, seed=0)
     ours_wall, ours_cpu = time.perf_counter() - t0, time.process_time() - c0
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -76,7 +82,7 @@ def main() -> None:
     stats = SearchStats()
     t0 = time.perf_counter()
     for b in batches:
-        dist, _ = knn(x[b], args.k, stats=stats)
+        dist, _ = knn(x[b], args.k, precision=args.precision, stats=stats)
         local_mle(dist)
     pass_wall = time.perf_counter() - t0
 

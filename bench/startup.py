@@ -68,10 +68,19 @@ def main() -> None:
     parser.add_argument("--src", type=Path, default=SRC, help="the src/ folder to measure")
     args = parser.parse_args()
     src = args.src.resolve()
-    # The CLI sets this for itself; the reference gets the same OpenMP waiting policy.
+    # The CLI sets these for itself; the reference gets the same OpenMP waiting policy,
+    # OpenBLAS spin time and BLAS thread count (one thread when the machine is busy at the
+    # start; every process of the run inherits the decision).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "16")
     sys.path.insert(0, str(SRC))
-    print(f"load average before: {os.getloadavg()[0]:.2f}; python {sys.version.split()[0]}")
+    from scalelab.cli import blas_threads_for_load
+
+    blas_threads_for_load()
+    print(
+        f"load average before: {os.getloadavg()[0]:.2f}; python {sys.version.split()[0]}; "
+        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(default)')}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         x8k = points(Path(tmp) / "x8k.npy", 8192)
         x2 = points(Path(tmp) / "x2.npy", 2 * 4096)

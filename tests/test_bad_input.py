@@ -82,6 +82,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "id-k-zero": (["id", "{points}", "--k", "0"], "k"),
     "id-estimator": (["id", "{points}", "--estimator", "pca"], "pca"),
     "id-metric": (["id", "{points}", "--metric", "manhattan"], "manhattan"),
+    "id-precision": (["id", "{points}", "--precision", "fp16"], "fp16"),
     "id-aggregate": (["id", "{points}", "--aggregate", "median"], "median"),
     "id-batch-size": (["id", "{points}", "--batch-size", "1"], "batch"),
     "id-too-few-points": (["id", "{few_points}", "--k", "20"], "points"),

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from scalelab.cli import COMMANDS, load_command, short_help
@@ -46,6 +47,21 @@ def _heavy_imported(args: list[str]) -> list[str]:
 )
 def test_commands_import_only_what_they_need(args: list[str], allowed: set[str]) -> None:
     assert set(_heavy_imported(args)) <= allowed
+
+
+def test_id_on_points_runs_without_torch(tmp_path: Path) -> None:
+    """`scalelab id` on a CPU-sized .npy file searches neighbours without torch (the
+    torch-free float32 search; numba brings scipy's BLAS bindings), and `--device` is what
+    brings torch in."""
+    from scalelab.intrinsic.synthetic import curved_manifold
+
+    path = tmp_path / "points.npy"
+    np.save(path, curved_manifold(300, 4, 16, seed=0))
+    heavy = set(_heavy_imported(["id", str(path), "--quiet", "--json", "--batch-size", "100"]))
+    assert "numba" in heavy  # the search really ran
+    assert not heavy & {"torch", "matplotlib", "pandas", "sklearn", "transformers"}
+    with_device = _heavy_imported(["id", str(path), "--quiet", "--device", "cpu"])
+    assert "torch" in with_device
 
 
 def test_import_scalelab_is_cheap() -> None:

@@ -19,7 +19,7 @@ import torch
 from scalelab import outdir
 from scalelab.device import resolve_device
 from scalelab.errors import ConfigError
-from scalelab.intrinsic import neighbors
+from scalelab.intrinsic import neighbors_kernels
 from scalelab.io import append_jsonl, atomic_write_json, to_json
 
 
@@ -80,12 +80,18 @@ def test_bare_cuda_under_torchrun_is_the_local_rank_gpu(monkeypatch: pytest.Monk
 
 
 def test_knn_kernels_keep_inf_semantics() -> None:
-    for kernel in (neighbors._rerank_kernel, neighbors._row_sq_norms):
+    kernels = neighbors_kernels
+    for kernel in (
+        kernels.rerank_kernel,
+        kernels.row_sq_norms,
+        kernels.keep_smallest,
+        kernels.keep_smallest_columns,
+    ):
         flags = kernel.targetoptions["fastmath"]
         assert isinstance(flags, set) and not flags & {"nnan", "ninf", "fast"}
     # fewer candidates than k: the unfilled slots keep their +inf placeholder and index -1
     x = np.array([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]], dtype=np.float32)
-    sq, idx = neighbors._rerank_kernel(x, np.array([0]), np.array([[2, 1]]), 3)
+    sq, idx = kernels.rerank_kernel(x, np.array([0]), np.array([[2, 1]]), 3)
     assert sq[0, :2].tolist() == [25.0, 100.0] and idx[0].tolist() == [1, 2, -1]
     assert math.isinf(sq[0, 2]) and sq[0, 2] > 0
 

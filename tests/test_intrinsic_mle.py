@@ -165,3 +165,18 @@ def test_estimators_follow_the_scikit_learn_parameter_contract() -> None:
     assert est.k == 9 and repr(est).startswith("MLE(k=9")
     with pytest.raises(InputError, match="no parameter 'n_neighbors'"):
         MLE().set_params(n_neighbors=5)
+
+
+@pytest.mark.parametrize(("kind", "d"), [("sphere", 5), ("torus", 3)])
+def test_cpu_searches_give_the_same_estimate_as_skdim_on_known_dimensions(
+    kind: str, d: int
+) -> None:
+    """The torch-free default and the torch bf16 search: identical local estimates, equal to
+    skdim's (which runs sklearn's own neighbour search), and near the known dimension."""
+    x = known_manifold(kind, 2500, d, 96, seed=4)
+    ours = MLE(k=20).fit(x)
+    bf16 = MLE(k=20, precision="bf16").fit(x)
+    np.testing.assert_array_equal(ours.dimension_pw_, bf16.dimension_pw_)
+    ref = skdim.id.MLE().fit_transform(x.astype(np.float64), n_neighbors=20)
+    assert ours.dimension_ == pytest.approx(ref, rel=1e-6)
+    assert ours.dimension_ == pytest.approx(d, rel=0.15)

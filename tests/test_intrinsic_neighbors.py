@@ -1,6 +1,7 @@
 """Exact k-NN: equality with a float64 brute-force reference built from difference vectors
 (scipy's cdist, no Gram identity), for every metric and search precision, including rows that
-need the fallback; and the rounding-error bound the exactness proof relies on."""
+need the fallback; the rounding-error bounds the exactness proofs rely on; and the torch-free
+search (the CPU default) against the torch bf16 search, bit for bit."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from hypothesis import strategies as st
 from scipy.spatial.distance import cdist
 
 from scalelab.errors import InputError
-from scalelab.intrinsic.neighbors import SearchStats, _ApproxSearch, _centred, knn
+from scalelab.intrinsic.neighbors import SearchStats, knn
+from scalelab.intrinsic.neighbors_bf16 import _ApproxSearch
+from scalelab.intrinsic.neighbors_numpy import GramSearch, centred
 from scalelab.intrinsic.synthetic import curved_manifold, known_manifold
 
 
@@ -30,7 +33,7 @@ def brute_force(x: np.ndarray, k: int, metric: str = "euclidean") -> tuple[np.nd
     return np.take_along_axis(dist, idx, axis=1), idx
 
 
-@pytest.mark.parametrize("precision", ["bf16", "fp32", "fp64"])
+@pytest.mark.parametrize("precision", ["auto", "bf16", "fp32", "fp64"])
 def test_matches_float64_reference_on_curved_manifold(precision: str) -> None:
     x = curved_manifold(1500, 12, 256, seed=3)
     stats = SearchStats()
@@ -46,11 +49,41 @@ def test_low_dimension_forces_fallback_and_stays_exact() -> None:
     # Neighbours of a 2-sphere are far closer than the data radius: bf16 proves few rows.
     x = known_manifold("sphere", 1200, 2, 64, seed=0)
     stats = SearchStats()
-    dist, idx = knn(x, 10, stats=stats, block_rows=256)
+    dist, idx = knn(x, 10, precision="bf16", stats=stats, block_rows=256)
     ref_d, ref_i = brute_force(x, 10)
     assert stats.n_fallback > 0
     np.testing.assert_allclose(dist, ref_d, rtol=1e-12)
     np.testing.assert_array_equal(idx, ref_i)
+
+
+def test_torch_free_fallback_stays_exact() -> None:
+    # With C = k candidates the proof cannot hold (the k-th candidate bounds itself), so every
+    # row goes through the fallback; duplicates add exact ties at distance 0.
+    base = known_manifold("sphere", 700, 2, 64, seed=1)
+    x = np.concatenate([base, base[:40]])
+    stats = SearchStats()
+    dist, idx = knn(x, 10, n_candidates=10, stats=stats)
+    ref_d, ref_i = brute_force(x, 10)
+    assert stats.n_fallback > 700 and stats.precision == "fp32"
+    np.testing.assert_allclose(dist, ref_d, rtol=1e-12)
+    np.testing.assert_array_equal(idx, ref_i)
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        curved_manifold(2100, 16, 256, seed=11),  # several blocks of rows, float32
+        known_manifold("torus", 900, 3, 96, seed=2, dtype=np.float64),
+    ],
+    ids=["curved-float32", "torus-float64"],
+)
+def test_torch_free_and_bf16_searches_agree_bit_for_bit(x: np.ndarray) -> None:
+    """The CPU default (numpy float32, no torch) and the torch bf16 search return the same
+    neighbours and identical distances: both re-rank with the same compiled kernel."""
+    d_np, i_np = knn(x, 20)
+    d_bf, i_bf = knn(x, 20, precision="bf16", block_rows=512)
+    np.testing.assert_array_equal(i_np, i_bf)
+    np.testing.assert_array_equal(d_np, d_bf)
 
 
 @pytest.mark.parametrize("metric", ["cosine", "angular"])
@@ -78,6 +111,19 @@ def test_far_from_origin_data_is_exact() -> None:
     np.testing.assert_array_equal(idx, ref_i)
 
 
+@pytest.mark.parametrize("scale", [1e20, 1e-20])
+def test_values_outside_float32s_range_search_in_float64(scale: float) -> None:
+    # float32 products would overflow (1e20^2 * 8) or underflow (1e-20^2): the torch-free
+    # search switches its products to float64 and stays exact.
+    x = np.random.default_rng(5).standard_normal((300, 8)) * scale
+    stats = SearchStats()
+    dist, idx = knn(x, 5, stats=stats)
+    ref_d, ref_i = brute_force(x, 5)
+    assert stats.precision == "fp64"
+    np.testing.assert_allclose(dist, ref_d, rtol=1e-12)
+    np.testing.assert_array_equal(idx, ref_i)
+
+
 def test_duplicates_give_zero_distances_and_exact_ties() -> None:
     rng = np.random.default_rng(4)
     base = rng.standard_normal((200, 16)).astype(np.float32)
@@ -91,7 +137,7 @@ def test_duplicates_give_zero_distances_and_exact_ties() -> None:
 @pytest.mark.parametrize("precision", ["bf16", "fp32"])
 def test_error_bound_holds(precision: str) -> None:
     """The proof needs |a~ - a| <= e: check the bound on every pair of real data."""
-    xc = _centred(curved_manifold(800, 10, 384, seed=5))
+    xc = centred(curved_manifold(800, 10, 384, seed=5))
     search = _ApproxSearch(xc, precision)
     rows = np.arange(800)
     approx = search.approx(rows).to(torch.float64).numpy()
@@ -105,6 +151,25 @@ def test_error_bound_holds(precision: str) -> None:
     assert np.isinf(np.diag(approx)).all()
 
 
+@pytest.mark.parametrize(
+    ("dtype", "offset"), [(np.float32, 0.0), (np.float64, 0.0), (np.float32, 30.0)]
+)
+def test_torch_free_error_bound_holds(dtype: type, offset: float) -> None:
+    """The torch-free proof needs |a~_ij + s_i - d_ij^2| <= e_i against the distances of the
+    original points (centring and cast included): check it on every pair."""
+    x = (curved_manifold(700, 10, 384, seed=6) + offset).astype(dtype)
+    search = GramSearch(x)
+    rows = np.arange(700)
+    approx = search.approx(rows) + search.sqn[:, None]
+    exact = cdist(x.astype(np.float64), x.astype(np.float64), "sqeuclidean")
+    off = ~np.eye(700, dtype=bool)
+    err = np.abs(approx - exact)[off].reshape(700, 699).max(axis=1)
+    bound = search.error(rows)
+    assert search.precision == "fp32"
+    assert (err <= bound).all()
+    assert (err / bound).max() > 1e-4  # the bound is not vacuous either
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     n=st.integers(5, 80),
@@ -112,7 +177,7 @@ def test_error_bound_holds(precision: str) -> None:
     k=st.integers(1, 4),
     scale=st.sampled_from([1e-3, 1.0, 1e3]),
     seed=st.integers(0, 10_000),
-    precision=st.sampled_from(["bf16", "fp32", "fp64"]),
+    precision=st.sampled_from(["auto", "bf16", "fp32", "fp64"]),
 )
 def test_random_small_clouds(
     n: int, dim: int, k: int, scale: float, seed: int, precision: str

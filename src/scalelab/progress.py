@@ -5,16 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-
 
 @contextmanager
 def progress(
@@ -24,6 +14,17 @@ def progress(
     if quiet:
         yield lambda n=1, info="": None
         return
+    # rich loads only for a visible bar: `--quiet` runs (and scripts) skip its import.
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     bar = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),

@@ -126,10 +126,14 @@ def make_app() -> Any:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage and library errors become one line on stderr and exit code 2.
 
-    OpenMP threads (torch's, numba's) wait passively between parallel regions unless the
-    environment says otherwise: spinning waits cost 30% or more on a loaded machine
-    (docs/benchmarks/intrinsic.md). It must be set before torch is imported, hence here."""
+    OpenMP threads (torch's, numba's) wait passively between parallel regions, and OpenBLAS's
+    threads (numpy's products) spin only briefly after each product, unless the environment
+    says otherwise: spinning threads take the CPU from the next parallel step, which costs 30%
+    or more on a loaded machine (docs/benchmarks/intrinsic.md, docs/benchmarks.md). Both are
+    read when the libraries load, before numpy or torch is imported, hence here."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "16")  # 2^16 cycles instead of 2^28
+    blas_threads_for_load()
     try:
         from typer._click import exceptions as click_errors  # typer >= 0.24 has its own click
     except ImportError:  # pragma: no cover - older typer uses click itself
@@ -158,6 +162,20 @@ def main(argv: list[str] | None = None) -> None:
         if outdir is not None:
             outdir.release_all()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def blas_threads_for_load() -> None:
+    """One BLAS thread for numpy's products when the machine is already busy (1-minute load
+    average at least its CPU count), unless the environment sets OPENBLAS_NUM_THREADS.
+
+    Why: on a busy 2-core machine a 2-thread product waits for its slower thread, and the
+    k-NN search of `scalelab id` ran 1.4x faster per batch with one (docs/benchmarks.md); on
+    a quiet machine both threads are used. Results do not depend on it."""
+    if "OPENBLAS_NUM_THREADS" in os.environ or not hasattr(os, "getloadavg"):
+        return
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if os.getloadavg()[0] >= (cpus or 1):
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 
 def usage_line(err: Any) -> str:

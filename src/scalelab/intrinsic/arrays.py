@@ -21,8 +21,9 @@ def load_points(path: str | Path, *, key: str | None = None) -> np.ndarray:
     """A 2-D float array (float32 kept, other numbers as float64) from `path`.
 
     `key` picks one array from containers holding several (.npz, .pt dicts, .safetensors);
-    with one array it may be omitted. Tables (.csv, .parquet) must be all numeric columns,
-    or a single column of equal-length lists (an embedding per row).
+    with one array it may be omitted. A float32/float64 C-order .npy file comes back
+    memory-mapped and read-only (copy it to modify it). Tables (.csv, .parquet) must be all
+    numeric columns, or a single column of equal-length lists (an embedding per row).
     """
     p = Path(path)
     if not p.exists():
@@ -83,7 +84,9 @@ def _pick(arrays: dict[str, object], key: str | None, path: Path) -> object:
 
 
 def _read_npy(path: Path, key: str | None) -> np.ndarray:
-    return np.load(path, allow_pickle=False)
+    # Mapped, not read: the estimators touch every row once and copy each batch anyway, and
+    # reading a large file into fresh memory cost ~0.5 s per 150 MB here (docs/benchmarks.md).
+    return np.asarray(np.load(path, mmap_mode="r", allow_pickle=False))
 
 
 def _read_npz(path: Path, key: str | None) -> np.ndarray:

@@ -31,13 +31,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from scalelab.errors import EstimationError, InputError
 from scalelab.intrinsic.mle import _NeighbourEstimator, local_mle
 from scalelab.intrinsic.neighbors import knn
+
+if TYPE_CHECKING:  # annotations only: the estimators run without torch
+    import torch
 
 _REFERENCE_CACHE: dict[tuple[int, int, str, int, int], float] = {}
 REFERENCE_POINTS = 4096  # smaller samples average several reference draws ...
@@ -143,7 +146,7 @@ class CalibratedMLE(_NeighbourEstimator):
         aggregate: str = "harmonic",
         metric: str = "euclidean",
         remove_duplicates: bool = True,
-        precision: str = "bf16",
+        precision: str = "auto",
         max_dim: int | None = None,
         seed: int = 0,
         device: str | None = None,

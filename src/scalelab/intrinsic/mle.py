@@ -14,15 +14,17 @@ which mean is taken instead of depending on whether `fit` or `fit_transform` was
 from __future__ import annotations
 
 import inspect
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import numba
 import numpy as np
-import torch
 
 from scalelab.errors import EstimationError, InputError
 from scalelab.intrinsic import PAPER_K
-from scalelab.intrinsic.neighbors import METRICS, PRECISIONS, _as_matrix, knn
+from scalelab.intrinsic.neighbors import METRICS, PRECISIONS, as_matrix, is_tensor, knn
+
+if TYPE_CHECKING:  # annotations only: the estimators run without torch
+    import torch
 
 AGGREGATES = ("mean", "harmonic")
 
@@ -34,7 +36,7 @@ def drop_duplicates(X: np.ndarray | torch.Tensor) -> tuple[np.ndarray, int]:
     A 64-bit hash per row finds the rows that may repeat; only those are compared exactly,
     so hash collisions cannot merge distinct rows.
     """
-    x = _as_matrix(X).numpy()
+    x = as_matrix(X)
     h = _row_hashes(x.view(np.uint32 if x.dtype == np.float32 else np.uint64))
     order = np.argsort(h, kind="stable")
     same = h[order[1:]] == h[order[:-1]]
@@ -67,7 +69,7 @@ def prepare_points(
     """Validated points for a k-NN estimator: (points, number of duplicates removed)."""
     if k < 2:
         raise InputError(f"k = {k}: nearest-neighbour estimators need k >= 2")
-    x = _as_matrix(X).numpy()
+    x = as_matrix(X)
     n_removed = 0
     if remove_duplicates:
         x, n_removed = drop_duplicates(x)
@@ -94,7 +96,7 @@ class _NeighbourEstimator:
         k: int,
         metric: str = "euclidean",
         remove_duplicates: bool = True,
-        precision: str = "bf16",
+        precision: str = "auto",
         device: str | None = None,
     ) -> None:
         self.k = k
@@ -142,7 +144,7 @@ class _NeighbourEstimator:
     def _neighbour_distances(self, X: np.ndarray | torch.Tensor, k: int) -> np.ndarray:
         self._validate()
         device = self.device
-        if device is None and isinstance(X, torch.Tensor) and X.device.type != "cpu":
+        if device is None and is_tensor(X) and X.device.type != "cpu":
             device = str(X.device)  # the k-NN search runs where the points are
         x, self.n_duplicates_removed_ = prepare_points(
             X, max(k, 2), remove_duplicates=self.remove_duplicates
@@ -182,7 +184,7 @@ class MLE(_NeighbourEstimator):
         unbiased: bool = False,
         metric: str = "euclidean",
         remove_duplicates: bool = True,
-        precision: str = "bf16",
+        precision: str = "auto",
         device: str | None = None,
     ) -> None:
         super().__init__(k, metric, remove_duplicates, precision, device)
@@ -229,7 +231,7 @@ class TwoNN(_NeighbourEstimator):
         method: str = "linear",
         metric: str = "euclidean",
         remove_duplicates: bool = True,
-        precision: str = "bf16",
+        precision: str = "auto",
         device: str | None = None,
     ) -> None:
         super().__init__(2, metric, remove_duplicates, precision, device)

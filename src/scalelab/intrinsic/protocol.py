@@ -7,18 +7,21 @@ code used chunks of 3600 points; scalelab defaults to 4096.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from scalelab.errors import ConfigError, EstimationError
 from scalelab.intrinsic import ESTIMATORS, PAPER_BATCH_SIZE
 from scalelab.intrinsic.calibrated import CalibratedMLE
 from scalelab.intrinsic.mle import MLE, TwoNN, prepare_points
 from scalelab.progress import progress
+
+if TYPE_CHECKING:  # annotations only: the estimators run without torch
+    import torch
 
 
 def make_estimator(
@@ -31,12 +34,19 @@ def make_estimator(
     remove_duplicates: bool = True,
     seed: int = 0,
     device: str | None = None,
+    precision: str = "auto",
 ) -> Any:
     """An estimator by name; options left as None take that estimator's own default.
 
-    Options that an estimator does not have are refused rather than ignored.
+    Options that an estimator does not have are refused rather than ignored. `precision` and
+    `device` choose the k-NN search (`neighbors.knn`): by default the torch-free CPU search.
     """
-    common = {"metric": metric, "remove_duplicates": remove_duplicates, "device": device}
+    common = {
+        "metric": metric,
+        "remove_duplicates": remove_duplicates,
+        "device": device,
+        "precision": precision,
+    }
     if name == "twonn":
         if k is not None or aggregate is not None or unbiased:
             raise ConfigError("TwoNN uses exactly 2 neighbours: drop --k/--aggregate/--unbiased")
@@ -113,6 +123,10 @@ def estimate_in_batches(
     remove = bool(getattr(estimator, "remove_duplicates", True))
     x, n_removed = prepare_points(X, k, remove_duplicates=remove)
     batches = batch_indices(len(x), batch_size, seed)
+    if remove and hasattr(estimator, "remove_duplicates"):
+        # The batches are subsets of unique rows: checking each one again would find nothing.
+        estimator = copy.copy(estimator)
+        estimator.remove_duplicates = False
     values = []
     with progress("intrinsic dimension", len(batches), quiet=quiet) as advance:
         for i, b in enumerate(batches):
