@@ -46,6 +46,13 @@ class SearchStats:
     gram_seconds: float = 0.0
     precision: str = ""
 
+    def record(self, n_rows: int, n_candidates: int, n_fallback: int, precision: str) -> None:
+        """Add one search's outcome (a batch of `n_rows` rows)."""
+        self.n_rows += n_rows
+        self.n_candidates = n_candidates
+        self.n_fallback += n_fallback
+        self.precision = precision
+
 
 def knn(
     X: Any,

@@ -75,10 +75,7 @@ def exact_knn_squared(
             search = _ApproxSearch(xc, "fp32")
     todo = np.concatenate(unproven)
     if stats is not None:
-        stats.n_rows += n
-        stats.n_candidates = c
-        stats.n_fallback += len(todo)
-        stats.precision = search.precision
+        stats.record(n, c, len(todo), search.precision)
     if len(todo):
         fp32 = search if search.precision == "fp32" else _ApproxSearch(xc, "fp32")
         sq[todo], idx[todo] = _fallback(xn, fp32, todo, k, block_rows)

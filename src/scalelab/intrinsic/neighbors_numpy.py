@@ -154,10 +154,7 @@ def exact_knn_squared(
     ok = (lower > sq[:, -1] * (1 + 1e-12)) | (c >= n - 1)
     todo = rows[~ok]
     if stats is not None:
-        stats.n_rows += n
-        stats.n_candidates = c
-        stats.n_fallback += len(todo)
-        stats.precision = search.precision
+        stats.record(n, c, len(todo), search.precision)
     if len(todo):
         sq[todo], idx[todo] = _fallback(x, search, todo, k)
     return sq, idx
