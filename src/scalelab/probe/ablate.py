@@ -95,9 +95,8 @@ def measure_layers(
         loaded,
         sample,
         index,
-        batch_tokens=cfg.batch_tokens,
+        cfg,
         device=dev,
-        precision=cfg.precision,
         quiet=quiet,
     )
     rows = []
@@ -146,9 +145,8 @@ def measure_positions(
         loaded,
         sample,
         [layer],
-        batch_tokens=cfg.batch_tokens,
+        cfg,
         device=dev,
-        precision=cfg.precision,
         quiet=quiet,
     )
     rows = []

@@ -82,8 +82,7 @@ def d_along_sweep(
             loaded,
             sample,
             [layer],
-            batch_tokens=cfg.batch_tokens,
-            precision=cfg.precision,
+            cfg,
             quiet=quiet,
         )
         est = estimate_dimension(x[0], cfg)

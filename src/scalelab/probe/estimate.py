@@ -34,7 +34,7 @@ from scalelab.device import resolve_device
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance, to_json
 from scalelab.lm.load import LoadedModel, load_model_for_embedding
-from scalelab.probe.config import BATCH_TOKENS, PAPER_CONTEXT, EstimateConfig
+from scalelab.probe.config import PAPER_CONTEXT, EstimateConfig
 from scalelab.probe.corpus import CorpusTokens, encode_texts, load_corpus_tokens
 from scalelab.probe.sample import (
     Sample,
@@ -138,20 +138,20 @@ def embed_sample(
     model: LoadedModel,
     sample: Sample,
     layers: list[int],
+    cfg: EstimateConfig,
     *,
-    batch_tokens: int = BATCH_TOKENS,
     device: torch.device | str = "cpu",
-    precision: str = "auto",
     quiet: bool = True,
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Run the model over the sampled windows: `[len(layers), n_points, width]` and timing."""
-    dtype = resolve_precision(precision, device)
+    """Run the model over the sampled windows (`cfg.batch_tokens` per batch, forward pass in
+    `cfg.precision`): `[len(layers), n_points, width]` and timing."""
+    dtype = resolve_precision(cfg.precision, device)
     t0, c0 = time.perf_counter(), time.process_time()
     x = extract(
         model.states,
         sample,
         layers,
-        batch_tokens=batch_tokens,
+        batch_tokens=cfg.batch_tokens,
         device=device,
         dtype=dtype,
         quiet=quiet,
@@ -201,9 +201,8 @@ def embed(
         model,
         sample,
         [layer],
-        batch_tokens=cfg.batch_tokens,
+        cfg,
         device=dev,
-        precision=cfg.precision,
         quiet=quiet,
     )
     return x[0]
@@ -283,9 +282,8 @@ def estimate(
         loaded,
         sample,
         [layer],
-        batch_tokens=cfg.batch_tokens,
+        cfg,
         device=dev,
-        precision=cfg.precision,
         quiet=quiet,
     )
     result = estimate_dimension(x[0], cfg, device=dev, quiet=quiet)
