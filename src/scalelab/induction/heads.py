@@ -84,8 +84,9 @@ class ScoredModel:
     n_head: int
     max_context: int
     vocab_size: int
-    attention: Callable[[Tensor], list[Tensor]]  # ids [b, t] -> per layer [b, heads, t, t]
-    logits: Callable[[Tensor], Tensor]  # ids [b, t] -> [b, t, vocab]
+    # Both take ids [b, t] on any device and answer on the model's device.
+    attention: Callable[[Tensor], list[Tensor]]  # -> per layer [b, heads, t, t]
+    logits: Callable[[Tensor], Tensor]  # -> [b, t, vocab]
     bos_id: int | None = None
     excluded_ids: list[int] = field(default_factory=list)
     tokenizer: tokenizers.Tokenizer | None = None
@@ -96,14 +97,15 @@ def from_gpt(gpt: nn.Module, tokenizer: tokenizers.Tokenizer | None = None) -> S
     """A scalelab `GPT` (no BOS token: it was trained on windows cut anywhere)."""
     cfg = gpt.config
     special = _special_ids(tokenizer)
+    device = _device_of(gpt)
     return ScoredModel(
         kind="scalelab",
         n_layer=cfg.n_layer,
         n_head=cfg.n_head,
         max_context=cfg.block_size,
         vocab_size=cfg.vocab_size,
-        attention=gpt.attention_probs,
-        logits=lambda idx: gpt(idx)[0],
+        attention=lambda idx: gpt.attention_probs(idx.to(device)),
+        logits=lambda idx: gpt(idx.to(device))[0],
         excluded_ids=special,
         tokenizer=tokenizer,
     )
@@ -122,8 +124,11 @@ def from_hf(
     if not n_head:
         raise CheckpointError(f"{type(model).__name__} config does not state its head count")
 
+    device = _device_of(model)
+
     def attention(idx: Tensor) -> list[Tensor]:
-        return list(model(input_ids=idx, output_attentions=True, use_cache=False).attentions)
+        out = model(input_ids=idx.to(device), output_attentions=True, use_cache=False)
+        return list(out.attentions)
 
     bos_id = getattr(config, "bos_token_id", None)
     return ScoredModel(
@@ -133,11 +138,16 @@ def from_hf(
         max_context=max_context(model),
         vocab_size=int(model.get_input_embeddings().weight.shape[0]),
         attention=attention,
-        logits=lambda idx: model(input_ids=idx, use_cache=False).logits,
+        logits=lambda idx: model(input_ids=idx.to(device), use_cache=False).logits,
         bos_id=int(bos_id) if bos and isinstance(bos_id, int) else None,
         excluded_ids=_special_ids(tokenizer),
         tokenizer=tokenizer,
     )
+
+
+def _device_of(module: nn.Module) -> torch.device:
+    """Where the module's weights are: its inputs are moved there (a GPU run scores on the GPU)."""
+    return next(module.parameters()).device
 
 
 def _special_ids(tokenizer: tokenizers.Tokenizer | None) -> list[int]:
@@ -210,7 +220,7 @@ def scores_from_patterns(patterns: list[Tensor], half_len: int, offset: int) -> 
     dest = torch.arange(offset + 1, offset + 2 * half_len)
     induction, previous = [], []
     for probs in patterns:
-        p = probs.double()
+        p = probs.double().cpu()
         induction.append(p[:, :, second, after_prev].mean(dim=(0, 2)))
         previous.append(p[:, :, dest, dest - 1].mean(dim=(0, 2)))
     return {"induction": torch.stack(induction), "previous_token": torch.stack(previous)}
@@ -284,7 +294,7 @@ def icl_score(model: ScoredModel, docs: TokenDocuments, cfg: HeadScoreConfig) ->
     losses = []
     for i in range(0, count, cfg.batch_size):
         x = windows[i : i + cfg.batch_size]
-        logp = torch.log_softmax(model.logits(x)[:, at - 1].double(), dim=-1)
+        logp = torch.log_softmax(model.logits(x)[:, at - 1].double().cpu(), dim=-1)
         losses.append(-logp.gather(-1, x[:, at][..., None])[..., 0])
     loss = torch.cat(losses)
     early_loss, late_loss = float(loss[:, 0].mean()), float(loss[:, 1].mean())
