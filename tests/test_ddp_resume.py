@@ -30,7 +30,7 @@ def _torchrun(store: Path, out: Path) -> subprocess.Popen:
         "train", "--data", store, "--preset", "tiny", "--out", out, "--context-len", "32",
         "--batch-size", "4", "--eval-batches", "2", "--test-tokens", "1024", "--warmup-steps",
         "2", "--max-steps", "16", "--eval-interval", "4", "--dropout", "0.2", "--dtype",
-        "float32", "--threads", "1", "--quiet",
+        "float32", "--threads", "1", "--device", "cpu", "--quiet",
     ]  # fmt: skip
     return subprocess.Popen(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",

@@ -69,6 +69,7 @@ def test_solve_reads_negative_numbers_as_numbers(run_cli: Callable) -> None:
 
 
 def test_bare_cuda_under_torchrun_is_the_local_rank_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)  # also where one GPU is real
     monkeypatch.setenv("LOCAL_RANK", "1")
     assert resolve_device("cuda") == torch.device("cuda", 1)
     assert resolve_device("cuda:0") == torch.device("cuda", 0)  # an explicit index is kept
@@ -77,6 +78,21 @@ def test_bare_cuda_under_torchrun_is_the_local_rank_gpu(monkeypatch: pytest.Monk
     assert resolve_device("cuda") == torch.device("cuda")
     with pytest.raises(ConfigError, match="unknown device"):
         resolve_device("tpu7")
+
+
+def test_more_torchrun_processes_than_gpus_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rank 1 on a one-GPU machine: a one-line fix instead of CUDA's "invalid device ordinal"."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert resolve_device(None) == torch.device("cuda", 0)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    for name in (None, "auto", "cuda", "cuda:1"):
+        with pytest.raises(ConfigError, match=r"cuda:1 does not exist.*--nproc_per_node=1"):
+            resolve_device(name)
+    assert resolve_device("cpu") == torch.device("cpu")
 
 
 def test_knn_kernels_keep_inf_semantics() -> None:

@@ -155,7 +155,9 @@ def test_patience_keeps_and_tests_the_best_weights(store: Path, tmp_path: Path) 
     assert result["best_val_loss_nats"] == best["val_loss_nats"]
     model, _ = load_model(tmp_path / "run")
     test = TokenStore(store, "test").tokens
-    ctx = DistContext(0, 1, torch.device("cpu"))
+    device = torch.device(result["device"])  # recomputed where it ran: CPU and GPU bf16 differ
+    ctx = DistContext(0, 1, device)
+    model.to(device)
     starts = tiling_starts(len(test), 32, 2048)
     recomputed = evaluate(model, test, starts, 8, ctx, torch.bfloat16)
     assert recomputed == result["test_loss_nats"]
@@ -217,8 +219,9 @@ def test_sigkill_then_resume_is_bit_exact(store: Path, tmp_path: Path) -> None:
 def test_ddp_two_gloo_processes_match_one_process(store: Path, tmp_path: Path) -> None:
     """torchrun with 2 CPU processes (gloo) follows the 1-process loss curve for the same global
     batch (grad_accum 2 = one micro-batch per process)."""
+    # gloo on CPU, also on a machine with a GPU
     extra = ["--max-steps", "30", "--eval-interval", "10", "--grad-accum", "2", "--dtype",
-             "float32"]  # fmt: skip
+             "float32", "--device", "cpu"]  # fmt: skip
     one = _scalelab(_train_args(store, tmp_path / "one", *extra))
     two = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",

@@ -16,8 +16,21 @@ def _local_rank() -> int:
 def default_device() -> torch.device:
     """CUDA when present (the local rank's GPU under torchrun), else CPU."""
     if torch.cuda.is_available():
-        return torch.device("cuda", _local_rank())
+        return _existing_gpu(torch.device("cuda", _local_rank()))
     return torch.device("cpu")
+
+
+def _existing_gpu(device: torch.device) -> torch.device:
+    """`device` if this machine has that GPU; a clear error instead of CUDA's "invalid device
+    ordinal" when torchrun starts more processes than there are GPUs."""
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if device.type == "cuda" and count and (device.index or 0) >= count:
+        raise ConfigError(
+            f"{device} does not exist: this machine has {count} GPU(s); start at most "
+            f"{count} process(es) per node (torchrun --nproc_per_node={count}) or pass "
+            "--device cpu"
+        )
+    return device
 
 
 def resolve_device(name: str | None) -> torch.device:
@@ -30,5 +43,5 @@ def resolve_device(name: str | None) -> torch.device:
     except RuntimeError as err:
         raise ConfigError(f"unknown device {name!r}; use auto, cpu, cuda or cuda:N") from err
     if device.type == "cuda" and device.index is None and "LOCAL_RANK" in os.environ:
-        return torch.device("cuda", _local_rank())
-    return device
+        device = torch.device("cuda", _local_rank())
+    return _existing_gpu(device)
