@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+import scalelab.probe.sample as sample_module
 from scalelab.errors import ConfigError
 from scalelab.lm.config import GPTConfig
 from scalelab.lm.model import GPT
@@ -16,6 +17,7 @@ from scalelab.probe.sample import (
     TokenDocuments,
     extract,
     resolve_layer,
+    same_prefix_points,
     sample_positions,
     sample_protocol,
     sample_windows,
@@ -130,6 +132,66 @@ def test_extraction_equals_one_window_at_a_time():
             states = gpt.hidden_states(torch.as_tensor(s.window_tokens[a:b])[None])
             for j, layer in enumerate([0, 2, 3]):
                 np.testing.assert_allclose(x[j, n], states[layer][0, o].numpy(), atol=2e-5)
+
+
+def _brute_force_same_prefix(s) -> tuple[list[int], list[int]]:
+    seen: dict[tuple[int, ...], int] = {}
+    dup, rep = [], []
+    for n, (w, o) in enumerate(zip(s.positions.window, s.positions.offset, strict=True)):
+        a = s.window_offsets[w]
+        prefix = tuple(s.window_tokens[a : a + o + 1].tolist())
+        if prefix in seen:
+            dup.append(n)
+            rep.append(seen[prefix])
+        else:
+            seen[prefix] = n
+    return dup, rep
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_same_prefix_points_equal_a_dictionary_of_prefixes(seed):
+    """Three token kinds and short documents: many windows share prefixes."""
+    rng = np.random.default_rng(seed)
+    docs = TokenDocuments.from_list([rng.integers(0, 3, rng.integers(1, 12)) for _ in range(400)])
+    s = sample_protocol(docs, context_len=8, per_doc=4, seed=seed)
+    s = s.subset(shuffle_cap(s.n_points, s.n_points, seed))
+    dup, rep = same_prefix_points(s)
+    want_dup, want_rep = _brute_force_same_prefix(s)
+    assert len(want_dup) > 100
+    assert dup.tolist() == want_dup and rep.tolist() == want_rep
+
+
+def test_same_prefix_points_are_exact_duplicates_whatever_the_batch_shape(monkeypatch):
+    """A states function that rounds by batch shape, as GPU kernels do (an H200 gave a few ulps
+    between copies of one prefix, and d moved 1%): copies still come out bit-identical, so the
+    MLE removes them as it does on the CPU, and d equals the exact states' d."""
+    gpt = GPT(GPTConfig(vocab_size=8, block_size=16, n_layer=1, n_head=2, n_embd=16), seed=0)
+    gpt.eval()
+    rng = np.random.default_rng(0)
+    docs = TokenDocuments.from_list([rng.integers(0, 8, rng.integers(2, 40)) for _ in range(900)])
+    s = sample_protocol(docs, context_len=16, per_doc=6, seed=0)
+    s = s.subset(shuffle_cap(s.n_points, s.n_points, 0))
+
+    def exact(idx, mask):
+        return gpt.hidden_states(idx)
+
+    def by_shape(idx, mask):  # a relative error of ~1e-7 that depends on the batch length
+        return [h * (1 + 1e-7 * idx.shape[1]) for h in gpt.hidden_states(idx)]
+
+    cfg = EstimateConfig(batch_size=1024)
+    ref = extract(exact, s, [-1], batch_tokens=200)[0]
+    got = extract(by_shape, s, [-1], batch_tokens=200)[0]
+    dup, rep = same_prefix_points(s)
+    assert len(dup) > 500 and np.array_equal(got[dup], got[rep])
+    ref_est, got_est = estimate_dimension(ref, cfg), estimate_dimension(got, cfg)
+    assert got_est["n_duplicates_removed"] == ref_est["n_duplicates_removed"] >= len(dup)
+    assert got_est["dimension"] == pytest.approx(ref_est["dimension"], rel=1e-5)
+    # without the copying, the rounding leaves near-duplicates that move d
+    none = np.zeros(0, dtype=np.int64)
+    monkeypatch.setattr(sample_module, "same_prefix_points", lambda sample: (none, none))
+    raw_est = estimate_dimension(extract(by_shape, s, [-1], batch_tokens=200)[0], cfg)
+    assert raw_est["n_duplicates_removed"] < ref_est["n_duplicates_removed"]
+    assert abs(raw_est["dimension"] / ref_est["dimension"] - 1) > 1e-3
 
 
 def _subspace_gpt(d: int, width: int = 32, vocab: int = 4096, seed: int = 0):
