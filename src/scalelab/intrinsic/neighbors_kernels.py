@@ -30,6 +30,27 @@ def row_sq_norms(x: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(parallel=True, fastmath=FASTMATH, cache=True)
+def centre_rows(x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """z = x - m (in x's dtype), float64 |z_i|^2 and max_f |z_if| per row: one pass over the
+    data instead of four (subtract, absolute value, maximum, norms)."""
+    n, n_feat = x.shape
+    z = np.empty_like(x)
+    sqn = np.empty(n)
+    peak = np.empty(n)
+    for i in numba.prange(n):
+        total, top = 0.0, 0.0
+        for f in range(n_feat):
+            v = x[i, f] - m[f]
+            z[i, f] = v
+            w = np.float64(v)
+            total += w * w
+            top = max(top, abs(w))
+        sqn[i] = total
+        peak[i] = top
+    return z, sqn, peak
+
+
+@numba.njit(parallel=True, fastmath=FASTMATH, cache=True)
 def rerank_kernel(
     x: np.ndarray, rows: np.ndarray, cand: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -39,13 +60,13 @@ def rerank_kernel(
     best_sq = np.full((n_rows, k), np.inf)
     best_idx = np.full((n_rows, k), -1, dtype=np.int64)
     for r in numba.prange(n_rows):
-        xi = x[rows[r]]
+        xi = x[rows[r]].astype(np.float64)  # converted once, not once per candidate
         for c in range(n_cand):
             j = cand[r, c]
             xj = x[j]
             total = 0.0
             for f in range(x.shape[1]):
-                diff = np.float64(xi[f]) - np.float64(xj[f])
+                diff = xi[f] - np.float64(xj[f])
                 total += diff * diff
             pos = k
             while pos > 0 and (
@@ -82,6 +103,72 @@ def _push(vals: np.ndarray, idx: np.ndarray, i: int, a: float, j: int) -> None:
     idx[i, pos] = j
 
 
+@numba.njit(fastmath=FASTMATH, cache=True)
+def _fill_empty(
+    vals: np.ndarray,
+    idx: np.ndarray,
+    i: int,
+    line: np.ndarray,
+    sq: np.ndarray,
+    sq32: np.ndarray,
+    j0: int,
+    margin: float,
+    kept_a: np.ndarray,
+    kept_j: np.ndarray,
+) -> bool:
+    """Fill point i's empty heap from a whole contiguous line of products (candidate
+    j = j0 + r, a = sq[r] - 2 line[r]) at once instead of push by push.
+
+    Why: filling a heap by pushes costs about C (1 + ln(m / C)) sift-downs with unpredictable
+    branches, and the first block of a search is all fills. Here a bisection on the value,
+    with vectorised float32 counts, finds a threshold `hi` that C + 1 to 2 C + 2 values (the
+    point itself may be one) do not exceed; the values with a32 <= hi + 2 margin, a superset
+    of the C smallest in float64 since |a32 - a| < margin, are sorted by (a, j) and the C
+    smallest written in descending order, which is a valid max-heap. Every value left out has
+    a > hi + margin >= the largest kept, the invariant the pushes keep. False, with nothing
+    written, when the line is short, `kept_a` overflows (many near-equal values) or the
+    products are float64 (`margin` inf): the caller then pushes as usual."""
+    n_keep, m = vals.shape[1], len(line)
+    if m < 8 * n_keep or not margin < np.inf:
+        return False
+    lo, hi = np.float32(np.inf), np.float32(-np.inf)
+    for r in range(m):
+        v = sq32[r] - np.float32(2.0) * line[r]
+        lo, hi = min(lo, v), max(hi, v)
+    for _ in range(40):
+        mid = np.float32(0.5) * (lo + hi)
+        count = 0
+        for r in range(m):  # vectorised
+            count += sq32[r] - np.float32(2.0) * line[r] <= mid
+        if count <= n_keep:
+            lo = mid
+        else:
+            hi = mid
+            if count <= 2 * n_keep + 2:
+                break
+    bound = np.float32(hi + 2.0 * margin)
+    n = 0
+    for r in range(m):
+        if sq32[r] - np.float32(2.0) * line[r] <= bound and j0 + r != i:
+            if n == len(kept_a):
+                return False
+            kept_a[n] = sq[r] - 2.0 * np.float64(line[r])
+            kept_j[n] = j0 + r
+            n += 1
+    if n < n_keep:
+        return False
+    for p in range(1, n):  # insertion sort by (a, j): n is about 2 C
+        a, j, q = kept_a[p], kept_j[p], p
+        while q > 0 and (kept_a[q - 1] > a or (kept_a[q - 1] == a and kept_j[q - 1] > j)):
+            kept_a[q], kept_j[q] = kept_a[q - 1], kept_j[q - 1]
+            q -= 1
+        kept_a[q], kept_j[q] = a, j
+    for q in range(n_keep):
+        vals[i, q] = kept_a[n_keep - 1 - q]
+        idx[i, q] = kept_j[n_keep - 1 - q]
+    return True
+
+
 @numba.njit(parallel=True, fastmath=FASTMATH, cache=True)
 def keep_smallest(
     vals: np.ndarray,
@@ -99,25 +186,29 @@ def keep_smallest(
     `a = sqn[j] - 2 g[r, c]` (float64) is the approximate |x_j|^2 - 2 x_i.x_j. Per point i,
     `vals[i]`/`idx[i]` are a max-heap of the C smallest `a` seen so far (+inf and -1 while
     unfilled), so after all blocks every point j not kept has a >= vals[i, 0]. The point
-    itself is skipped. A float32 pass (`sqn32`, twice as many lanes) first counts the values
-    that may enter; `margin` (>= its rounding error plus the threshold's) keeps it
-    conservative, and only rows with a count are scanned in float64.
+    itself is skipped. A float32 check (`sqn32`) against the current worst plus `margin`
+    (>= its rounding error plus the threshold's) lets only the values that may enter reach
+    the float64 comparison; the check's branch is rarely taken once the heap is full.
     """
     n_rows, n_cols = g.shape
+    n_keep = vals.shape[1]
+    sq, sq32 = sqn[col0 : col0 + n_cols], sqn32[col0 : col0 + n_cols]
     for r in numba.prange(n_rows):
         i = row0 + r
         worst = vals[i, 0]
+        if worst == np.inf:  # the first block: fill the whole heap at once
+            kept_a = np.empty(4 * n_keep + 8)
+            kept_j = np.empty(4 * n_keep + 8, dtype=np.int64)
+            if _fill_empty(vals, idx, i, g[r], sq, sq32, col0, margin, kept_a, kept_j):
+                continue
         limit = np.float32(worst + margin)
-        hits = 0
-        for c in range(n_cols):  # vectorised; most rows of most blocks have no hit
-            hits += sqn32[col0 + c] - np.float32(2.0) * g[r, c] < limit
-        if hits == 0:
-            continue
         for c in range(n_cols):
-            a = sqn[col0 + c] - 2.0 * np.float64(g[r, c])
-            if a < worst and col0 + c != i:
-                _push(vals, idx, i, a, col0 + c)
-                worst = vals[i, 0]
+            if sqn32[col0 + c] - np.float32(2.0) * g[r, c] < limit:
+                a = sqn[col0 + c] - 2.0 * np.float64(g[r, c])
+                if a < worst and col0 + c != i:
+                    _push(vals, idx, i, a, col0 + c)
+                    worst = vals[i, 0]
+                    limit = np.float32(worst + margin)
 
 
 @numba.njit(parallel=True, fastmath=FASTMATH, cache=True)
@@ -134,14 +225,30 @@ def keep_smallest_columns(
     """`keep_smallest` for the transpose of `g`, without copying it: column c belongs to
     point i = col0 + c, row r to the candidate j = row0 + r. Tiles of columns run in
     parallel and read `g` row by row; a float32 count across the tile (each column against
-    its own threshold) skips the rows that change nothing."""
+    its own threshold) skips the rows that change nothing. Empty heaps (the first block) are
+    filled at once from a transposed copy of the tile (`_fill_empty`)."""
     n_rows, n_cols = g.shape
+    n_keep = vals.shape[1]
+    sq, sq32 = sqn[row0 : row0 + n_rows], sqn32[row0 : row0 + n_rows]
     for t in numba.prange((n_cols + _TILE - 1) // _TILE):
         c0 = t * _TILE
         w = min(n_cols, c0 + _TILE) - c0
         limit = np.empty(_TILE, dtype=np.float32)
+        empty = 0
         for c in range(w):
-            limit[c] = np.float32(vals[col0 + c0 + c, 0] + margin)
+            empty += vals[col0 + c0 + c, 0] == np.inf
+        lines = np.empty((w if empty else 0, n_rows), dtype=g.dtype)
+        for r in range(n_rows if empty else 0):
+            for c in range(w):
+                lines[c, r] = g[r, c0 + c]
+        kept_a = np.empty(4 * n_keep + 8)
+        kept_j = np.empty(4 * n_keep + 8, dtype=np.int64)
+        for c in range(w):
+            i = col0 + c0 + c
+            filled = vals[i, 0] == np.inf and _fill_empty(
+                vals, idx, i, lines[c], sq, sq32, row0, margin, kept_a, kept_j
+            )
+            limit[c] = -np.inf if filled else np.float32(vals[i, 0] + margin)
         for r in range(n_rows):
             s = sqn32[row0 + r]
             hits = 0
