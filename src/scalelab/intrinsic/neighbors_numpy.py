@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from scalelab.intrinsic.neighbors_kernels import (
+    centre_rows,
     keep_smallest,
     keep_smallest_columns,
     rerank_kernel,
@@ -41,13 +42,22 @@ _PANEL_ELEMENTS = 1 << 22  # float32 Gram products per block (16 MB)
 _ROW_BLOCK = 512  # rows per block: large enough for BLAS, small enough for the symmetry
 
 
+def column_mean(x: np.ndarray) -> np.ndarray:
+    """The mean point, in x's dtype, by one matrix-vector product (float64 if that
+    overflows). Any fixed vector would do: subtracting it changes no distance."""
+    m = (np.ones(len(x), dtype=x.dtype) @ x) / len(x)
+    if not np.isfinite(m).all():
+        m = x.mean(axis=0, dtype=np.float64)
+    return m.astype(x.dtype)
+
+
 def centred(x: np.ndarray) -> np.ndarray:
     """The data minus its mean (rounded once): keeps |x| small relative to the distances.
 
     Subtracting one fixed vector changes no distance, so its own rounding does not matter;
     the subtraction rounds each entry with relative error u32 (u64 for float64 data).
     """
-    return x - x.mean(axis=0, dtype=np.float64).astype(x.dtype)
+    return x - column_mean(x)
 
 
 class GramSearch:
@@ -65,13 +75,13 @@ class GramSearch:
     """
 
     def __init__(self, x: np.ndarray, precision: str = "fp32") -> None:
-        xc = centred(x)
-        big = float(np.abs(xc).max()) if xc.size else 0.0
+        xc, sqn, peak = centre_rows(x, column_mean(x))
+        big = float(peak.max()) if xc.size else 0.0
         tiny_data = x.dtype == np.float64 and 0.0 < big < 1.0 / _SAFE  # float32 would underflow
         work = np.float64 if precision == "fp64" or big > _SAFE or tiny_data else np.float32
         self.z = np.ascontiguousarray(xc, dtype=work)
         self.precision = "fp64" if work == np.float64 else "fp32"
-        self.sqn = row_sq_norms(self.z)
+        self.sqn = sqn if self.z is xc else row_sq_norms(self.z)
         n_feat = x.shape[1]
         u_w, tiny = _UNIT[self.z.dtype], _TINY[self.z.dtype]
         u_in = _UNIT[x.dtype] + (u_w if self.z.dtype != x.dtype else 0.0)
