@@ -10,7 +10,6 @@ those blocks on the heap for reuse. Same numbers, bit for bit; only the page fau
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 
 M_TRIM_THRESHOLD = -1
@@ -27,7 +26,7 @@ def keep_freed_memory() -> bool:
     if _done or not sys.platform.startswith("linux"):
         return _done
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL("libc.so.6")  # glibc's name: no ldconfig search at start-up
         mallopt = libc.mallopt
     except (OSError, AttributeError):
         return False

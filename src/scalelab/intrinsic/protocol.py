@@ -18,6 +18,7 @@ from scalelab.errors import ConfigError, EstimationError
 from scalelab.intrinsic import ESTIMATORS, PAPER_BATCH_SIZE
 from scalelab.intrinsic.calibrated import CalibratedMLE
 from scalelab.intrinsic.mle import MLE, TwoNN, prepare_points
+from scalelab.malloc import keep_freed_memory
 from scalelab.progress import progress
 
 if TYPE_CHECKING:  # annotations only: the estimators run without torch
@@ -116,7 +117,10 @@ def estimate_in_batches(
 
     Exact duplicate rows are removed once, before batching, when the estimator's
     `remove_duplicates` is on (the default). A non-finite batch estimate is an error.
+    Every batch allocates and frees the same large blocks (Gram panels, copies of the batch),
+    so freed memory is kept for reuse (`keep_freed_memory`) instead of being faulted in anew.
     """
+    keep_freed_memory()
     k = int(getattr(estimator, "k", 2))
     if batch_size <= k:
         raise ConfigError(f"batch size {batch_size} <= k = {k}: use a batch size above k")
