@@ -118,9 +118,10 @@ def twins(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"text": text, "hf": root / "hf", "gguf": root / "gguf"}
 
 
-def test_gguf_file_gives_the_hf_folders_tokens_states_and_d(twins):
+def test_gguf_file_gives_the_hf_folders_tokens_states_and_d(twins, capfd):
     hf = load_model_for_embedding(twins["hf"])
     gg = load_model_for_embedding(twins["gguf"])  # the folder's only .gguf, picked for us
+    assert "GGUF" not in capfd.readouterr().err  # transformers' dequantising bar stays off
     assert (hf.gguf_file, gg.gguf_file) == (None, "tiny-F32.gguf")
     assert [f.name for f in gg.weight_files] == ["tiny-F32.gguf"]
     assert gg.kind == hf.kind == "hf"

@@ -8,10 +8,12 @@ architecture needs remote code is refused, and nothing is ever downloaded.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,28 @@ def _pick_gguf(path: Path, gguf_file: str | None) -> str | None:
     return ggufs[0]
 
 
+@contextlib.contextmanager
+def _quiet_gguf_dequantising(active: bool) -> Iterator[None]:
+    """transformers dequantises GGUF tensors under a plain `tqdm` bar that its own
+    `disable_progress_bar` does not reach; scalelab's commands draw their own progress, so
+    that bar is turned off for the load and restored after."""
+    module = None
+    if active:
+        try:
+            from transformers import modeling_gguf_pytorch_utils as module
+        except ImportError:
+            module = None
+    bar = getattr(module, "tqdm", None)
+    if module is None or bar is None:
+        yield
+        return
+    module.tqdm = functools.partial(bar, disable=True)
+    try:
+        yield
+    finally:
+        module.tqdm = bar
+
+
 def load_hf(
     path: str | Path,
     *,
@@ -97,7 +121,8 @@ def load_hf(
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     try:
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kwargs)
+        with _quiet_gguf_dequantising(gguf is not None):
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kwargs)
         tok = AutoTokenizer.from_pretrained(path, **kwargs)
     except (OSError, ValueError, KeyError, ImportError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
