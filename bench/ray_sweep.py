@@ -21,9 +21,9 @@ from pathlib import Path
 import torch
 
 from scalelab.lm.config import GPTConfig, TrainConfig
-from scalelab.runner import Backend
+from scalelab.runs.sweep import Backend
 from scalelab.sweeps import data as data_sweep
-from scalelab.sweeps.lm import Schedule
+from scalelab.sweeps.schedule import Schedule
 from scalelab.text.corpora import Corpus, Document
 from scalelab.text.store import prepare_corpus
 

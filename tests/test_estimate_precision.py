@@ -98,8 +98,22 @@ def test_precision_is_validated_and_auto_resolves():
         EstimateConfig(precision="fp16")
     assert resolve_precision("float32", "cpu") == torch.float32
     assert resolve_precision("bfloat16", "cpu") == torch.bfloat16
-    assert resolve_precision("auto", "cpu") in (torch.float32, torch.bfloat16)
     assert resolve_precision("auto", "meta") == torch.float32
+
+
+@pytest.mark.parametrize("forced, dtype", [("0", torch.float32), ("1", torch.bfloat16)])
+def test_cpu_bf16_env_forces_the_cpu_path_for_training_and_probe(monkeypatch, forced, dtype):
+    """SCALELAB_CPU_BF16 decides `auto` on any CPU (CI forces the float32 path of AVX2-only
+    CPUs with 0); both the trainer and the probe read it."""
+    from scalelab.lm.train import resolve_dtype
+
+    monkeypatch.setenv("SCALELAB_CPU_BF16", forced)
+    assert resolve_precision("auto", "cpu") == dtype
+    assert resolve_dtype("auto", torch.device("cpu")) == dtype
+    assert resolve_precision("float32", "cpu") == torch.float32  # an explicit choice wins
+    monkeypatch.setenv("SCALELAB_CPU_BF16", "yes")
+    with pytest.raises(ConfigError, match="SCALELAB_CPU_BF16='yes'"):
+        resolve_precision("auto", "cpu")
 
 
 def test_length_sorted_batches_return_points_in_the_sample_order():

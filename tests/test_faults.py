@@ -29,7 +29,7 @@ from safetensors.torch import load_file
 from test_pipeline import toy_config
 from test_sweeps_data import make_store, mini_paragraphs
 
-from scalelab import outdir
+from scalelab.runs import outdir
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 # Keys that differ between two correct runs: timings, provenance, folder paths.

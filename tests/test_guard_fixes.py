@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 import torch
 
-from scalelab import outdir
 from scalelab.device import resolve_device
 from scalelab.errors import ConfigError
 from scalelab.intrinsic import neighbors_kernels
 from scalelab.io import append_jsonl, atomic_write_json, to_json
+from scalelab.runs import outdir
 
 
 def strict_loads(text: str) -> object:

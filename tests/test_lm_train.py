@@ -86,9 +86,9 @@ def test_lr_schedule_warmup_then_cosine_to_min() -> None:
 
 
 def test_max_tokens_sets_the_step_budget() -> None:
-    cfg = TrainConfig(batch_size=2, grad_accum=3, max_steps=100, max_tokens=1000)
-    assert planned_steps(cfg, block_size=16) == (math.ceil(1000 / 96), "max_tokens")
-    assert planned_steps(cfg.replace(max_tokens=10**6), block_size=16) == (100, "max_steps")
+    cfg = TrainConfig(batch_size=2, grad_accum=3, max_steps=100, token_budget=1000)
+    assert planned_steps(cfg, block_size=16) == (math.ceil(1000 / 96), "token_budget")
+    assert planned_steps(cfg.replace(token_budget=10**6), block_size=16) == (100, "max_steps")
 
 
 def test_config_rejects_out_of_range_values() -> None:
@@ -159,7 +159,8 @@ def test_patience_keeps_and_tests_the_best_weights(store: Path, tmp_path: Path) 
     ctx = DistContext(0, 1, device)
     model.to(device)
     starts = tiling_starts(len(test), 32, 2048)
-    recomputed = evaluate(model, test, starts, 8, ctx, torch.bfloat16)
+    dtype = getattr(torch, result["dtype"])  # the run's own precision: bf16 or float32 by CPU
+    recomputed = evaluate(model, test, starts, 8, ctx, dtype)
     assert recomputed == result["test_loss_nats"]
     # a finished run folder is not retrained: the same call returns the saved result
     assert (

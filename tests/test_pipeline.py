@@ -21,7 +21,7 @@ from scalelab.lm.model import GPT, GPTConfig
 from scalelab.pipeline import PipelineConfig, run_pipeline
 from scalelab.probe.estimate import EstimateConfig, estimate
 from scalelab.probe.sources import parse_source
-from scalelab.sweeps.lm import Schedule
+from scalelab.sweeps.schedule import Schedule
 from scalelab.text.store import TokenStore
 
 

@@ -13,9 +13,10 @@ from scalelab.io import read_json
 from scalelab.lm.config import lr_at
 from scalelab.lm.model import GPTConfig
 from scalelab.lm.train import TrainConfig, train
-from scalelab.runner import RunSpec
+from scalelab.runs.sweep import RunSpec
 from scalelab.sweeps import convergence
-from scalelab.sweeps.lm import Schedule, run_params
+from scalelab.sweeps.schedule import Schedule
+from scalelab.sweeps.worker import run_params
 
 MODEL = GPTConfig(block_size=32, n_layer=1, n_head=1, n_embd=32, vocab_size=384)
 

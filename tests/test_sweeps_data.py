@@ -20,7 +20,7 @@ from scalelab.errors import ConfigError
 from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
-from scalelab.sweeps.lm import Schedule
+from scalelab.sweeps.schedule import Schedule
 from scalelab.text.corpora import Corpus, Document
 from scalelab.text.store import TokenStore, prepare_corpus
 

@@ -42,13 +42,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "data, model, manifold or induction sweep; prints where they are.",
     ),
     "validate": (
-        "demo",
+        "validate",
         "Will this corpus scale as its intrinsic dimension predicts? d from each reference "
         "model (before training), a data sweep and a model-size sweep trained to convergence "
         "(with a 2x-budget check), d along the sweep, fits, and a report. Re-running resumes.",
     ),
     "demo": (
-        "demo",
+        "validate",
         "`scalelab validate` on the built-in default corpus, into demo-out/. Re-running skips "
         "every finished stage.",
     ),
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {_one_line(str(err))}", file=sys.stderr)
         code = 2
     finally:
-        outdir = sys.modules.get("scalelab.outdir")  # locks exist only if a command took one
+        outdir = sys.modules.get("scalelab.runs.outdir")  # locks exist only if a command took one
         if outdir is not None:
             outdir.release_all()
     sys.exit(code if isinstance(code, int) else 0)

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import typer
 
 from scalelab.errors import ConfigError
-from scalelab.validate import positive_int
+from scalelab.fields import positive_int
 
 T = TypeVar("T")
 
@@ -72,7 +72,7 @@ RUN_GPUS = typer.Option(0.0, "--run-gpus", help="With --backend ray: GPUs a run 
 
 def backend_from(kind: str, address: str | None, cpus: int, gpus: float) -> Any:
     """The sweep backend the shared options describe (ConfigError on a bad combination)."""
-    from scalelab.runner import Backend
+    from scalelab.runs.sweep import Backend
 
     return Backend(kind=kind, address=address, num_cpus=cpus, num_gpus=gpus)
 

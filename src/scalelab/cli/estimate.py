@@ -25,9 +25,9 @@ from scalelab.cli.common import (
     threads_option,
 )
 from scalelab.errors import ConfigError
+from scalelab.fields import positive_int
 from scalelab.io import format_interval
 from scalelab.probe.config import DEFAULT_BATCH_SIZES, PAPER_CONTEXT, EstimateConfig
-from scalelab.validate import positive_int
 
 _D = EstimateConfig()  # the CLI's defaults are the config's
 MODEL = typer.Option(

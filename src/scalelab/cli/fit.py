@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from scalelab.cli.common import JSON, SEED, parse_list, print_json, print_table
-from scalelab.outdir import check_file
+from scalelab.runs.outdir import check_file
 
 
 def fit_command(

@@ -232,7 +232,7 @@ def separation_command(
             two_layer_ns_trained=(),
             eval_instances=64,
         )
-    from scalelab import outdir
+    from scalelab.runs import outdir
 
     outdir.claim(out, "separation-config.json", cfg.to_dict())  # resume with it, or refuse
     torch.set_num_threads(1)

@@ -14,7 +14,7 @@ from scalelab.errors import ConfigError
 from scalelab.intrinsic import ESTIMATORS, PAPER_BATCH_SIZE
 from scalelab.intrinsic.arrays import FORMATS
 from scalelab.laws import theory
-from scalelab.outdir import check_file
+from scalelab.runs.outdir import check_file
 
 
 def id_command(

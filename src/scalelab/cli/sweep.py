@@ -25,7 +25,7 @@ from scalelab.cli.common import (
 from scalelab.lm.config import PRESETS, configs_for_preset
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
-from scalelab.sweeps.lm import Schedule
+from scalelab.sweeps.schedule import Schedule
 from scalelab.text.store import TokenStore
 
 sweep_app = typer.Typer(

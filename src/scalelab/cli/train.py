@@ -22,7 +22,7 @@ def train_command(
     data: Path = typer.Option(..., "--data", help="Token store from `scalelab corpus prepare`."),
     preset: str = typer.Option(..., "--preset", help=f"Model preset: {', '.join(PRESETS)}."),
     out: Path = typer.Option(..., "--out", help="Run folder (created, or resumed if unfinished)."),
-    max_tokens: int | None = _opt("--max-tokens", "Stop after this many training tokens."),
+    token_budget: int | None = _opt("--token-budget", "Stop after this many training tokens."),
     max_steps: int | None = _opt("--max-steps", "Optimizer steps (the cosine schedule's length)."),
     seed: int | None = _opt("--seed", "Seed for weights and data order (default 0)."),
     lr: float | None = _opt("--lr", "Peak learning rate (0 < lr <= 1)."),
@@ -56,7 +56,7 @@ def train_command(
     model_cfg, train_cfg = configs_for_preset(
         preset,
         data,
-        max_tokens=max_tokens,
+        token_budget=token_budget,
         max_steps=max_steps,
         seed=seed,
         lr=lr,

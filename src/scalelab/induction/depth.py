@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from scalelab import outdir
 from scalelab.config import Config
 from scalelab.errors import ConfigError, InputError
 from scalelab.induction.heads import HeadScoreConfig, from_gpt, head_scores, icl_score
 from scalelab.io import atomic_write_json, provenance
+from scalelab.runs import outdir
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Resumable sweeps over n, alphabet size, layers, heads, width and precision (kind
-"induction"), on `scalelab.runner`: one run folder per configuration.
+"induction"), on `scalelab.runs.sweep`: one run folder per configuration.
 
 A run is either a trained model (`model: "trained"`) or the hand-set two-layer
 construction (`model: "construction"`, no training). Each row holds the accuracy metrics at
@@ -27,7 +27,7 @@ from scalelab.induction.model import InductionConfig
 from scalelab.induction.precision import MODES, Precision
 from scalelab.induction.train import InductionTrainConfig, evaluate, train_induction
 from scalelab.io import atomic_write_json, provenance
-from scalelab.runner import Backend, RunSpec, open_sweep, run_sweep
+from scalelab.runs.sweep import Backend, RunSpec, open_sweep, run_sweep
 
 KIND = "induction"
 FLOAT32_BITS = 24

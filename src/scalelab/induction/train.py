@@ -20,7 +20,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from scalelab import outdir, seeds
+from scalelab import seeds
 from scalelab.config import Config
 from scalelab.errors import CheckpointError, ConfigError
 from scalelab.induction.model import InductionConfig, InductionTransformer, loss_fn
@@ -34,6 +34,7 @@ from scalelab.induction.task import (
 )
 from scalelab.io import append_jsonl, atomic_write, atomic_write_json, provenance, read_json
 from scalelab.progress import progress
+from scalelab.runs import outdir
 from scalelab.scalars import Scalars
 
 

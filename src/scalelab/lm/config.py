@@ -12,7 +12,7 @@ from typing import Any
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
-from scalelab.validate import choice, positive_int
+from scalelab.fields import choice, positive_int
 
 DTYPES = ("auto", "float32", "bfloat16")
 
@@ -55,7 +55,7 @@ class TrainConfig(Config):
     min_lr: float = 1e-4
     warmup_steps: int = 100
     max_steps: int = 2000
-    max_tokens: int | None = None  # stop after this many training tokens (if sooner)
+    token_budget: int | None = None  # stop after this many training tokens (if sooner)
     train_tokens: int | None = None  # train on the first n tokens only (nested data subsets)
     weight_decay: float = 0.1
     beta1: float = 0.9
@@ -71,7 +71,7 @@ class TrainConfig(Config):
     def validate(self) -> None:
         for name in ("batch_size", "grad_accum", "max_steps", "eval_interval", "eval_batches"):
             positive_int(getattr(self, name), name)
-        for name in ("max_tokens", "train_tokens", "test_tokens", "patience", "decay_steps"):
+        for name in ("token_budget", "train_tokens", "test_tokens", "patience", "decay_steps"):
             positive_int(getattr(self, name), name, optional=True)
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
@@ -189,8 +189,8 @@ def lr_at(step: int, cfg: TrainConfig, total_steps: int) -> float:
 
 def planned_steps(cfg: TrainConfig, block_size: int) -> tuple[int, str]:
     """Steps to run and the stop reason if nothing stops the run earlier."""
-    if cfg.max_tokens is not None:
-        by_tokens = math.ceil(cfg.max_tokens / (cfg.windows_per_step * block_size))
+    if cfg.token_budget is not None:
+        by_tokens = math.ceil(cfg.token_budget / (cfg.windows_per_step * block_size))
         if by_tokens < cfg.max_steps:
-            return by_tokens, "max_tokens"
+            return by_tokens, "token_budget"
     return cfg.max_steps, "max_steps"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import json
 import math
 import sys
@@ -27,7 +26,7 @@ import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from scalelab import outdir
+from scalelab.device import auto_dtype
 from scalelab.errors import CheckpointError, ConfigError, EstimationError, InputError
 from scalelab.io import append_jsonl, atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.lm import checkpoint as ckpt
@@ -44,31 +43,20 @@ from scalelab.lm.distributed import DistContext, init_distributed
 from scalelab.lm.model import GPT
 from scalelab.malloc import keep_freed_memory
 from scalelab.progress import progress
+from scalelab.runs import outdir
 from scalelab.scalars import Scalars
 
 METRICS = "metrics.jsonl"
 
 
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
-    """bf16 autocast by default on GPUs that support it and on CPUs with native bf16 matmuls
-    (AVX512-BF16 or AMX: measured faster with the same loss curve, docs/benchmarks/training.md);
-    fp32 elsewhere, where bf16 would be emulated and slower."""
+    """bf16 autocast by default where bf16 matmuls are native (`scalelab.device.auto_dtype`;
+    measured faster with the same loss curve, docs/benchmarks/training.md), fp32 elsewhere."""
     if dtype == "float32":
         return torch.float32
     if dtype == "bfloat16":
         return torch.bfloat16
-    if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
-    return torch.bfloat16 if device.type == "cpu" and _cpu_has_native_bf16() else torch.float32
-
-
-@functools.cache
-def _cpu_has_native_bf16() -> bool:
-    try:
-        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").split()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+    return auto_dtype(device)
 
 
 @dataclasses.dataclass

@@ -20,7 +20,7 @@ from torch import nn
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
-from scalelab.validate import choice
+from scalelab.fields import choice
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from scalelab.manifold.geometry import MANIFOLDS, make_manifold
 from scalelab.manifold.model import RegressorConfig, TransformerRegressor
 from scalelab.manifold.problem import Problem, ProblemConfig
 from scalelab.manifold.train import FitConfig, fit_regressor, mse
-from scalelab.runner import Backend, RunSpec, open_sweep, run_sweep
+from scalelab.runs.sweep import Backend, RunSpec, open_sweep, run_sweep
 from scalelab.scalars import Scalars
 
 KIND = "manifold"

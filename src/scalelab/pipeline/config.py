@@ -15,10 +15,10 @@ from typing import Any
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
+from scalelab.fields import choice
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.probe.config import PRECISIONS
-from scalelab.sweeps.lm import Schedule
-from scalelab.validate import choice
+from scalelab.sweeps.schedule import Schedule
 
 
 def _schedule() -> dict[str, Any]:

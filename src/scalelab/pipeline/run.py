@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from scalelab import outdir
 from scalelab.errors import ScalelabError
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.probe.sources import Source, measure, parse_source, unique_labels
-from scalelab.runner import Backend
+from scalelab.runs import outdir
+from scalelab.runs.sweep import Backend
 
 CONFIG = "pipeline.json"
 SUMMARY = "summary.json"
@@ -214,9 +214,10 @@ def _estimate_config(cfg: PipelineConfig) -> Any:
 
 
 def _data_sweep(out, cfg, data_dir, model_cfg, train_cfg, grid, pool, quiet, say):
-    from scalelab.runner import open_sweep
+    from scalelab.runs.sweep import open_sweep
     from scalelab.sweeps import data as data_sweep
-    from scalelab.sweeps.lm import Schedule, run_specs
+    from scalelab.sweeps.schedule import Schedule
+    from scalelab.sweeps.worker import run_specs
 
     schedule = Schedule.from_dict(cfg.schedule)
     sweep_cfg = data_sweep.make_config(data_dir, model_cfg, train_cfg, schedule, grid)
@@ -286,10 +287,11 @@ def _model_side(out, cfg, data_dir, model_cfg, train_cfg, sweep_dir, data_specs,
     if not cfg.model_sweep:
         say("[6/7] model-size sweep: none configured")
         return None
-    from scalelab.runner import open_sweep
+    from scalelab.runs.sweep import open_sweep
     from scalelab.sweeps import convergence
     from scalelab.sweeps import model as model_sweep
-    from scalelab.sweeps.lm import Schedule, run_specs
+    from scalelab.sweeps.schedule import Schedule
+    from scalelab.sweeps.worker import run_specs
 
     tokens = cfg.model_tokens or cfg.max_tokens
     schedule = Schedule.from_dict(cfg.schedule)

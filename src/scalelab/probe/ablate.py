@@ -32,7 +32,7 @@ from scalelab.probe.estimate import (
     shuffle_cap,
 )
 from scalelab.probe.sample import layer_name, resolve_layer, resolve_precision
-from scalelab.runner import Backend, RunSpec, open_sweep, run_sweep
+from scalelab.runs.sweep import Backend, RunSpec, open_sweep, run_sweep
 
 
 @dataclass

@@ -58,9 +58,9 @@ def d_along_sweep(
     `test_loss_nats`), smallest first. Writes `out_dir/along.json`; a finished one with the
     same request is returned as is."""
     from scalelab.lm.load import load_model_for_embedding, tokenizer_sha256
-    from scalelab.outdir import same_config
     from scalelab.probe.estimate import embed_sample, estimate_dimension, prepare, shuffle_cap
     from scalelab.probe.sample import resolve_layer
+    from scalelab.runs.outdir import same_config
 
     path = out_dir / RESULT
     request = {"runs": [str(Path(r["run_dir"]).resolve()) for r in runs], **cfg.to_dict()}

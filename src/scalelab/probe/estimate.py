@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from scalelab import outdir, seeds
+from scalelab import seeds
 from scalelab.config import Config
 from scalelab.device import resolve_device
 from scalelab.errors import ConfigError, InputError
@@ -46,6 +46,7 @@ from scalelab.probe.sample import (
     sample_protocol,
     tokens_to_run,
 )
+from scalelab.runs import outdir
 
 RESULT = "estimate.json"
 EMBEDDINGS = "embeddings.safetensors"

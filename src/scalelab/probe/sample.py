@@ -22,11 +22,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from scalelab.device import auto_dtype
 from scalelab.errors import ConfigError, InputError
+from scalelab.fields import choice, positive_int
 from scalelab.lm.load import StatesFn
 from scalelab.probe.config import BATCH_TOKENS, PRECISIONS
 from scalelab.progress import progress
-from scalelab.validate import choice, positive_int
 
 LAYER_ALIASES: dict[str, int] = {"final": -1, "final-pre-ln": -2, "embeddings": 0}
 
@@ -65,27 +66,13 @@ def layer_name(index: int, n_states: int) -> str:
     return f"block {index}"
 
 
-def cpu_has_bf16() -> bool:
-    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX): only there is bf16
-    autocast faster than float32 (elsewhere it is emulated and slower)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            flags = next((line for line in f if line.startswith("flags")), "")
-    except OSError:
-        return False
-    return bool({"avx512_bf16", "amx_bf16"} & set(flags.split()))
-
-
 def resolve_precision(precision: str, device: torch.device | str) -> torch.dtype:
     """The compute dtype of the forward pass: ``auto`` is bfloat16 where the device has native
     bf16 matmuls (CUDA with bf16 support, a CPU with AVX512-BF16/AMX), float32 elsewhere."""
     choice(precision, "precision", PRECISIONS)
     if precision != "auto":
         return getattr(torch, precision)
-    dev = torch.device(device)
-    if dev.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
-    return torch.bfloat16 if dev.type == "cpu" and cpu_has_bf16() else torch.float32
+    return auto_dtype(device)
 
 
 @dataclass(frozen=True)

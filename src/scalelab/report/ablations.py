@@ -14,7 +14,7 @@ from scalelab.io import atomic_write, atomic_write_json, provenance
 from scalelab.probe import ablate
 from scalelab.probe.config import EstimateConfig
 from scalelab.probe.estimate import _finished, _request
-from scalelab.runner import Backend
+from scalelab.runs.sweep import Backend
 
 
 def write_ablation(out_dir: Path, result: ablate.Ablation, fig: Figure) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json, read_json
 from scalelab.lm import checkpoint as ckpt
 from scalelab.lm.train import METRICS, TrainConfig
-from scalelab.runner import RunSpec
+from scalelab.runs.sweep import RunSpec
 
 FACTOR = 2
 THRESHOLD = 0.01
@@ -38,7 +38,7 @@ ACTIONS = ("replay", "continue", "rerun")
 def action_for(train: dict[str, Any], result: dict[str, Any]) -> str:
     """How to obtain this finished run's result under a longer budget (module docstring)."""
     cfg = TrainConfig.from_dict(train)
-    fixed_schedule = cfg.decay_steps is not None and cfg.max_tokens is None
+    fixed_schedule = cfg.decay_steps is not None and cfg.token_budget is None
     if not fixed_schedule:
         return "rerun"
     regular = int(result["steps"]) % cfg.eval_interval == 0
@@ -110,8 +110,8 @@ def run_check(
 ) -> list[dict[str, Any]]:
     """Obtain the longer-budget result of each of the `largest` runs under `check_dir`
     (a sweep folder of its own, resumable) and return one row per run."""
-    from scalelab.runner import open_sweep
-    from scalelab.sweeps.lm import run_specs
+    from scalelab.runs.sweep import open_sweep
+    from scalelab.sweeps.worker import run_specs
 
     rows = plan(sweep_dir, specs, largest, factor)
     todo = [r for r in rows if r["action"] != "replay"]

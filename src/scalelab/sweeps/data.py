@@ -21,8 +21,9 @@ import pandas as pd
 from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.lm.config import GPTConfig, TrainConfig
-from scalelab.runner import Backend, RunSpec, open_sweep
-from scalelab.sweeps.lm import Schedule, run_params, run_specs
+from scalelab.runs.sweep import Backend, RunSpec, open_sweep
+from scalelab.sweeps.schedule import Schedule
+from scalelab.sweeps.worker import run_params, run_specs
 from scalelab.text.store import TokenStore
 
 KIND = "data"

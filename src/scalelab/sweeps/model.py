@@ -18,8 +18,9 @@ import pandas as pd
 from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.lm.config import PRESETS, GPTConfig, TrainConfig, preset_config
-from scalelab.runner import Backend, RunSpec, open_sweep
-from scalelab.sweeps.lm import Schedule, run_params, run_specs
+from scalelab.runs.sweep import Backend, RunSpec, open_sweep
+from scalelab.sweeps.schedule import Schedule
+from scalelab.sweeps.worker import run_params, run_specs
 from scalelab.text.store import TokenStore
 
 KIND = "model"

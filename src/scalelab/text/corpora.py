@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from scalelab.errors import InputError
-from scalelab.validate import choice
+from scalelab.fields import choice
 
 SplitOn = Literal["blank", "line"]
 

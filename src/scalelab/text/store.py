@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from scalelab import outdir
 from scalelab.errors import InputError
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.progress import progress
+from scalelab.runs import outdir
 from scalelab.text.corpora import Corpus, Document, text_sha256
 from scalelab.text.split import SPLITS, split_documents
 from scalelab.text.tokenizer import eot_id, load_tokenizer, train_bpe

@@ -1,6 +1,6 @@
 """Sweep runs as Ray tasks: one task per run, each with its CPU and GPU request.
 
-`scalelab.runner` hands each run over as a call of its own `run_one`, so a run folder, its
+`scalelab.runs.sweep` hands each run over as a call of its own `run_one`, so a run folder, its
 resume and its `result.json` are identical whichever backend made them. The driver only
 collects results and rewrites `runs.csv`; killing it leaves finished runs finished and
 unfinished folders to be resumed by the next invocation (local or Ray).

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from scalelab.errors import ConfigError
-from scalelab.runner import RunSpec, open_sweep, run_sweep
+from scalelab.runs.sweep import RunSpec, open_sweep, run_sweep
 
 
 def square_worker(params: dict, run_dir: Path) -> dict:
@@ -94,7 +94,7 @@ def test_workers_die_with_a_killed_sweep_process(tmp_path: Path) -> None:
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "from pathlib import Path\n"
         "from sleepy import sleepy\n"
-        "from scalelab.runner import RunSpec, open_sweep, run_sweep\n"
+        "from scalelab.runs.sweep import RunSpec, open_sweep, run_sweep\n"
         "root = Path(sys.argv[1]) / 'sweep'\n"
         "open_sweep(root, 'toy', {})\n"
         "run_sweep(root, [RunSpec(f'r{i}', {}) for i in range(2)], sleepy, workers=2, quiet=True)\n"

@@ -1,29 +1,15 @@
-"""What data and model sweeps share: the training-length policy and the run worker.
+"""The run worker data and model sweeps share, and the sweep-wide step progress bar.
 
 A sweep run is an ordinary `scalelab train` run folder (config.json, metrics.jsonl, weights,
 state.pt, result.json) under `SWEEP/runs/<name>/`, made by `scalelab.lm.train.train`, so
-it resumes exactly after a kill and can be run by any scheduler.
-
-Training-length policies (runs capped before convergence flatten the slope, see
-docs/background.md):
-- `converge` (default): early stopping on validation loss (`patience` validations without
-  improvement; the best weights are tested) inside a step budget that grows with the data:
-  `max_epochs` passes over the run's tokens, clamped to [`min_steps`, `step_cap`]. A run
-  that ends by its budget, not by patience, did not converge; the table says which. With
-  `decay_epochs` set, the learning rate decays over that many passes (clamped to
-  [`min_steps`, budget]) and stays at its floor afterwards, so the schedule does not depend
-  on the budget: a run given twice the budget replays the same steps (`convergence.py`);
-  the budget is then rounded up to whole validation intervals.
-- `epochs`: a fixed number of passes over each run's own tokens, no early stopping.
-- `tokens`: the same number of training tokens for every run, no early stopping.
+it resumes exactly after a kill and can be run by any scheduler. How long each run trains is
+`scalelab.sweeps.schedule`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
-import math
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -31,74 +17,14 @@ from typing import Any
 
 import pandas as pd
 
-from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.lm.train import train
 from scalelab.progress import progress
-from scalelab.runner import Backend, RunSpec, run_sweep, write_table
-from scalelab.validate import choice, positive_int
+from scalelab.runs.sweep import Backend, RunSpec, run_sweep, write_table
 
-POLICIES = ("converge", "epochs", "tokens")
 LOG = "train.log"
 POLL_S = 2.0  # seconds between progress polls of the run folders
-
-
-@dataclasses.dataclass(frozen=True)
-class Schedule(Config):
-    """How long each run of a sweep trains (see the module docstring)."""
-
-    policy: str = "converge"
-    patience: int = 4  # converge: validations without improvement before stopping
-    max_epochs: float = 40.0  # converge: step budget in passes over the run's tokens
-    min_steps: int = 200  # converge: step budget floor (tiny data sets)
-    step_cap: int = 20_000  # converge: step budget ceiling (a run hitting it is flagged)
-    decay_epochs: float | None = None  # converge: LR decay length in passes (None: budget)
-    epochs: float = 1.0  # epochs: passes over each run's tokens
-    token_budget: int | None = None  # tokens: training tokens per run
-
-    def validate(self) -> None:
-        choice(self.policy, "policy", POLICIES)
-        for name in ("patience", "min_steps", "step_cap"):
-            positive_int(getattr(self, name), name)
-        if self.min_steps > self.step_cap:
-            raise ConfigError(f"min_steps {self.min_steps} exceeds step_cap {self.step_cap}")
-        for name in ("max_epochs", "epochs", "decay_epochs"):
-            value = getattr(self, name)
-            if value is None and name == "decay_epochs":
-                continue
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise ConfigError(f"{name} must be a positive number, got {value!r}")
-        if self.policy == "tokens" and self.token_budget is None:
-            raise ConfigError("policy 'tokens' needs a token budget: pass --token-budget N")
-        positive_int(self.token_budget, "token_budget", optional=True)
-
-    def train_config(self, base: TrainConfig, n_tokens: int, block_size: int) -> TrainConfig:
-        """`base` with the length fields this policy sets for a run on `n_tokens` tokens."""
-        per_step = base.windows_per_step * block_size
-        decay: int | None = None
-        if self.policy == "converge":
-            steps = math.ceil(self.max_epochs * n_tokens / per_step)
-            steps = min(max(steps, self.min_steps), self.step_cap)
-            patience: int | None = self.patience
-            if self.decay_epochs is not None:
-                # Whole validation intervals: the budget's last checkpoint is then a regular
-                # one, so a longer budget can continue from it (sweeps/convergence.py).
-                steps = -(-steps // base.eval_interval) * base.eval_interval
-                decay = math.ceil(self.decay_epochs * n_tokens / per_step)
-                decay = min(max(decay, self.min_steps), steps)
-        elif self.policy == "epochs":
-            steps, patience = max(1, math.ceil(self.epochs * n_tokens / per_step)), None
-        else:
-            steps, patience = max(1, math.ceil(self.token_budget / per_step)), None
-        return base.replace(
-            train_tokens=n_tokens,
-            max_steps=steps,
-            max_tokens=None,
-            patience=patience,
-            decay_steps=decay,
-            warmup_steps=min(base.warmup_steps, max((decay or steps) // 10, 1)),
-        )
 
 
 def run_params(

@@ -4,7 +4,7 @@ A run is finished when its folder holds `result.json` (written last, atomically)
 table `runs.csv` is rebuilt from those files after every finished run, so a sweep killed at
 any moment leaves one row per finished run and none twice. Runs go to this process, to local
 worker processes, or to a Ray cluster (`Backend(kind="ray")`, one Ray task per run; see
-`scalelab.ray_runner`): the folder, the resume rule and the table are the same for all three.
+`scalelab.runs.ray_backend`): the folder, the resume rule and the table are the same for all three.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import pandas as pd
 from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
-from scalelab.outdir import claim
+from scalelab.runs.outdir import claim
 from scalelab.progress import progress
-from scalelab.ray_runner import run_on_ray
+from scalelab.runs.ray_backend import run_on_ray
 
 Worker = Callable[[dict[str, Any], Path], dict[str, Any]]
 BACKENDS = ("local", "ray")
@@ -66,7 +66,7 @@ class RunSpec:
 
 def open_sweep(sweep_dir: str | Path, kind: str, config: dict[str, Any]) -> Path:
     """Create the sweep folder, or check that an existing one was made with this config;
-    either way lock it for this process (`scalelab.outdir`)."""
+    either way lock it for this process (`scalelab.runs.outdir`)."""
     extra = {"provenance": provenance()}
     return claim(sweep_dir, "sweep.json", config, kind=kind, extra=extra)
 

@@ -20,7 +20,7 @@ from test_sweeps_data import make_store
 from test_sweeps_resume import n_lines, sweep_args
 
 from scalelab.errors import ConfigError
-from scalelab.runner import Backend, RunSpec, open_sweep, run_sweep
+from scalelab.runs.sweep import Backend, RunSpec, open_sweep, run_sweep
 
 ray = pytest.importorskip("ray", reason="the Ray backend needs the extra: pip install '.[ray]'")
 
@@ -126,9 +126,9 @@ def test_killed_ray_driver_resumes(cluster: str, store: Path, local_table, tmp_p
 def test_unseen_sweep_folder_is_a_clear_error(
     cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from scalelab import ray_runner
     from scalelab.manifold.sweep import run_worker
-    from scalelab.ray_runner import MARKER, check_visible
+    from scalelab.runs import ray_backend
+    from scalelab.runs.ray_backend import MARKER, check_visible
 
     with pytest.raises(ConfigError, match=r"cannot see the sweep folder.*--backend local"):
         check_visible(tmp_path, "abc")  # no marker: a node without the shared filesystem
@@ -137,7 +137,7 @@ def test_unseen_sweep_folder_is_a_clear_error(
         check_visible(tmp_path, "abc")
     # Through Ray: workers that see another folder than the driver wrote (here: the driver's
     # token write is diverted) stop the sweep with the same error, before any run starts.
-    monkeypatch.setattr(ray_runner, "atomic_write_text", lambda path, _: path.write_text("x"))
+    monkeypatch.setattr(ray_backend, "atomic_write_text", lambda path, _: path.write_text("x"))
     open_sweep(tmp_path, "toy", {})
     specs = [RunSpec("a", {"x": 1})]
     with pytest.raises(ConfigError, match="cannot see the sweep folder"):

@@ -1,0 +1,84 @@
+"""How long each run of a sweep trains: the training-length policy data and model sweeps share.
+
+Training-length policies (runs capped before convergence flatten the slope, see
+docs/background.md):
+- `converge` (default): early stopping on validation loss (`patience` validations without
+  improvement; the best weights are tested) inside a step budget that grows with the data:
+  `max_epochs` passes over the run's tokens, clamped to [`min_steps`, `step_cap`]. A run
+  that ends by its budget, not by patience, did not converge; the table says which. With
+  `decay_epochs` set, the learning rate decays over that many passes (clamped to
+  [`min_steps`, budget]) and stays at its floor afterwards, so the schedule does not depend
+  on the budget: a run given twice the budget replays the same steps (`convergence.py`);
+  the budget is then rounded up to whole validation intervals.
+- `epochs`: a fixed number of passes over each run's own tokens, no early stopping.
+- `tokens`: the same number of training tokens for every run, no early stopping.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from scalelab.config import Config
+from scalelab.errors import ConfigError
+from scalelab.fields import choice, positive_int
+from scalelab.lm.config import TrainConfig
+
+POLICIES = ("converge", "epochs", "tokens")
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule(Config):
+    """How long each run of a sweep trains (see the module docstring)."""
+
+    policy: str = "converge"
+    patience: int = 4  # converge: validations without improvement before stopping
+    max_epochs: float = 40.0  # converge: step budget in passes over the run's tokens
+    min_steps: int = 200  # converge: step budget floor (tiny data sets)
+    step_cap: int = 20_000  # converge: step budget ceiling (a run hitting it is flagged)
+    decay_epochs: float | None = None  # converge: LR decay length in passes (None: budget)
+    epochs: float = 1.0  # epochs: passes over each run's tokens
+    token_budget: int | None = None  # tokens: training tokens per run
+
+    def validate(self) -> None:
+        choice(self.policy, "policy", POLICIES)
+        for name in ("patience", "min_steps", "step_cap"):
+            positive_int(getattr(self, name), name)
+        if self.min_steps > self.step_cap:
+            raise ConfigError(f"min_steps {self.min_steps} exceeds step_cap {self.step_cap}")
+        for name in ("max_epochs", "epochs", "decay_epochs"):
+            value = getattr(self, name)
+            if value is None and name == "decay_epochs":
+                continue
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise ConfigError(f"{name} must be a positive number, got {value!r}")
+        if self.policy == "tokens" and self.token_budget is None:
+            raise ConfigError("policy 'tokens' needs a token budget: pass --token-budget N")
+        positive_int(self.token_budget, "token_budget", optional=True)
+
+    def train_config(self, base: TrainConfig, n_tokens: int, block_size: int) -> TrainConfig:
+        """`base` with the length fields this policy sets for a run on `n_tokens` tokens."""
+        per_step = base.windows_per_step * block_size
+        decay: int | None = None
+        if self.policy == "converge":
+            steps = math.ceil(self.max_epochs * n_tokens / per_step)
+            steps = min(max(steps, self.min_steps), self.step_cap)
+            patience: int | None = self.patience
+            if self.decay_epochs is not None:
+                # Whole validation intervals: the budget's last checkpoint is then a regular
+                # one, so a longer budget can continue from it (sweeps/convergence.py).
+                steps = -(-steps // base.eval_interval) * base.eval_interval
+                decay = math.ceil(self.decay_epochs * n_tokens / per_step)
+                decay = min(max(decay, self.min_steps), steps)
+        elif self.policy == "epochs":
+            steps, patience = max(1, math.ceil(self.epochs * n_tokens / per_step)), None
+        else:
+            steps, patience = max(1, math.ceil(self.token_budget / per_step)), None
+        return base.replace(
+            train_tokens=n_tokens,
+            max_steps=steps,
+            token_budget=None,
+            patience=patience,
+            decay_steps=decay,
+            warmup_steps=min(base.warmup_steps, max((decay or steps) // 10, 1)),
+        )
