@@ -1,15 +1,19 @@
-"""The convergence check: a budget-independent schedule, exact replay and continuation
-(compared bit for bit with fresh runs given the longer budget), and the verdict."""
+"""The convergence check: a budget-independent schedule, exact continuation under a stricter
+stopping rule (bit for bit against fresh runs), the cooldown, a check that fires on runs
+stopped too early, and the verdict."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_sweeps_data import make_store
 
 from scalelab.errors import ConfigError
 from scalelab.io import read_json
+from scalelab.laws.fit import fit_power_law
 from scalelab.lm.config import lr_at
 from scalelab.lm.model import GPTConfig
 from scalelab.lm.train import TrainConfig, train
@@ -52,72 +56,106 @@ def test_schedule_sets_a_budget_independent_decay() -> None:
         Schedule(decay_epochs=0)
 
 
-def test_actions() -> None:
-    fixed = _cfg(max_steps=60).to_dict()
-    assert convergence.action_for(fixed, {"steps": 30, "stop_reason": "patience"}) == "replay"
-    assert convergence.action_for(fixed, {"steps": 60, "stop_reason": "max_steps"}) == "continue"
-    odd = _cfg(max_steps=65).to_dict()  # last checkpoint not a regular validation
-    assert convergence.action_for(odd, {"steps": 65, "stop_reason": "max_steps"}) == "rerun"
-    cosine = _cfg(max_steps=60, decay_steps=None).to_dict()
-    assert convergence.action_for(cosine, {"steps": 30, "stop_reason": "patience"}) == "rerun"
-
-
 def _spec(name: str, cfg: TrainConfig, store: Path) -> RunSpec:
     return RunSpec(name, run_params(MODEL, cfg, store, train_tokens=cfg.train_tokens))
 
 
-def test_replay_and_continuation_equal_fresh_longer_runs(store: Path, tmp_path: Path) -> None:
-    """The proof in code: the longer-budget results the check uses are those of fresh runs
-    with twice the budget, bit for bit."""
+def _train(spec: RunSpec, store: Path, where: Path) -> dict:
+    cfg = TrainConfig.from_dict(spec.params["train"])
+    return train(MODEL, cfg, store, where / "runs" / spec.name, quiet=True)
+
+
+def test_budget_free_schedules() -> None:
+    assert convergence.budget_free(_cfg(max_steps=60))  # fixed decay length
+    assert convergence.budget_free(_cfg(decay_steps=None, min_lr=3e-3))  # flat after warm-up
+    assert not convergence.budget_free(_cfg(decay_steps=None))  # cosine over the budget
+    assert not convergence.budget_free(_cfg(token_budget=1000))
+
+
+def test_stricter_continuation_equals_a_fresh_stricter_run(store: Path, tmp_path: Path) -> None:
+    """The proof in code: the check continues a run stopped by patience (and one ended at its
+    budget) from its last checkpoint, and gets what a fresh run with the stricter rule and
+    budget gets, bit for bit."""
     sweep, check = tmp_path / "sweep", tmp_path / "check"
-    capped = _cfg(max_steps=30, train_tokens=20_000)  # ends at its budget
     stops = _cfg(max_steps=400, patience=2, train_tokens=1_000, lr=1e-2)  # overfits: patience
+    capped = _cfg(max_steps=30, train_tokens=20_000)  # ends at its budget
     specs = [_spec("a-stops", stops, store), _spec("b-capped", capped, store)]
-    for s in specs:
-        train(
-            MODEL,
-            TrainConfig.from_dict(s.params["train"]),
-            store,
-            sweep / "runs" / s.name,
-            quiet=True,
-        )
+    for spec in specs:
+        _train(spec, store, sweep)
     first = read_json(sweep / "runs" / "a-stops" / "result.json")
     assert first["stop_reason"] == "patience" and first["steps"] < 400
     rows = convergence.run_check(sweep, check, specs, largest=2)
-    assert [r["action"] for r in rows] == ["replay", "continue"]
-    assert not (check / "runs" / "a-stops").exists()  # replayed: nothing trained
-    for spec, row in zip(specs, rows, strict=True):
-        cfg = TrainConfig.from_dict(spec.params["train"])
-        fresh = train(
-            MODEL,
-            cfg.replace(max_steps=2 * cfg.max_steps),
-            store,
-            tmp_path / f"fresh-{spec.name}",
-            quiet=True,
-        )
-        assert row["test_loss_nats_longer"] == fresh["test_loss_nats"]
-        assert row["steps_longer"] == fresh["steps"]
-    assert rows[1]["steps_longer"] == 60 and rows[1]["steps"] == 30
+    stricter = [r for r in rows if r["perturbation"] == "stricter"]
+    assert [r["how"] for r in stricter] == ["continued", "continued"]
+    for spec, row in zip(specs, stricter, strict=True):
+        fresh_spec = convergence.stricter(spec)
+        fresh = _train(fresh_spec, store, tmp_path / "fresh")
+        assert TrainConfig.from_dict(fresh_spec.params["train"]).patience in (6, None)
+        assert row["test_loss_nats_perturbed"] == fresh["test_loss_nats"]
+        assert row["steps_perturbed"] == fresh["steps"]
+    assert stricter[1]["steps_perturbed"] == 90  # the capped run: 3x its budget
+    assert stricter[0]["steps_perturbed"] > stricter[0]["steps"]  # patience 6 went on
 
 
-def test_verdict_flags_a_moving_exponent() -> None:
-    """A synthetic sweep whose largest sizes were stopped early: L = 2 + 10 n^-0.3 observed
-    with the two largest losses too high; the longer budget restores them."""
-    import numpy as np
+def test_cooldown_starts_from_the_tested_weights_and_ends_at_zero(
+    store: Path, tmp_path: Path
+) -> None:
+    sweep = tmp_path / "sweep"
+    spec = _spec("r", _cfg(max_steps=60, train_tokens=20_000), store)
+    base = _train(spec, store, sweep)
+    cool = convergence.cooldown(spec, sweep / "runs" / "r", fraction=0.2)
+    t = TrainConfig.from_dict(cool.params["train"])
+    best = base["best_step"]
+    assert t.max_steps == max(2, -(-best // 5 // 10)) * 10 and t.warmup_steps == 0
+    got = _train(cool, store, tmp_path / "cool")
+    rows = [
+        json.loads(x) for x in (tmp_path / "cool/runs/r/metrics.jsonl").read_text().splitlines()
+    ]
+    assert rows[-1]["lr"] < 0.05 * base["train"]["lr"]  # decayed towards zero
+    # it starts where the run's tested weights are, far below a fresh model's loss
+    fresh = _train(RunSpec("f", {**cool.params, "train": t.replace(init_from=None).to_dict()}),
+                   store, tmp_path / "fresh")  # fmt: skip
+    assert rows[0]["val_loss_nats"] < base["best_val_loss_nats"] + 0.3
+    assert got["test_loss_nats"] < fresh["test_loss_nats"] - 0.3
 
-    from scalelab.laws.fit import fit_power_law
 
-    n = np.geomspace(1e4, 1e6, 6)
-    true = 10 * n**-0.3
-    capped = true.copy()
-    capped[-2:] *= 1.25
-    short = fit_power_law(n, capped, form="power", n_boot=0).exponent
-    long = fit_power_law(n, true, form="power", n_boot=0).exponent
-    rows = [{"run": "x", "action": "continue"}]
-    v = convergence.verdict(short, long, rows)
-    assert v["budget_limited"] and v["shift"] > 0.01 and "BUDGET-LIMITED" in v["text"]
-    assert long == pytest.approx(0.3, abs=1e-9)
-    same = convergence.verdict(long, long + 0.005, rows)
-    assert not same["budget_limited"] and "Converged" in same["text"]
-    capped = [{"run": "x", "action": "continue", "stop_reason_longer": "max_steps"}]
-    assert "still improving" in convergence.verdict(long, long, capped)["text"]
+def test_check_fires_on_runs_stopped_too_early(store: Path, tmp_path: Path) -> None:
+    """Built to be under-trained: every run stops at its second validation (an improvement
+    must beat 50 SEs), so all sizes reach the same loss and the slope is flat. The stricter
+    rule trains the largest runs on, and the check must say BUDGET-LIMITED."""
+    sweep, check = tmp_path / "sweep", tmp_path / "check"
+    sizes = [2_000, 6_000, 20_000]
+    hasty = dict(max_steps=300, patience=1, min_delta_sd=50.0, lr=3e-3, min_lr=3e-3)
+    specs = [_spec(f"n{n}", _cfg(train_tokens=n, **hasty), store) for n in sizes]
+    results = [_train(s, store, sweep) for s in specs]
+    assert [r["steps"] for r in results] == [20, 20, 20]
+    rows = convergence.run_check(sweep, check, specs, largest=2, factor=10)
+    x = np.array(sizes, float)
+    y = np.array([r["test_loss_nats"] for r in results])
+    perturbed = {}
+    for p in convergence.PERTURBATIONS:
+        y_p = y.copy()
+        for r in rows:
+            if r["perturbation"] == p:
+                y_p[[s.name for s in specs].index(r["run"])] = r["test_loss_nats_perturbed"]
+        perturbed[p] = fit_power_law(x, y_p, form="power", n_boot=0).exponent
+    exponent = fit_power_law(x, y, form="power", n_boot=0).exponent
+    v = convergence.verdict(exponent, perturbed, rows)
+    assert v["budget_limited"] and "BUDGET-LIMITED" in v["text"], v["text"]
+    assert v["shifts"]["stricter"] > 0.01
+
+
+def test_verdict_by_hand() -> None:
+    rows = [{"run": "x", "perturbation": "stricter", "stop_reason_perturbed": "patience"}]
+    v = convergence.verdict(0.10, {"stricter": 0.105, "cooldown": 0.125, "seed": 0.095}, rows)
+    assert v["labels"] == ["BUDGET-LIMITED"] and not v["protocol_limited"]
+    assert v["systematic_interval"] == pytest.approx([0.095, 0.125])
+    assert v["shifts"] == pytest.approx({"stricter": 0.005, "cooldown": 0.025, "seed": -0.005})
+    v = convergence.verdict(0.10, {"stricter": 0.104, "cooldown": 0.108, "seed": 0.085}, rows)
+    assert v["labels"] == ["PROTOCOL-LIMITED"] and "another seed" in v["text"]
+    v = convergence.verdict(0.10, {"stricter": 0.104, "cooldown": 0.092, "seed": 0.101}, rows)
+    assert v["labels"] == [] and v["text"].startswith("Converged within the check")
+    assert v["systematic_interval"] == pytest.approx([0.092, 0.104])
+    capped = [{"run": "x", "perturbation": "stricter", "stop_reason_perturbed": "max_steps"}]
+    v = convergence.verdict(0.10, {"stricter": 0.10, "cooldown": 0.10, "seed": 0.10}, capped)
+    assert "ended at their budget" in v["text"] and v["budget_ended"] == ["x"]

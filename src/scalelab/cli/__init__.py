@@ -45,7 +45,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "validate",
         "Will this corpus scale as its intrinsic dimension predicts? d from each reference "
         "model (before training), a data sweep and a model-size sweep trained to convergence "
-        "(with a 2x-budget check), d along the sweep, fits, and a report. Re-running resumes.",
+        "(checked by perturbing the largest runs), d along the sweep, fits, and a report. "
+        "Re-running resumes.",
     ),
     "demo": (
         "validate",

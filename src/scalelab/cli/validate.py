@@ -166,6 +166,12 @@ _WORKERS = typer.Option(2, "--workers", help="Runs in parallel (one torch thread
 _THREADS = threads_option(help="Torch threads of the main process.")
 _IDB = _opt("--id-batch-size", "Points per MLE batch.")
 _IDP = _opt("--id-per-doc", "Positions per test document for d.")
+_IDREF = _opt(
+    "--id-reference-documents",
+    "Test documents (a seeded subset) the given reference models read for d (default all).",
+)
+_CHECKL = _opt("--check-largest", "Convergence check: perturb this many largest runs per sweep.")
+_CHECKF = _opt("--check-factor", "Convergence check: the stricter stopping rule's factor.")
 _IDPREC = _opt(
     "--id-precision", "Forward pass of the models that measure d: auto|float32|bfloat16."
 )
@@ -194,6 +200,9 @@ def validate_command(
     id_batch_size: int = _IDB,
     id_per_doc: int = _IDP,
     id_precision: str = _IDPREC,
+    id_reference_documents: int | None = _IDREF,
+    check_largest: int = _CHECKL,
+    check_factor: int = _CHECKF,
     seed: int = SEED,
     backend: str = BACKEND,
     ray_address: str | None = RAY_ADDRESS,
@@ -204,7 +213,8 @@ def validate_command(
 ) -> None:
     """Will this corpus scale as its intrinsic dimension predicts? d from each reference
     model (before training), a data sweep and a model-size sweep trained to convergence
-    (with a 2x-budget check), d along the sweep, fits, and a report. Re-running resumes."""
+    (checked by perturbing the largest runs), d along the sweep, fits, and a report.
+    Re-running resumes."""
     _command(**locals())  # every parameter: run options and PipelineConfig fields
 
 
@@ -219,6 +229,8 @@ def demo_command(
     workers: int = _WORKERS,
     threads: int | None = _THREADS,
     id_batch_size: int = _IDB,
+    id_reference_documents: int | None = _IDREF,
+    check_largest: int = _CHECKL,
     seed: int = SEED,
     backend: str = BACKEND,
     ray_address: str | None = RAY_ADDRESS,

@@ -65,6 +65,9 @@ class TrainConfig(Config):
     eval_batches: int = 8  # validation windows = eval_batches * batch_size, fixed positions
     test_tokens: int | None = None  # cap on test tokens scored (None: the whole test split)
     patience: int | None = None  # stop after this many validations without improvement
+    patience_fraction: float = 0.0  # ... or this share of the validations so far, if more
+    min_delta_sd: float = 0.0  # an improvement counts if it beats the best by this many SEs
+    init_from: str | None = None  # a run folder: start from its tested weights and optimizer
     decay_steps: int | None = None  # cosine decay length (None: max_steps); then flat min_lr
     dtype: str = "auto"  # auto: bf16 autocast where supported (faster, same curve), else fp32
 
@@ -87,6 +90,11 @@ class TrainConfig(Config):
             raise ConfigError(f"Adam betas must be in [0, 1), got {self.beta1}, {self.beta2}")
         if self.weight_decay < 0 or self.grad_clip < 0:
             raise ConfigError("weight_decay and grad_clip must be >= 0 (grad_clip 0 = off)")
+        if not 0.0 <= self.patience_fraction <= 1.0 or not 0.0 <= self.min_delta_sd < 100:
+            raise ConfigError(
+                f"patience_fraction {self.patience_fraction} must be in [0, 1] and "
+                f"min_delta_sd {self.min_delta_sd} in [0, 100)"
+            )
         choice(self.dtype, "dtype", DTYPES)
 
     @property

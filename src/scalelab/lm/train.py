@@ -41,12 +41,14 @@ from scalelab.lm.data import (
 )
 from scalelab.lm.distributed import DistContext, init_distributed
 from scalelab.lm.model import GPT
+from scalelab.lm.stopping import StopRule, StopState
 from scalelab.malloc import keep_freed_memory
 from scalelab.progress import progress
 from scalelab.runs import outdir
 from scalelab.scalars import Scalars
 
 METRICS = "metrics.jsonl"
+STOP_KEYS = tuple(f.name for f in dataclasses.fields(StopState))
 
 
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
@@ -120,21 +122,45 @@ def evaluate(
 ) -> float:
     """Mean next-token cross-entropy (nats/token) over the windows at `starts`, split over
     the processes and summed."""
+    return evaluate_with_se(model, tokens, starts, batch_size, ctx, dtype)[0]
+
+
+@torch.no_grad()
+def evaluate_with_se(
+    model: GPT,
+    tokens: np.ndarray,
+    starts: np.ndarray,
+    batch_size: int,
+    ctx: DistContext,
+    dtype: torch.dtype,
+) -> tuple[float, float]:
+    """`evaluate`, and the standard error of that mean over the windows (the sampling noise
+    of one validation, which the stopping rule measures improvements against)."""
     was_training = model.training
     model.eval()
     block = model.config.block_size
     mine = starts[ctx.rank :: ctx.world_size]
-    total = torch.zeros(2, dtype=torch.float64, device=ctx.device)
+    # token-weighted loss sum, tokens, and per-window mean losses: sum, sum of squares, count
+    total = torch.zeros(5, dtype=torch.float64, device=ctx.device)
     for i in range(0, len(mine), batch_size):
         x, y = windows(tokens, mine[i : i + batch_size], block)
         x, y = x.to(ctx.device), y.to(ctx.device)
         with _autocast(ctx.device, dtype):
-            _, loss = model(x, y)
+            logits, loss = model(x, y)
+        per_window = torch.nn.functional.cross_entropy(
+            logits.float().flatten(0, 1), y.flatten(), reduction="none"
+        )
+        per_window = per_window.view(len(x), -1).mean(1).double()
         total[0] += loss.double() * y.numel()
         total[1] += y.numel()
+        total[2] += per_window.sum()
+        total[3] += per_window.square().sum()
+        total[4] += len(x)
     ctx.all_reduce_sum(total)
     model.train(was_training)
-    return (total[0] / total[1]).item()
+    n = total[4].item()
+    var = max(total[3].item() / n - (total[2].item() / n) ** 2, 0.0) * n / max(n - 1, 1)
+    return (total[0] / total[1]).item(), math.sqrt(var / n)
 
 
 def _autocast(device: torch.device, dtype: torch.dtype) -> contextlib.AbstractContextManager:
@@ -246,9 +272,7 @@ class _Trainer:
         # The loop's scalar state: saved in state.pt with the tensors.
         self.s: dict[str, Any] = {
             "step": 0,
-            "best_val": math.inf,
-            "best_step": -1,
-            "bad_evals": 0,
+            **dataclasses.asdict(StopState(best_step=-1)),
             "stop_reason": None,
             "wall_time_s": 0.0,
             "train_time_s": 0.0,
@@ -256,8 +280,11 @@ class _Trainer:
             "loss_sum": 0.0,
             "loss_count": 0,
         }
+        self.rule = StopRule(cfg.patience or 0, cfg.patience_fraction, cfg.min_delta_sd)
         if (out_dir / ckpt.STATE).exists():
             self._restore()
+        elif cfg.init_from is not None:
+            self._init_from(Path(cfg.init_from))
         if ctx.is_main:
             _truncate_metrics(out_dir / METRICS, self.s["step"])
         self.scalars = Scalars(out_dir if ctx.is_main else None, resume_step=self.s["step"])
@@ -275,7 +302,24 @@ class _Trainer:
             raise CheckpointError(
                 f"{path} does not match this run ({err}); delete it to restart from step 0"
             ) from err
+        if self.s["stop_reason"] == "patience" and not self._should_stop():
+            self.s["stop_reason"] = None  # a stricter rule than the one that stopped it: go on
         _log(self.ctx, f"resuming {self.out_dir} at step {self.s['step']}")
+
+    def _init_from(self, run: Path) -> None:
+        """Start from another run's tested weights and its last optimizer state (a cooldown
+        from the best checkpoint: sweeps/convergence.py)."""
+        try:
+            ckpt.load_weights(self.model, run / ckpt.WEIGHTS)
+            self.opt.load_state_dict(ckpt.load_state(run / ckpt.STATE)["optimizer"])
+        except (OSError, KeyError, RuntimeError, ValueError) as err:
+            raise CheckpointError(
+                f"cannot start from {run} ({err}); give a finished run folder as init_from"
+            ) from err
+
+    def _should_stop(self) -> bool:
+        s = self.s
+        return self.cfg.patience is not None and s["bad_evals"] >= self.rule.patience_at(s["evals"])
 
     def _restore_rng(self, saved: dict[str, Any]) -> None:
         """Each rank gets back its own dropout RNG state (saved by rank 0 for all ranks)."""
@@ -368,7 +412,9 @@ class _Trainer:
         order makes a kill at any moment safe: metrics line, best weights, then state.pt (the
         commit point; a resume drops metric lines after it and replays the same steps)."""
         cfg, ctx, s = self.cfg, self.ctx, self.s
-        val = evaluate(self.model, self.data.val, self.val_starts, cfg.batch_size, ctx, self.dtype)
+        val, val_se = evaluate_with_se(
+            self.model, self.data.val, self.val_starts, cfg.batch_size, ctx, self.dtype
+        )
         if not math.isfinite(val):
             raise EstimationError(f"validation loss is {val} at step {s['step']}; lower --lr")
         s["wall_time_s"] += time.perf_counter() - self.session_start
@@ -383,6 +429,7 @@ class _Trainer:
             "lr": s["lr"],
             "train_loss_nats": s["loss_sum"] / max(s["loss_count"], 1),
             "val_loss_nats": val,
+            "val_se_nats": val_se,
             "wall_time_s": round(s["wall_time_s"], 3),
             "tokens_per_s": tokens / max(s["train_time_s"], 1e-9),
         }
@@ -393,13 +440,11 @@ class _Trainer:
             with torch.no_grad(), torch.random.fork_rng(devices=cuda):
                 row.update(self.on_eval(self.model))
             self.model.train()
-        improved = val < s["best_val"]
-        if improved:
-            s["best_val"], s["best_step"], s["bad_evals"] = val, s["step"], 0
-        else:
-            s["bad_evals"] += 1
-            if cfg.patience is not None and s["bad_evals"] >= cfg.patience:
-                s["stop_reason"] = "patience"
+        stop = StopState(**{k: s[k] for k in STOP_KEYS})
+        improved, _ = stop.update(val, s["step"], val_se, self.rule)
+        s.update(dataclasses.asdict(stop))
+        if self._should_stop():
+            s["stop_reason"] = "patience"
         _log(
             ctx,
             f"step {s['step']}/{self.total_steps} train {row['train_loss_nats']:.4f} "

@@ -15,7 +15,7 @@ from typing import Any
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
-from scalelab.fields import choice
+from scalelab.fields import choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.probe.config import PRECISIONS
 from scalelab.sweeps.schedule import Schedule
@@ -51,9 +51,12 @@ class PipelineConfig(Config):
     model_sweep: tuple[str, ...] = ("1x16", "1x32", "2x32", "2x48", "3x64")
     model_tokens: int | None = None  # the model sweep's data (None: max_tokens)
     check_largest: int = 2  # convergence check: the largest runs of each sweep
-    check_factor: int = 2  # ... given this many times their step budget
+    check_factor: int = 3  # ... with a stopping rule (and budget) this many times stricter
     id_per_doc: int = 32
     id_max_documents: int | None = None
+    # given reference models read only this many test documents (a declared subset, chosen
+    # by the seed): a 135M model's forward pass is most of validate's time on a CPU
+    id_reference_documents: int | None = None
     id_k: int = PAPER_K
     id_batch_size: int = PAPER_BATCH_SIZE
     id_precision: str = "auto"  # forward pass of every model that measures d
@@ -74,6 +77,7 @@ class PipelineConfig(Config):
             raise ConfigError(f"check_largest must be in [1, points], got {self.check_largest}")
         if self.check_factor < 2:
             raise ConfigError(f"check_factor must be >= 2, got {self.check_factor}")
+        positive_int(self.id_reference_documents, "id_reference_documents", optional=True)
         choice(self.id_precision, "id_precision", PRECISIONS)
         if self.id_batch_size <= self.id_k:
             raise ConfigError(

@@ -8,12 +8,13 @@ report. Every stage leaves a finished artefact that a re-run finds and skips; `p
 holds the config, and a re-run with other options is refused.
 
 Folder: `data/` (token store, unless a store was given), `d/NN-label/` (one per source of d),
-`sweep/` (data sweep), `along/`, `check-data/`, `model-sweep/`, `check-model/` (the longer
-budgets), `fits.json`, `report/`, `summary.json`.
+`sweep/` (data sweep), `along/`, `model-sweep/`, `check/` (the perturbed runs of both sweeps'
+convergence checks), `fits.json`, `report/`, `summary.json`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import time
@@ -56,6 +57,26 @@ def _cpu_s() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+@dataclasses.dataclass
+class Stages:
+    """What the stages of one validation share: the request, then what each stage made."""
+
+    out: Path
+    cfg: PipelineConfig
+    pool: dict[str, Any]
+    quiet: bool
+    say: Callable[[str], None]
+    data_dir: Path | None = None
+    model_cfg: Any = None  # GPTConfig of the data sweep
+    train_cfg: Any = None  # TrainConfig every sweep run starts from
+    grid: list[int] = dataclasses.field(default_factory=list)
+    est_cfg: Any = None  # EstimateConfig of every source of d
+    sweep_dir: Path | None = None
+    specs: list[Any] = dataclasses.field(default_factory=list)
+    table: Any = None  # the data sweep's runs.csv
+    synthetic: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
 def run_pipeline(
     out: str | Path,
     cfg: PipelineConfig,
@@ -67,20 +88,28 @@ def run_pipeline(
     say: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run (or resume) every stage under `out`; return the summary (also summary.json).
-    Sweep runs go to `workers` local processes, or to `backend` (e.g. Ray) when given."""
-    out = Path(out)
-    pool = {"workers": workers, "backend": backend}
+    Sweep runs go to `workers` local processes, or to `backend` (e.g. Ray) when given. The
+    folder's lock is released when this returns or raises."""
+    st = Stages(Path(out), cfg, {"workers": workers, "backend": backend}, quiet, say)
+    try:
+        return _run(st, references)
+    finally:
+        outdir.release_under(st.out)
+
+
+def _run(st: Stages, references: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    out, cfg, say = st.out, st.cfg, st.say
     sources = unique_labels([parse_source(r) for r in references])
     request = {**cfg.to_dict(), "references": [str(Path(r).resolve()) for r in references]}
     clock = _Clock()
     created = not out.exists()
     try:
-        data_dir, model_cfg, train_cfg, grid, syn = _prepare(out, cfg, request, say, quiet)
+        _prepare(st, request)
         clock.lap("prepare")
-        est_cfg = _estimate_config(cfg)
+        st.est_cfg = _estimate_config(cfg)
         say(f"[2/7] d from {len(sources)} given reference model(s), before any training")
         given = [
-            _measure(s, data_dir, est_cfg, out / "d" / f"{i + 1:02d}-{s.label}", say, quiet)
+            _measure(st, s, st.data_dir, out / "d" / f"{i + 1:02d}-{s.label}", reference=True)
             for i, s in enumerate(sources)
         ]
     except ScalelabError:
@@ -91,63 +120,57 @@ def run_pipeline(
     outdir.claim(out, CONFIG, request)
     clock.lap("reference_models")
 
-    sweep_dir, specs, table = _data_sweep(
-        out, cfg, data_dir, model_cfg, train_cfg, grid, pool, quiet, say
-    )
+    _data_sweep(st)
     clock.lap("data_sweep")
 
     say("[4/7] d of the own reference model, and d along the sweep (same test positions)")
-    ref_dir = sweep_dir / "runs" / specs[-1].name
-    own = _measure(Source(OWN_LABEL, str(ref_dir)), None, est_cfg, out / "d" / "00-own", say, quiet)
-    along = _along(out, sweep_dir, specs, table, est_cfg, quiet)
+    ref_dir = st.sweep_dir / "runs" / st.specs[-1].name
+    own = _measure(st, Source(OWN_LABEL, str(ref_dir)), None, out / "d" / "00-own")
+    along = _along(st)
     clock.lap("dimension")
 
     say(
-        f"[5/7] convergence check: the {cfg.check_largest} largest runs with "
-        f"{cfg.check_factor}x their step budget"
+        f"[5/7] convergence check: the {cfg.check_largest} largest run(s), perturbed "
+        f"(stopping {cfg.check_factor}x stricter, a cooldown, another seed)"
     )
-    data_check = _check(sweep_dir, out / "check-data", specs, table, "train_tokens", cfg, pool)
+    data_check = _check(st, st.sweep_dir, st.specs, st.table, "train_tokens")
     say(f"      {data_check['text']}")
     clock.lap("data_check")
 
-    model = _model_side(
-        out, cfg, data_dir, model_cfg, train_cfg, sweep_dir, specs, pool, quiet, say
-    )
+    model = _model_side(st)
     clock.lap("model_sweep")
 
     say("[7/7] fits and report")
-    fits = _fits(table, model, [own, *given], cfg)
+    fits = _fits(st.table, model, [own, *given], cfg)
     fits["convergence"] = {"data": data_check, "model": model["check"] if model else None}
     atomic_write_json(out / "fits.json", fits)
     from scalelab.report.validate import build_validate_report
 
     html, md = build_validate_report(out)
     clock.lap("report")
-    summary = _summary(out, cfg, table, model, fits, along, [own, *given], clock, html, md)
-    summary["synthetic"] = syn
-    return summary
+    return _summary(st, model, fits, along, [own, *given], clock, html, md)
 
 
-def _prepare(out: Path, cfg: PipelineConfig, request: dict, say: Callable, quiet: bool) -> tuple:
+def _prepare(st: Stages, request: dict) -> None:
     """Stage 1: refuse a changed config, a bad corpus or store; prepare the token store;
     the synthetic check of the estimator."""
     from scalelab.pipeline.checks import check_store, load_for_check, prepare_data
     from scalelab.sweeps import data as data_sweep
 
-    say(f"[1/7] corpus {cfg.corpus!r} → token store (BPE {cfg.vocab_size} unless a store)")
+    cfg, out = st.cfg, st.out
+    st.say(f"[1/7] corpus {cfg.corpus!r} → token store (BPE {cfg.vocab_size} unless a store)")
     if outdir.check(out, CONFIG, request) is None:  # a changed config is refused here
         load_for_check(cfg)  # missing, empty, non-UTF-8: refused before any folder exists
     outdir.lock(out)  # a second process on this folder is refused from here on
-    data_dir = prepare_data(cfg, out, quiet=quiet)
-    model_cfg, train_cfg = _base_configs(cfg, data_dir)
-    grid = data_sweep.geometric_grid(cfg.min_tokens, cfg.max_tokens, cfg.points)
-    check_store(data_dir, cfg, model_cfg.block_size, grid)
-    syn = synthetic_check(out, cfg.seed)
-    say(
+    st.data_dir = prepare_data(cfg, out, quiet=st.quiet)
+    st.model_cfg, st.train_cfg = _base_configs(cfg, st.data_dir)
+    st.grid = data_sweep.geometric_grid(cfg.min_tokens, cfg.max_tokens, cfg.points)
+    check_store(st.data_dir, cfg, st.model_cfg.block_size, st.grid)
+    st.synthetic = syn = synthetic_check(out, cfg.seed)
+    st.say(
         f"      synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
         f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
     )
-    return data_dir, model_cfg, train_cfg, grid, syn
 
 
 def synthetic_check(out: Path, seed: int) -> dict[str, Any]:
@@ -167,12 +190,17 @@ def synthetic_check(out: Path, seed: int) -> dict[str, Any]:
 
 
 def _measure(
-    source: Source, corpus: Path | None, est_cfg: Any, where: Path, say: Callable, quiet: bool
+    st: Stages, source: Source, corpus: Path | None, where: Path, *, reference: bool = False
 ) -> dict[str, Any]:
-    row = measure(source, corpus, est_cfg, where, quiet=quiet)
+    """d of one source; a given reference model reads the declared subset of documents
+    (`id_reference_documents`), the sweep's own models every test document."""
+    est_cfg = st.est_cfg
+    if reference and st.cfg.id_reference_documents is not None:
+        est_cfg = est_cfg.replace(max_documents=st.cfg.id_reference_documents)
+    row = measure(source, corpus, est_cfg, where, quiet=st.quiet)
     lo, hi = row["dimension_range"]
     se = row["dimension_se"]
-    say(
+    st.say(
         f"      {row['label']}: d = {row['dimension']:.2f}"
         + (f" ± {se:.2f} (SE)" if se is not None else "")
         + f", batch/K range [{lo:.2f}, {hi:.2f}] → alpha_D = {row['alpha_D']:.3f}, "
@@ -213,44 +241,44 @@ def _estimate_config(cfg: PipelineConfig) -> Any:
     )
 
 
-def _data_sweep(out, cfg, data_dir, model_cfg, train_cfg, grid, pool, quiet, say):
+def _data_sweep(st: Stages) -> None:
     from scalelab.runs.sweep import open_sweep
     from scalelab.sweeps import data as data_sweep
     from scalelab.sweeps.schedule import Schedule
     from scalelab.sweeps.worker import run_specs
 
-    schedule = Schedule.from_dict(cfg.schedule)
-    sweep_cfg = data_sweep.make_config(data_dir, model_cfg, train_cfg, schedule, grid)
-    sweep_dir = open_sweep(out / "sweep", data_sweep.KIND, sweep_cfg.to_dict())
-    specs = data_sweep.specs(sweep_cfg)
-    say(
-        f"[3/7] data sweep: {model_cfg.n_layer} layers × {model_cfg.n_embd}, ctx "
-        f"{model_cfg.block_size}, {len(specs)} nested training sets of {grid[0]:,} … "
-        f"{grid[-1]:,} tokens ({pool['workers']} worker(s)); the largest run is the own reference"
+    schedule = Schedule.from_dict(st.cfg.schedule)
+    sweep_cfg = data_sweep.make_config(st.data_dir, st.model_cfg, st.train_cfg, schedule, st.grid)
+    st.sweep_dir = open_sweep(st.out / "sweep", data_sweep.KIND, sweep_cfg.to_dict())
+    st.specs = data_sweep.specs(sweep_cfg)
+    m, grid = st.model_cfg, st.grid
+    st.say(
+        f"[3/7] data sweep: {m.n_layer} layers × {m.n_embd}, ctx {m.block_size}, "
+        f"{len(st.specs)} nested training sets of {grid[0]:,} … {grid[-1]:,} tokens "
+        f"({st.pool['workers']} worker(s)); the largest run is the own reference"
     )
-    table = run_specs(sweep_dir, specs, **pool, only=None, quiet=quiet)
-    for row in table.itertuples():
-        say(
+    st.table = run_specs(st.sweep_dir, st.specs, **st.pool, only=None, quiet=st.quiet)
+    for row in st.table.itertuples():
+        st.say(
             f"      {row.train_tokens:>10,} tokens: test loss {row.test_loss_nats:.4f} "
             f"({row.stop_reason}, {row.steps}/{row.max_steps} steps)"
         )
-    return sweep_dir, specs, table
 
 
-def _along(out, sweep_dir, specs, table, est_cfg, quiet) -> dict[str, Any]:
+def _along(st: Stages) -> dict[str, Any]:
     from scalelab.probe.along import d_along_sweep
 
-    by_run = table.set_index("run")
+    by_run = st.table.set_index("run")
     runs = [
         {
             "run": s.name,
-            "run_dir": str(sweep_dir / "runs" / s.name),
+            "run_dir": str(st.sweep_dir / "runs" / s.name),
             "train_tokens": s.params["train_tokens"],
             "test_loss_nats": float(by_run.loc[s.name, "test_loss_nats"]),
         }
-        for s in specs
+        for s in st.specs
     ]
-    return d_along_sweep(runs, est_cfg, out / "along", quiet=quiet)
+    return d_along_sweep(runs, st.est_cfg, st.out / "along", quiet=st.quiet)
 
 
 def _exponent(x: np.ndarray, y: np.ndarray) -> float:
@@ -259,36 +287,43 @@ def _exponent(x: np.ndarray, y: np.ndarray) -> float:
     return fit_power_law(x, y, form="power", n_boot=0).exponent
 
 
-def _check(sweep_dir, check_dir, specs, table, size, cfg, pool) -> dict[str, Any]:
-    """Longer budgets for the largest runs; the log-log exponent refitted with them."""
+def _check(st: Stages, sweep_dir: Path, specs: list, table: Any, size: str) -> dict[str, Any]:
+    """The perturbations of the largest runs (one check folder for both sweeps, so a run
+    they share is checked once); the log-log exponent refitted with each."""
     from scalelab.sweeps import convergence
 
+    cfg = st.cfg
     rows = convergence.run_check(
         sweep_dir,
-        check_dir,
+        st.out / "check",
         specs,
         largest=cfg.check_largest,
         factor=cfg.check_factor,
-        **pool,
+        **st.pool,
+        quiet=st.quiet,
     )
-    ordered = table.set_index("run").loc[[s.name for s in specs]]
+    names = [s.name for s in specs]
+    ordered = table.set_index("run").loc[names]
     x = ordered[size].to_numpy(float)
     y = ordered["test_loss_nats"].to_numpy(float)
-    y_longer = y.copy()
-    names = [s.name for s in specs]
-    for r in rows:
-        y_longer[names.index(r["run"])] = r["test_loss_nats_longer"]
-    return convergence.verdict(_exponent(x, y), _exponent(x, y_longer), rows)
+    perturbed = {}
+    for p in convergence.PERTURBATIONS:
+        y_p = y.copy()
+        for r in rows:
+            if r["perturbation"] == p:
+                y_p[names.index(r["run"])] = r["test_loss_nats_perturbed"]
+        perturbed[p] = _exponent(x, y_p)
+    return convergence.verdict(_exponent(x, y), perturbed, rows)
 
 
-def _model_side(out, cfg, data_dir, model_cfg, train_cfg, sweep_dir, data_specs, pool, quiet, say):
+def _model_side(st: Stages) -> dict[str, Any] | None:
     """The model-size sweep on `model_tokens` (the data sweep's largest run is reused when it
     is one of the shapes), and its convergence check."""
+    cfg = st.cfg
     if not cfg.model_sweep:
-        say("[6/7] model-size sweep: none configured")
+        st.say("[6/7] model-size sweep: none configured")
         return None
     from scalelab.runs.sweep import open_sweep
-    from scalelab.sweeps import convergence
     from scalelab.sweeps import model as model_sweep
     from scalelab.sweeps.schedule import Schedule
     from scalelab.sweeps.worker import run_specs
@@ -296,29 +331,35 @@ def _model_side(out, cfg, data_dir, model_cfg, train_cfg, sweep_dir, data_specs,
     tokens = cfg.model_tokens or cfg.max_tokens
     schedule = Schedule.from_dict(cfg.schedule)
     sweep_cfg = model_sweep.make_config(
-        data_dir, cfg.model_sweep, model_cfg, train_cfg, schedule, train_tokens=tokens
+        st.data_dir, cfg.model_sweep, st.model_cfg, st.train_cfg, schedule, train_tokens=tokens
     )
-    mdir = open_sweep(out / "model-sweep", model_sweep.KIND, sweep_cfg.to_dict())
+    mdir = open_sweep(st.out / "model-sweep", model_sweep.KIND, sweep_cfg.to_dict())
     specs = sorted(model_sweep.specs(sweep_cfg), key=_size_key)
-    say(
+    st.say(
         f"[6/7] model-size sweep: {', '.join(cfg.model_sweep)} on {tokens:,} tokens; then "
         f"the convergence check of its {cfg.check_largest} largest"
     )
-    _reuse_run(sweep_dir / "runs" / data_specs[-1].name, data_specs[-1], mdir, specs)
-    table = run_specs(mdir, specs, **pool, only=None, quiet=quiet)
+    _reuse_run(st.sweep_dir / "runs" / st.specs[-1].name, st.specs[-1], mdir, specs)
+    table = run_specs(mdir, specs, **st.pool, only=None, quiet=st.quiet)
+    table["passes_at_best"] = table["best_step"] * _tokens_per_step(specs[0]) / tokens
     for row in table.set_index("run").loc[[s.name for s in specs]].itertuples():
-        say(
+        flag = " DATA-LIMITED?" if row.passes_at_best > MAX_PASSES else ""
+        st.say(
             f"      {row.label:>12} ({row.params_non_embedding:>8,} params): test loss "
-            f"{row.test_loss_nats:.4f} ({row.stop_reason}, {row.steps}/{row.max_steps} steps)"
+            f"{row.test_loss_nats:.4f} ({row.stop_reason}, {row.steps}/{row.max_steps} steps, "
+            f"{row.passes_at_best:.1f} passes at best){flag}"
         )
-    # The data check's longer run of the shared shape is this check's longer run too.
-    checked = (data_specs[-1], *specs[-cfg.check_largest :])
-    longer = [convergence.longer(s, cfg.check_factor) for s in checked]
-    src = out / "check-data" / "runs" / data_specs[-1].name
-    _reuse_run(src, longer[0], out / "check-model", longer[1:])
-    check = _check(mdir, out / "check-model", specs, table, "params_non_embedding", cfg, pool)
-    say(f"      {check['text']}")
+    check = _check(st, mdir, specs, table, "params_non_embedding")
+    st.say(f"      {check['text']}")
     return {"sweep_dir": str(mdir), "table": table, "specs": specs, "check": check}
+
+
+MAX_PASSES = 4  # more passes over the data at the tested step: the model may be data-limited
+
+
+def _tokens_per_step(spec: Any) -> int:
+    t, m = spec.params["train"], spec.params["model"]
+    return t["batch_size"] * t["grad_accum"] * m["block_size"]
 
 
 def _size_key(spec: Any) -> int:
@@ -363,31 +404,30 @@ def _fits(table, model, sources, cfg) -> dict[str, Any]:
     return out
 
 
-def _summary(out, cfg, table, model, fits, along, sources, clock, html, md) -> dict[str, Any]:
+def _summary(st: Stages, model, fits, along, sources, clock, html, md) -> dict[str, Any]:
     cols = ["run", "train_tokens", "steps", "max_steps", "stop_reason", "test_loss_nats"]
+    model_cols = ["run", "label", "params_non_embedding", *cols[2:], "passes_at_best"]
     summary = {
         "report_html": str(html),
         "report_md": str(md),
+        "synthetic": st.synthetic,
         "sources": sources,
         "fits": {k: fits[k] for k in ("data", "model") if k in fits},
         "convergence": fits["convergence"],
-        "runs": table[cols].to_dict("records"),
-        "model_runs": (
-            model["table"][["run", "label", "params_non_embedding", *cols[2:]]].to_dict("records")
-            if model
-            else []
-        ),
+        "runs": st.table[cols].to_dict("records"),
+        "model_runs": model["table"][model_cols].to_dict("records") if model else [],
         "along": along["rows"],
         "along_trend": along["trend"],
         "stage_wall_s": clock.wall,
         "stage_cpu_s": clock.cpu,
         "wall_s": round(time.perf_counter() - clock.t0, 2),
         "cpu_s": round(_cpu_s() - clock.c0, 2),
-        "config": cfg.to_dict(),
+        "config": st.cfg.to_dict(),
         "provenance": provenance(),
     }
-    earlier = read_json(out / SUMMARY).get("invocations", []) if (out / SUMMARY).exists() else []
+    path = st.out / SUMMARY
+    earlier = read_json(path).get("invocations", []) if path.exists() else []
     this = {k: summary[k] for k in ("stage_wall_s", "stage_cpu_s", "wall_s", "cpu_s")}
     summary["invocations"] = [*earlier, {**this, "time_utc": summary["provenance"]["time_utc"]}]
-    atomic_write_json(out / SUMMARY, summary)
+    atomic_write_json(path, summary)
     return summary

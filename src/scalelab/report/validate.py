@@ -20,10 +20,10 @@ from scalelab.report.document import Report
 from scalelab.report.validate_figures import along_figure, curves_figure, scaling_sources_figure
 
 SIDES = {
-    "data": ("sweep", "check-data", "train_tokens", "alpha_D", "training tokens"),
+    "data": ("sweep", "check", "train_tokens", "alpha_D", "training tokens"),
     "model": (
         "model-sweep",
-        "check-model",
+        "check",
         "params_non_embedding",
         "alpha_N",
         "non-embedding parameters",
@@ -63,7 +63,7 @@ def verdicts(report: Report, fits: dict[str, Any], tables: dict[str, pd.DataFram
         if check is None:
             continue
         name = "Data sweep" if side == "data" else "Model-size sweep"
-        report.paragraph(f"{name}: {_stop_counts(tables[side])}. {check['text']} ({check['how']}.)")
+        report.paragraph(f"{name}: {_stop_counts(tables[side])}. {check['text']}")
     if "model" in tables:
         report.paragraph(data_limit(tables["model"]))
 
@@ -120,6 +120,10 @@ def sources_table(report: Report, fits: dict[str, Any]) -> None:
                 if key == "alpha_D"
                 else "alpha_N = 2/d": f"{fit['exponent']:.3f}",
                 f"{key} 95% (SE)": _ci(fit["exponent_ci95"]) + " (bootstrap)",
+                f"{key} range": _ci(
+                    (fits.get("convergence", {}).get(side) or {}).get("systematic_interval")
+                )
+                + " (systematic: convergence check)",
             }
         )
     report.table(
@@ -156,38 +160,40 @@ def _side_figure(report: Report, side: str, fits: dict[str, Any], table: pd.Data
 
 def _curves(report: Report, out: Path, side: str, table: pd.DataFrame, fits: dict) -> None:
     sweep, check, size, _, _ = SIDES[side]
-    checked = {r["run"] for r in (fits["convergence"].get(side) or {}).get("runs", [])}
+    rows = (fits["convergence"].get(side) or {}).get("runs", [])
+    stricter = {r["run"]: r["check_run"] for r in rows if r["perturbation"] == "stricter"}
     panels = []
     for row in table.sort_values(size).itertuples():
-        longer = out / check / "runs" / row.run
+        longer = out / check / "runs" / stricter.get(row.run, "")
         label = row.label if side == "model" else f"{row.train_tokens:,} tokens"
         panels.append(
             {
                 "label": label,
                 "run_dir": out / sweep / "runs" / row.run,
                 "stop": f"{row.stop_reason} at {row.steps}/{row.max_steps}",
-                "longer_dir": longer if row.run in checked and longer.exists() else None,
+                "longer_dir": longer if row.run in stricter and longer.exists() else None,
             }
         )
     name = "data sweep" if side == "data" else "model-size sweep"
     report.figure(
         curves_figure(panels, f"validation loss vs step, {name}"),
         f"Validation curves of every {name} run (red dot: best step, whose weights are "
-        "tested; grey: the convergence check's longer-budget run, where one was trained).",
+        "tested; grey: the convergence check's run under the stricter stopping rule).",
     )
 
 
 def _check_table(report: Report, side: str, check: dict[str, Any] | None) -> None:
     if check is None:
         return
+    shifts = ", ".join(f"{p} {v:+.4f}" for p, v in check["shifts"].items())
+    lo, hi = check["systematic_interval"]
     report.table(
         check["runs"],
-        caption=f"Convergence check ({side} sweep): exponent {check['exponent']:.4f} → "
-        f"{check['exponent_longer']:.4f} with the longer budgets (shift {check['shift']:+.4f}, "
-        f"threshold {check['threshold']}). replay: stopped by patience under a "
-        "budget-independent schedule, so a longer budget repeats it exactly (not rerun); "
-        "continue: resumed from its last checkpoint with the longer budget (identical to a "
-        "fresh longer run); rerun: trained again from step 0.",
+        caption=f"Convergence check ({side} sweep): exponent {check['exponent']:.4f}; shifts "
+        f"{shifts} (threshold {check['threshold']}); systematic interval [{lo:.4f}, {hi:.4f}]. "
+        "stricter: the stopping rule and budget made stricter, continued from the run's last "
+        "checkpoint where that is exact, else trained again; cooldown: from the tested "
+        "weights, the learning rate decayed to zero; seed: trained again with the next seed.",
     )
 
 

@@ -163,6 +163,15 @@ def release(folder: str | Path) -> None:
         os.close(fd)  # closing the descriptor releases the flock
 
 
+def release_under(folder: str | Path) -> None:
+    """Drop this process's locks on `folder` and every folder below it (a library call that
+    locked sub-folders, e.g. the sweeps of a validation, ends holding none)."""
+    root = Path(folder).resolve()
+    for key in list(_held):
+        if key == root or root in key.parents:
+            release(key)
+
+
 def release_all() -> None:
     for key in list(_held):
         release(key)

@@ -1,24 +1,33 @@
-"""The convergence check: give a sweep's largest runs twice their step budget and refit.
+"""The convergence check: perturb what can flatten a slope, and measure how far it moves.
 
-An exponent fitted to runs that had not converged is biased (capped large runs flatten a data
-slope). The check reruns the `largest` runs of a sweep with `factor` times the step budget;
-if the fitted exponent moves by more than `threshold`, the observation is budget-limited.
+An exponent fitted to runs that had not converged is biased: large runs stopped early, or
+held up by a constant learning rate's noise, flatten a data slope. The check perturbs the
+`largest` runs of a sweep in three ways and refits the exponent with each:
 
-Three ways to obtain a run's longer-budget result, each exact (tests compare them with a
-fresh longer run, bit for bit):
-- `replay`: the run stopped by patience at a regular validation and its learning-rate
-  schedule does not depend on the budget (`decay_steps` set). The trainer's data stream,
-  RNG, validations and schedule at step s never read the budget, and the budget never acted,
-  so a longer budget repeats it step for step: its result is reused, nothing is rerun.
-- `continue`: the run ended at its budget, the schedule does not depend on the budget and
-  the budget is a multiple of the validation interval (so its last checkpoint is a regular
-  one). A longer run passes through exactly that state; the run folder is copied with the
-  longer budget and resumed. The extra steps are really trained.
-- `rerun`: anything else (e.g. a cosine schedule over the budget): trained from step 0.
+- `stricter`: the stopping rule made `factor` times stricter (patience and patience fraction
+  times `factor`) with `factor` times the step budget. Until the original run stopped, a run
+  under the stricter rule trains the same steps, so where the learning-rate schedule does not
+  depend on the budget the run folder is copied and resumed from its last checkpoint
+  (identical to a fresh run, tested bit for bit); otherwise it is trained from step 0.
+- `cooldown`: from the run's tested (best) weights and its optimizer state, the learning rate
+  decays to zero over `cooldown_fraction` of the steps to its best (at least two validation
+  intervals), early stopping off; the cooldown's best validation is tested. It shows what the
+  constant learning rate's noise cost.
+- `seed`: the same run trained again from step 0 with the next seed (initialisation and data
+  order).
+
+The shifts of the exponent give the observation's systematic interval. The verdict says
+BUDGET-LIMITED when `stricter` or `cooldown` moves it by more than `threshold` (the runs had
+not converged) and PROTOCOL-LIMITED when `seed` does (the observation depends on an arbitrary
+choice). Perturbation runs live under CHECK/runs/<perturbation>-<hash of the run's config>,
+so two sweeps that share a run (validate's data and model sweeps) train its check once.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,39 +39,75 @@ from scalelab.lm import checkpoint as ckpt
 from scalelab.lm.train import METRICS, TrainConfig
 from scalelab.runs.sweep import RunSpec
 
-FACTOR = 2
+FACTOR = 3
+COOLDOWN_FRACTION = 0.2
 THRESHOLD = 0.01
-ACTIONS = ("replay", "continue", "rerun")
+PERTURBATIONS = ("stricter", "cooldown", "seed")
 
 
-def action_for(train: dict[str, Any], result: dict[str, Any]) -> str:
-    """How to obtain this finished run's result under a longer budget (module docstring)."""
-    cfg = TrainConfig.from_dict(train)
-    fixed_schedule = cfg.decay_steps is not None and cfg.token_budget is None
-    if not fixed_schedule:
-        return "rerun"
-    regular = int(result["steps"]) % cfg.eval_interval == 0
-    if result.get("stop_reason") == "patience" and regular:
-        return "replay"
-    if cfg.max_steps % cfg.eval_interval == 0 and int(result["steps"]) == cfg.max_steps:
-        return "continue"
-    return "rerun"
+def budget_free(cfg: TrainConfig) -> bool:
+    """Whether the learning rate at step s never reads the step budget (a fixed decay length,
+    or a flat rate after warm-up), so a run with a longer budget passes through the same
+    states."""
+    return cfg.token_budget is None and (cfg.decay_steps is not None or cfg.min_lr == cfg.lr)
 
 
-def longer(spec: RunSpec, factor: int = FACTOR) -> RunSpec:
-    """The same run with `factor` times its step budget (nothing else changes)."""
+def stricter(spec: RunSpec, factor: int = FACTOR) -> RunSpec:
+    """The same run with its stopping rule and step budget `factor` times stricter/longer."""
     if not isinstance(factor, int) or factor < 2:
-        raise ConfigError(f"the budget factor must be an integer >= 2, got {factor!r}")
-    train = TrainConfig.from_dict(spec.params["train"])
-    steps = train.max_steps * factor
-    params = {**spec.params, "train": train.replace(max_steps=steps).to_dict(), "max_steps": steps}
-    return RunSpec(spec.name, params)
+        raise ConfigError(f"the check factor must be an integer >= 2, got {factor!r}")
+    t = TrainConfig.from_dict(spec.params["train"])
+    steps = t.max_steps * factor
+    t = t.replace(
+        max_steps=steps,
+        patience=None if t.patience is None else t.patience * factor,
+        patience_fraction=min(1.0, t.patience_fraction * factor),
+    )
+    return _with_train(spec, t)
+
+
+def cooldown(spec: RunSpec, run_dir: Path, fraction: float = COOLDOWN_FRACTION) -> RunSpec:
+    """A run that starts from `run_dir`'s tested weights and decays the learning rate to zero
+    over `fraction` of the steps to its best (whole validation intervals, at least two)."""
+    if not 0 < fraction <= 1:
+        raise ConfigError(f"the cooldown fraction must be in (0, 1], got {fraction!r}")
+    t = TrainConfig.from_dict(spec.params["train"])
+    best = int(read_json(run_dir / "result.json")["best_step"])
+    intervals = max(2, math.ceil(fraction * best / t.eval_interval))
+    steps = intervals * t.eval_interval
+    t = t.replace(
+        init_from=str(run_dir.resolve()),
+        max_steps=steps,
+        warmup_steps=0,
+        min_lr=0.0,
+        decay_steps=None,
+        patience=None,
+        patience_fraction=0.0,
+    )
+    return _with_train(spec, t)
+
+
+def reseeded(spec: RunSpec) -> RunSpec:
+    """The same run with the next seed."""
+    t = TrainConfig.from_dict(spec.params["train"])
+    return _with_train(spec, t.replace(seed=t.seed + 1))
+
+
+def _with_train(spec: RunSpec, t: TrainConfig) -> RunSpec:
+    return RunSpec(spec.name, {**spec.params, "train": t.to_dict(), "max_steps": t.max_steps})
+
+
+def check_name(perturbation: str, spec: RunSpec) -> str:
+    """The check run's folder name: the perturbation and a hash of the full run config, so
+    identical runs of two sweeps share one folder."""
+    keys = ("model", "train", "data_dir")
+    blob = json.dumps({k: spec.params[k] for k in keys}, sort_keys=True).encode()
+    return f"{perturbation}-{hashlib.sha256(blob).hexdigest()[:12]}"
 
 
 def seed_continuation(src: Path, dst: Path, spec: RunSpec) -> None:
-    """Copy the finished run `src` into `dst` as an unfinished run with the longer budget of
-    `spec`, so the trainer resumes it from its last (regular) checkpoint. Skipped when `dst`
-    already exists (a resumed check)."""
+    """Copy the finished run `src` into `dst` as an unfinished run with the config of `spec`,
+    so the trainer resumes it from its last checkpoint. Skipped when `dst` exists."""
     if dst.exists():
         return
     tmp = dst.with_name(f".{dst.name}.tmp")
@@ -78,22 +123,39 @@ def seed_continuation(src: Path, dst: Path, spec: RunSpec) -> None:
 
 
 def plan(
-    sweep_dir: Path, specs: Sequence[RunSpec], largest: int, factor: int = FACTOR
+    sweep_dir: Path,
+    specs: Sequence[RunSpec],
+    largest: int,
+    factor: int = FACTOR,
+    cooldown_fraction: float = COOLDOWN_FRACTION,
 ) -> list[dict[str, Any]]:
-    """For the last `largest` specs (the largest runs; specs are in size order): the action,
-    the longer spec, and the original result."""
-    if largest < 1:
-        raise ConfigError(f"the convergence check needs at least one run, got {largest}")
+    """One row per (largest run, perturbation): the perturbed spec (named by `check_name`),
+    whether it continues the original run, and the original result."""
+    if not 1 <= largest <= len(specs):
+        raise ConfigError(f"the check needs 1 to {len(specs)} runs, got {largest}")
     rows = []
     for spec in list(specs)[-largest:]:
-        result = read_json(sweep_dir / "runs" / spec.name / "result.json")
-        rows.append(
-            {
-                "spec": longer(spec, factor),
-                "action": action_for(spec.params["train"], result),
-                "result": result,
-            }
-        )
+        run_dir = sweep_dir / "runs" / spec.name
+        result = read_json(run_dir / "result.json")
+        original = TrainConfig.from_dict(spec.params["train"])
+        regular = int(result["steps"]) % original.eval_interval == 0
+        made = {
+            "stricter": stricter(spec, factor),
+            "cooldown": cooldown(spec, run_dir, cooldown_fraction),
+            "seed": reseeded(spec),
+        }
+        for p in PERTURBATIONS:
+            perturbed = made[p]
+            rows.append(
+                {
+                    "run": spec.name,
+                    "perturbation": p,
+                    "spec": RunSpec(check_name(p, perturbed), perturbed.params),
+                    "continue": p == "stricter" and budget_free(original) and regular,
+                    "source": run_dir,
+                    "result": result,
+                }
+            )
     return rows
 
 
@@ -104,52 +166,40 @@ def run_check(
     *,
     largest: int,
     factor: int = FACTOR,
+    cooldown_fraction: float = COOLDOWN_FRACTION,
     workers: int = 1,
     backend: Any = None,
     quiet: bool = True,
 ) -> list[dict[str, Any]]:
-    """Obtain the longer-budget result of each of the `largest` runs under `check_dir`
-    (a sweep folder of its own, resumable) and return one row per run."""
+    """Train (or resume, or reuse) every perturbation of the `largest` runs under
+    `check_dir` (a resumable sweep folder of its own); one row per run and perturbation."""
     from scalelab.runs.sweep import open_sweep
     from scalelab.sweeps.worker import run_specs
 
-    rows = plan(sweep_dir, specs, largest, factor)
-    todo = [r for r in rows if r["action"] != "replay"]
-    if todo:
-        config = {"source": str(sweep_dir.resolve()), "factor": factor, "largest": largest}
-        open_sweep(check_dir, "convergence", config)
-        for r in todo:
-            if r["action"] == "continue":
-                name = r["spec"].name
-                seed_continuation(sweep_dir / "runs" / name, check_dir / "runs" / name, r["spec"])
-        run_specs(
-            check_dir,
-            [r["spec"] for r in todo],
-            workers=workers,
-            backend=backend,
-            only=None,
-            quiet=quiet,
-        )
+    rows = plan(sweep_dir, specs, largest, factor, cooldown_fraction)
+    config = {"factor": factor, "cooldown_fraction": cooldown_fraction}
+    open_sweep(check_dir, "convergence", config)
+    for r in rows:
+        if r["continue"]:
+            seed_continuation(r["source"], check_dir / "runs" / r["spec"].name, r["spec"])
+    unique = list({r["spec"].name: r["spec"] for r in rows}.values())
+    # Cooldowns start from the original runs, so every check run can go at once.
+    run_specs(check_dir, unique, workers=workers, backend=backend, only=None, quiet=quiet)
     out = []
     for r in rows:
-        name = r["spec"].name
-        longer_result = (
-            r["result"]
-            if r["action"] == "replay"
-            else read_json(check_dir / "runs" / name / "result.json")
-        )
+        got = read_json(check_dir / "runs" / r["spec"].name / "result.json")
         out.append(
             {
-                "run": name,
-                "action": r["action"],
-                "max_steps": r["result"]["train"]["max_steps"],
-                "max_steps_longer": r["spec"].params["max_steps"],
+                "run": r["run"],
+                "perturbation": r["perturbation"],
+                "how": "continued" if r["continue"] else "trained",
+                "check_run": r["spec"].name,
                 "steps": r["result"]["steps"],
-                "steps_longer": longer_result["steps"],
                 "stop_reason": r["result"]["stop_reason"],
-                "stop_reason_longer": longer_result["stop_reason"],
                 "test_loss_nats": r["result"]["test_loss_nats"],
-                "test_loss_nats_longer": longer_result["test_loss_nats"],
+                "steps_perturbed": got["steps"],
+                "stop_reason_perturbed": got["stop_reason"],
+                "test_loss_nats_perturbed": got["test_loss_nats"],
             }
         )
     return out
@@ -157,45 +207,57 @@ def run_check(
 
 def verdict(
     exponent: float,
-    exponent_longer: float,
+    perturbed: dict[str, float],
     rows: list[dict[str, Any]],
     threshold: float = THRESHOLD,
 ) -> dict[str, Any]:
-    """Whether the fitted exponent moved by more than `threshold` with the longer budgets,
-    and a sentence that says so."""
-    shift = exponent_longer - exponent
-    limited = abs(shift) > threshold
-    replayed = [r["run"] for r in rows if r["action"] == "replay"]
-    trained = [r["run"] for r in rows if r["action"] != "replay"]
-    how = []
-    if trained:
-        how.append(f"{len(trained)} run(s) trained with {FACTOR}x their step budget")
-    if replayed:
-        how.append(
-            f"{len(replayed)} run(s) not rerun: they stopped by patience under a schedule that "
-            "does not depend on the budget, so a longer budget replays them exactly"
+    """How far each perturbation moved the fitted exponent, the systematic interval they
+    span, and a verdict in words."""
+    shifts = {p: perturbed[p] - exponent for p in PERTURBATIONS if p in perturbed}
+    budget = [p for p in ("stricter", "cooldown") if abs(shifts.get(p, 0.0)) > threshold]
+    protocol = abs(shifts.get("seed", 0.0)) > threshold
+    lo = exponent + min(0.0, *shifts.values())
+    hi = exponent + max(0.0, *shifts.values())
+    moves = ", ".join(f"{p} {s:+.4f}" for p, s in shifts.items())
+    labels = (["BUDGET-LIMITED"] if budget else []) + (["PROTOCOL-LIMITED"] if protocol else [])
+    if labels:
+        why = []
+        if budget:
+            why.append(
+                f"{' and '.join(budget)} move it by more than {threshold}: the runs had not "
+                "converged"
+            )
+        if protocol:
+            why.append(f"another seed moves it by more than {threshold}")
+        text = (
+            f"The observation is {' and '.join(labels)}: the fitted exponent moves by "
+            f"{moves}; {'; '.join(why)}. Systematic interval [{lo:.4f}, {hi:.4f}]."
         )
-    still = [r["run"] for r in rows if r.get("stop_reason_longer", "patience") != "patience"]
-    text = (
-        f"The observation is BUDGET-LIMITED: with longer budgets for the largest runs the "
-        f"fitted exponent moves by {shift:+.4f} (more than {threshold}); the runs had not "
-        "converged, so the observed exponent is not yet the converged one."
-        if limited
-        else f"Converged within the check: with longer budgets for the largest runs the "
-        f"fitted exponent moves by {shift:+.4f} (at most {threshold})."
-    )
-    if still and not limited:
+    else:
+        text = (
+            f"Converged within the check: the fitted exponent moves by {moves} (each at most "
+            f"{threshold}). Systematic interval [{lo:.4f}, {hi:.4f}]."
+        )
+    stuck = [
+        r["run"]
+        for r in rows
+        if r["perturbation"] == "stricter" and r.get("stop_reason_perturbed") != "patience"
+    ]
+    if stuck:
         text += (
-            f" But {len(still)} of the longer runs also ended at their budget, still "
-            "improving: the exponent is stable to this check, the losses are not converged."
+            f" {len(stuck)} run(s) under the stricter rule ended at their budget, not by "
+            "patience: longer runs may move the exponent further."
         )
     return {
-        "budget_limited": limited,
+        "labels": labels,
+        "budget_limited": bool(budget),
+        "protocol_limited": protocol,
         "exponent": exponent,
-        "exponent_longer": exponent_longer,
-        "shift": shift,
+        "perturbed": perturbed,
+        "shifts": shifts,
+        "systematic_interval": [lo, hi],
         "threshold": threshold,
-        "how": "; ".join(how),
+        "budget_ended": stuck,
         "text": text,
         "runs": rows,
     }

@@ -33,6 +33,8 @@ class Schedule(Config):
 
     policy: str = "converge"
     patience: int = 4  # converge: validations without improvement before stopping
+    patience_fraction: float = 0.0  # converge: ... or this share of validations so far
+    min_delta_sd: float = 0.0  # converge: improvements count from this many validation SEs
     max_epochs: float = 40.0  # converge: step budget in passes over the run's tokens
     min_steps: int = 200  # converge: step budget floor (tiny data sets)
     step_cap: int = 20_000  # converge: step budget ceiling (a run hitting it is flagged)
@@ -46,6 +48,11 @@ class Schedule(Config):
             positive_int(getattr(self, name), name)
         if self.min_steps > self.step_cap:
             raise ConfigError(f"min_steps {self.min_steps} exceeds step_cap {self.step_cap}")
+        if not 0 <= self.patience_fraction <= 1 or not 0 <= self.min_delta_sd < 100:
+            raise ConfigError(
+                f"patience_fraction {self.patience_fraction} must be in [0, 1] and "
+                f"min_delta_sd {self.min_delta_sd} in [0, 100)"
+            )
         for name in ("max_epochs", "epochs", "decay_epochs"):
             value = getattr(self, name)
             if value is None and name == "decay_epochs":
@@ -79,6 +86,8 @@ class Schedule(Config):
             max_steps=steps,
             token_budget=None,
             patience=patience,
+            patience_fraction=self.patience_fraction if patience else 0.0,
+            min_delta_sd=self.min_delta_sd if patience else 0.0,
             decay_steps=decay,
             warmup_steps=min(base.warmup_steps, max((decay or steps) // 10, 1)),
         )

@@ -1,0 +1,69 @@
+"""Early stopping that ignores validation noise.
+
+A run stops when its validation loss has not *really* improved for a while. Two things make
+"really" and "a while" robust to noise (measured in docs/sweeps.md, "How runs stop"):
+- `min_delta_sd`: an improvement resets the patience counter only if it beats the last
+  counted best by this many standard errors of one validation (the SE of the mean over its
+  windows, measured at every validation); any new minimum still becomes the tested weights.
+- `patience_fraction`: the patience grows with the run, `max(patience, fraction × validations
+  so far)`, so a long run is not stopped by a short flat stretch that a short run would be.
+
+`replay` applies a rule to a recorded curve, so rules can be compared on real runs without
+training again (bench/stopping.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+
+@dataclasses.dataclass(frozen=True)
+class StopRule:
+    """When a run stops; see the module docstring. `patience` counts validations."""
+
+    patience: int
+    patience_fraction: float = 0.0
+    min_delta_sd: float = 0.0
+
+    def patience_at(self, evals: int) -> int:
+        """Validations without a counted improvement that stop a run after `evals` of them."""
+        return max(self.patience, math.ceil(self.patience_fraction * evals))
+
+
+@dataclasses.dataclass
+class StopState:
+    """What the rule remembers between validations (saved in state.pt for an exact resume)."""
+
+    best_val: float = math.inf  # lowest validation loss: its weights are the tested ones
+    best_step: int = 0
+    counted_val: float = math.inf  # the best that last reset the patience counter
+    bad_evals: int = 0
+    evals: int = 0
+
+    def update(self, val: float, step: int, se: float, rule: StopRule) -> tuple[bool, bool]:
+        """Record one validation; return (new best weights, stop now)."""
+        self.evals += 1
+        improved = val < self.best_val
+        if improved:
+            self.best_val, self.best_step = val, step
+        if val < self.counted_val - rule.min_delta_sd * se:
+            self.counted_val, self.bad_evals = val, 0
+        else:
+            self.bad_evals += 1
+        return improved, self.bad_evals >= rule.patience_at(self.evals)
+
+
+def replay(
+    val: Sequence[float], rule: StopRule, se: float | Sequence[float] = 0.0
+) -> tuple[int, int]:
+    """(index of the stopping validation, index of the tested weights) of `rule` on a recorded
+    validation curve; the last index when it would not have stopped."""
+    ses = [se] * len(val) if isinstance(se, int | float) else list(se)
+    state = StopState()
+    for i, (v, s) in enumerate(zip(val, ses, strict=True)):
+        _, stop = state.update(float(v), i, float(s), rule)
+        if stop:
+            return i, state.best_step
+    return len(val) - 1, state.best_step
