@@ -24,7 +24,6 @@ from scalelab.cli.common import (
     set_threads,
     threads_option,
 )
-from scalelab.errors import ConfigError
 from scalelab.fields import positive_int
 from scalelab.io import format_interval
 from scalelab.probe.config import DEFAULT_BATCH_SIZES, PAPER_CONTEXT, EstimateConfig
@@ -360,6 +359,13 @@ def models_command(
     _print_rows(doc, json_out, out)
 
 
+def _batch_size_out(embeddings: Path | None, model: str | None, corpus: str | None) -> Path:
+    """The default folder: named after the embeddings' folder, or the model to embed."""
+    if embeddings is not None:
+        return Path("ablations/batch-size") / _slug(embeddings.resolve().parent.name)
+    return _default_out("ablations/batch-size", model or ".", corpus)
+
+
 @ablate_app.command("batch-size")
 def batch_size_command(
     embeddings: Path | None = typer.Option(
@@ -385,23 +391,23 @@ def batch_size_command(
     quiet: bool = QUIET,
 ) -> None:
     """d against the number of points per MLE batch, on one set of embeddings."""
-    from scalelab.probe.estimate import EMBEDDINGS, estimate
     from scalelab.report.ablations import ablate_batch_size
 
     sizes = parse_list(batch_sizes, int, "--batch-sizes")
     set_threads(threads)
     cfg = _config(layer="final", k=k, metric=metric, seed=seed, batch_size=max(k + 1, min(sizes)))
-    if embeddings is None:
-        if model is None:
-            raise ConfigError("give --embeddings FILE, or --model (and --corpus) to embed first")
-        out = out or _default_out("ablations/batch-size", model, corpus)
-        run_cfg = EstimateConfig(k=k, metric=metric, seed=seed, batch_size=min(sizes))
-        estimate(
-            model, corpus, run_cfg, out / "estimate", device=device, weights=weights, quiet=quiet
-        )
-        embeddings = out / "estimate" / EMBEDDINGS
-    out = out or Path("ablations/batch-size") / _slug(embeddings.resolve().parent.name)
-    doc = ablate_batch_size(embeddings, cfg, out, batch_sizes=sizes)
+    out = out or _batch_size_out(embeddings, model, corpus)
+    doc = ablate_batch_size(
+        embeddings,
+        cfg,
+        out,
+        batch_sizes=sizes,
+        model=model,
+        corpus=corpus,
+        device=device,
+        weights=weights,
+        quiet=quiet,
+    )
     _print_rows(doc, json_out, out)
 
 

@@ -21,6 +21,9 @@ from scalelab.cli.common import (
     threads_option,
 )
 from scalelab.errors import ConfigError
+from scalelab.induction.separation import SeparationConfig
+
+_SEP = SeparationConfig()  # the CLI's defaults are the configs'
 
 
 def _check_out(out: Path | None) -> None:
@@ -209,41 +212,20 @@ def compare_depth_command(
 
 def separation_command(
     out: Path = typer.Option(..., help="Folder for separation.csv/.png and trained runs."),
-    mode: str = typer.Option("fixed", help="Rounding: fixed (the paper's appendix) | float."),
-    steps: int = typer.Option(1500, help="Training step cap per trained model."),
+    mode: str = typer.Option(_SEP.mode, help="Rounding: fixed (the paper's appendix) | float."),
+    steps: int = typer.Option(_SEP.steps, help="Training step cap per trained model."),
     quick: bool = typer.Option(False, help="A small grid (seconds; for trying it out)."),
     seed: int = SEED,
     json_out: bool = JSON,
 ) -> None:
     """Accuracy on hard instances vs h·m·p/n: 1 vs 2 layers, constructed and trained."""
-    import pandas as pd
-
-    from scalelab.induction.separation import SeparationConfig, separation_table
-    from scalelab.io import atomic_write_bytes, atomic_write_json, atomic_write_text, provenance
-    from scalelab.report.separation import separation_figure
+    from scalelab.report.separation import run_separation_with_figure
 
     cfg = SeparationConfig(mode=mode, steps=steps, seed=seed)
     if quick:
-        cfg = cfg.replace(
-            gather_ns=(17,),
-            two_layer_ns=(65,),
-            one_layer_ns=(9,),
-            one_layer_widths=(4,),
-            two_layer_ns_trained=(),
-            eval_instances=64,
-        )
-    from scalelab.runs import outdir
-
-    outdir.claim(out, "separation-config.json", cfg.to_dict())  # resume with it, or refuse
+        cfg = cfg.quick()
     torch.set_num_threads(1)
-    rows = separation_table(cfg, out)
-    atomic_write_text(out / "separation.csv", pd.DataFrame(rows).to_csv(index=False))
-    atomic_write_json(
-        out / "separation.json", {"config": cfg.to_dict(), "rows": rows, "provenance": provenance()}
-    )
-    buf = io.BytesIO()
-    separation_figure(rows).savefig(buf, format="png", dpi=90)
-    atomic_write_bytes(out / "separation.png", buf.getvalue())
+    rows = run_separation_with_figure(cfg, out)
     if json_out:
         print_json(rows)
     else:

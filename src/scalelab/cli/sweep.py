@@ -26,7 +26,6 @@ from scalelab.lm.config import PRESETS, configs_for_preset
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
 from scalelab.sweeps.schedule import Schedule
-from scalelab.text.store import TokenStore
 
 sweep_app = typer.Typer(
     help="Data-size and model-size sweeps (resumable; one `scalelab train` run folder each).",
@@ -35,7 +34,8 @@ sweep_app = typer.Typer(
 
 DATA = typer.Option(..., "--data", help="Token store from `scalelab corpus prepare`.")
 OUT = typer.Option(..., "--out", help="Sweep folder (created, or resumed with the same options).")
-_S = Schedule()  # the CLI's defaults are the config's
+_S = Schedule()  # the CLI's defaults are the configs'
+_G = data_sweep.SizeGrid()
 PRESET = typer.Option("tiny", "--preset", help=f"Model + training defaults: {', '.join(PRESETS)}.")
 POLICY = typer.Option(
     _S.policy,
@@ -118,7 +118,7 @@ def data_command(
     max_tokens: int | None = typer.Option(
         None, "--max-tokens", help="Largest size (default: the whole train split)."
     ),
-    points: int = typer.Option(7, "--points", help="Sizes in the geometric grid."),
+    points: int = typer.Option(_G.points, "--points", help="Sizes in the geometric grid."),
     policy: str = POLICY,
     patience: int = PATIENCE,
     max_epochs: float = MAX_EPOCHS,
@@ -167,8 +167,7 @@ def data_command(
     if sizes is not None:
         grid = parse_list(sizes, lambda s: int(float(s)), "--sizes", "integers")
     else:
-        hi = max_tokens if max_tokens is not None else TokenStore(data, "train").n_tokens
-        grid = data_sweep.geometric_grid(min_tokens or max(hi // 100, 1), hi, points)
+        grid = data_sweep.SizeGrid(points, min_tokens, max_tokens).sizes(data)
     schedule = Schedule(
         policy=policy,
         patience=patience,

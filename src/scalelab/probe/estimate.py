@@ -18,7 +18,6 @@ the model's tokenizer otherwise).
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -222,26 +221,20 @@ def estimate_dimension(
     k-NN search runs on `device` when it is a GPU (where the model ran), else on the CPU."""
     cfg = cfg or EstimateConfig()
     from scalelab.intrinsic.mle import MLE
-    from scalelab.intrinsic.protocol import estimate_in_batches
-    from scalelab.laws.theory import predict_exponents
+    from scalelab.probe.dimension import dimension_and_exponents
 
     knn_device = str(device) if device is not None and device.type != "cpu" else None
     t0 = time.perf_counter()
-    est = estimate_in_batches(
+    result = dimension_and_exponents(
         x,
         MLE(k=cfg.k, aggregate=cfg.aggregate, metric=cfg.metric, device=knn_device),
         batch_size=batch_size or cfg.batch_size,
         seed=cfg.seed,
+        beta=cfg.beta,
         quiet=quiet,
     )
-    result = est.to_dict()
     result["estimate_wall_s"] = time.perf_counter() - t0
     result["knn_device"] = knn_device or "cpu"
-    se = float(est.dimension_se)
-    pred = predict_exponents(float(est.dimension), se if math.isfinite(se) else 0.0, cfg.beta)
-    if not math.isfinite(se):  # one batch: no spread, so no interval either
-        pred = {k: (None if k.endswith(("_se", "_ci95")) else v) for k, v in pred.items()}
-    result.update({k: v for k, v in pred.items() if k.startswith("alpha")})
     return result
 
 
@@ -267,8 +260,8 @@ def estimate(
     as is; one made with another request is refused. Nothing is written before every input
     has been checked and the estimate has succeeded."""
     out_dir = Path(out_dir)
-    request = _request(model, corpus, weights, cfg)
-    done = _finished(out_dir / RESULT, request)
+    request = estimate_request(model, corpus, weights, cfg)
+    done = finished_estimate(out_dir / RESULT, request)
     if done is not None:
         return done
     dev = resolve_device(device)
@@ -297,7 +290,7 @@ def estimate(
         "settings": {**cfg.to_dict(), "context_len": prep.context_len},
         "model": loaded.describe(),
         "corpus": prep.corpus.info,
-        "counts": _counts(prep, len(keep)),
+        "counts": sample_counts(prep, len(keep)),
         "timing": timing,
         "files": {"embeddings": EMBEDDINGS, "positions": POSITIONS},
         "request": request,
@@ -309,27 +302,31 @@ def estimate(
     return doc
 
 
-def _request(
+def estimate_request(
     model: str | Path | list[str], corpus: str | Path | None, weights: str | None, cfg: Config
 ) -> dict[str, Any]:
+    """What a result depends on (model and corpus paths resolved, the config): a finished
+    folder is reused only when its saved request equals this one."""
     models = model if isinstance(model, list) else [model]
     resolved = [str(Path(m).resolve()) for m in models]
     return {
         "model": resolved if isinstance(model, list) else resolved[0],
-        "corpus": _corpus_key(corpus),
+        "corpus": corpus_key(corpus),
         "weights": weights,
         **cfg.to_dict(),
     }
 
 
-def _corpus_key(corpus: str | Path | None) -> str | None:
+def corpus_key(corpus: str | Path | None) -> str | None:
+    """A corpus as recorded in a request: a resolved path, else the built-in name."""
     if corpus is None:
         return None
     path = Path(corpus)
     return str(path.resolve()) if path.exists() else str(corpus)
 
 
-def _finished(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
+def finished_estimate(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
+    """The saved result at `path` (None if absent), refused when made for another request."""
     if not path.is_file():
         return None
     saved = outdir.read_meta(path)
@@ -337,7 +334,8 @@ def _finished(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
     return saved
 
 
-def _counts(prep: Prepared, kept: int) -> dict[str, int]:
+def sample_counts(prep: Prepared, kept: int) -> dict[str, int]:
+    """Documents, windows and points at each step of the protocol."""
     return {
         "documents_in_split": prep.corpus.docs.n_documents,
         "documents_used": prep.docs.n_documents,

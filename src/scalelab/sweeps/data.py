@@ -20,6 +20,7 @@ import pandas as pd
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
+from scalelab.fields import positive_int
 from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.runs.sweep import Backend, RunSpec, open_sweep
 from scalelab.sweeps.schedule import Schedule
@@ -39,6 +40,31 @@ def geometric_grid(lo: int, hi: int, points: int) -> list[int]:
     if len(set(sizes)) != len(sizes):
         raise ConfigError(f"{points} points between {lo} and {hi} repeat sizes; use fewer")
     return sizes
+
+
+@dataclasses.dataclass(frozen=True)
+class SizeGrid(Config):
+    """The default sizes of a data sweep: `points` sizes evenly spaced in log from
+    `min_tokens` (default `max_tokens` / 100: two decades) to `max_tokens` (default the whole
+    train split)."""
+
+    points: int = 7
+    min_tokens: int | None = None
+    max_tokens: int | None = None
+
+    def validate(self) -> None:
+        if not (isinstance(self.points, int) and self.points >= 2):
+            raise ConfigError(f"a grid needs at least 2 points, got {self.points!r}")
+        positive_int(self.min_tokens, "min_tokens", optional=True)
+        positive_int(self.max_tokens, "max_tokens", optional=True)
+
+    def sizes(self, data_dir: str | Path) -> list[int]:
+        """The grid's training-token counts on the token store at `data_dir`."""
+        hi = self.max_tokens
+        if hi is None:
+            hi = TokenStore(data_dir, "train").n_tokens
+        lo = self.min_tokens if self.min_tokens is not None else max(hi // 100, 1)
+        return geometric_grid(lo, hi, self.points)
 
 
 def check_sizes(sizes: Sequence[int], available: int, block_size: int) -> list[int]:
