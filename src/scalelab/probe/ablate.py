@@ -33,7 +33,7 @@ from scalelab.probe.estimate import (
     shuffle_cap,
 )
 from scalelab.probe.sample import layer_name, resolve_layer, resolve_precision
-from scalelab.runs.sweep import Backend, RunSpec, open_sweep, run_sweep
+from scalelab.runs.sweep import Backend, RunSpec, opened_sweep, run_sweep
 
 
 @dataclass
@@ -236,7 +236,6 @@ def measure_models(
     """d for each model of a list (the same corpus and protocol). A resumable sweep under
     `out_dir`: one run folder per model (its estimate.json), finished models are not redone."""
     check_models(models)
-    open_sweep(out_dir, "ablate-models", request)
     specs = [
         RunSpec(
             f"{i:02d}-{Path(m).resolve().name}",
@@ -250,9 +249,10 @@ def measure_models(
         )
         for i, m in enumerate(models)
     ]
-    table = run_sweep(
-        out_dir, specs, _models_worker, backend=backend, quiet=quiet, description="models"
-    )
+    with opened_sweep(out_dir, "ablate-models", request):
+        table = run_sweep(
+            out_dir, specs, _models_worker, backend=backend, quiet=quiet, description="models"
+        )
     cols = ["run", "model", "kind", "n_layer", "width", "params", "params_non_embedding"]
     cols += ["dimension", "dimension_se", "n_batches", "n_points", "alpha_D", "alpha_N"]
     rows = [{k: _plain(r[k]) for k in cols} for r in table.to_dict("records")]

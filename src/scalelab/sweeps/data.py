@@ -22,7 +22,7 @@ from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.fields import positive_int
 from scalelab.lm.config import GPTConfig, TrainConfig
-from scalelab.runs.sweep import Backend, RunSpec, open_sweep
+from scalelab.runs.sweep import Backend, RunSpec, opened_sweep
 from scalelab.sweeps.schedule import Schedule
 from scalelab.sweeps.worker import run_params, run_specs
 from scalelab.text.store import TokenStore
@@ -152,8 +152,8 @@ def data_sweep(
     quiet: bool = False,
 ) -> pd.DataFrame:
     """Run (or resume) the sweep; `only` runs just the named runs (one scheduler task each),
-    but the table always covers every finished run."""
-    sweep_dir = open_sweep(sweep_dir, KIND, cfg.to_dict())
-    return run_specs(
-        sweep_dir, specs(cfg), workers=workers, backend=backend, only=only, quiet=quiet
-    )
+    but the table always covers every finished run. The folder is locked until return."""
+    with opened_sweep(sweep_dir, KIND, cfg.to_dict()) as folder:
+        return run_specs(
+            folder, specs(cfg), workers=workers, backend=backend, only=only, quiet=quiet
+        )
