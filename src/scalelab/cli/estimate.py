@@ -26,7 +26,12 @@ from scalelab.cli.common import (
 )
 from scalelab.fields import positive_int
 from scalelab.io import format_interval
-from scalelab.probe.config import DEFAULT_BATCH_SIZES, PAPER_CONTEXT, EstimateConfig
+from scalelab.probe.config import (
+    DEFAULT_BATCH_SIZES,
+    PAPER_CONTEXT,
+    POSITION_GROUPS,
+    EstimateConfig,
+)
 
 _D = EstimateConfig()  # the CLI's defaults are the config's
 MODEL = typer.Option(
@@ -258,10 +263,12 @@ def layers_command(
 def positions_command(
     model: str = MODEL,
     corpus: str | None = CORPUS,
-    groups: int = typer.Option(4, "--groups", help="Equal position ranges of the window."),
+    groups: int = typer.Option(
+        POSITION_GROUPS, "--groups", help="Equal position ranges of the window."
+    ),
     layer: str = LAYER,
     context_len: int | None = CONTEXT,
-    per_doc: int = typer.Option(32, "--per-doc", help="Positions per document and range."),
+    per_doc: int = typer.Option(_D.per_doc, "--per-doc", help="Positions per document and range."),
     batch_size: int = BATCH,
     max_docs: int | None = MAX_DOCS,
     max_points: int = MAX_POINTS,

@@ -21,9 +21,12 @@ from scalelab.cli.common import (
     threads_option,
 )
 from scalelab.errors import ConfigError
+from scalelab.induction.depth import DepthConfig
+from scalelab.induction.heads import HeadScoreConfig
 from scalelab.induction.separation import SeparationConfig
 
-_SEP = SeparationConfig()  # the CLI's defaults are the configs'
+# The CLI's defaults are the configs'.
+_H, _DEP, _SEP = HeadScoreConfig(), DepthConfig(), SeparationConfig()
 
 
 def _check_out(out: Path | None) -> None:
@@ -87,13 +90,13 @@ def heads_command(
     ),
     out: Path | None = typer.Option(None, help="Folder for heads.json and the report."),
     half_len: int | None = typer.Option(None, help="Length of each copy (default ≤ 64)."),
-    sequences: int = typer.Option(32, help="Repeated random sequences."),
-    batch_size: int = typer.Option(8, help="Sequences per forward pass."),
-    icl_windows: int = typer.Option(128, help="Corpus windows for the ICL score."),
+    sequences: int = typer.Option(_H.n_sequences, help="Repeated random sequences."),
+    batch_size: int = typer.Option(_H.batch_size, help="Sequences per forward pass."),
+    icl_windows: int = typer.Option(_H.icl_windows, help="Corpus windows for the ICL score."),
     icl_early: int | None = typer.Option(None, help="Early position (default late / 10)."),
     icl_late: int | None = typer.Option(None, help="Late position (default min(500, ctx-1))."),
     icl_from: str = typer.Option(
-        "documents", help="ICL windows: documents (starts of long documents) | stream."
+        _H.icl_windows_from, help="ICL windows: documents (starts of long documents) | stream."
     ),
     bos: bool | None = typer.Option(
         None, "--bos/--no-bos", help="Prepend BOS (default: HF models yes, scalelab runs no)."
@@ -103,7 +106,7 @@ def heads_command(
     json_out: bool = JSON,
 ) -> None:
     """Induction and previous-token score of every head; in-context-learning score."""
-    from scalelab.induction.heads import HeadScoreConfig, measure_heads
+    from scalelab.induction.heads import measure_heads
     from scalelab.io import atomic_write_json, provenance
     from scalelab.report.heads import write_heads_report
 
@@ -156,22 +159,28 @@ def heads_command(
 def compare_depth_command(
     data: Path = typer.Option(..., help="Token store (scalelab corpus prepare)."),
     out: Path = typer.Option(..., help="Output folder (resumable: rerun to continue)."),
-    block_size: int = typer.Option(128, help="Context length."),
-    width: int = typer.Option(64, help="Width of the two-layer model (one layer: ≈ √2×)."),
-    n_head: int = typer.Option(4, help="Heads per layer."),
-    steps: int = typer.Option(1500, help="Training steps per model."),
-    eval_interval: int = typer.Option(100, help="Steps between evaluations (and scores)."),
-    batch_size: int = typer.Option(16, help="Windows per step."),
-    lr: float = typer.Option(2e-3, help="Peak learning rate (cosine to lr/10)."),
-    threshold: float = typer.Option(0.3, help="Induction score that counts as a head formed."),
-    sequences: int = typer.Option(16, help="Repeated random sequences per evaluation."),
-    icl_windows: int = typer.Option(32, help="Validation windows for the ICL score."),
+    block_size: int = typer.Option(_DEP.block_size, help="Context length."),
+    width: int = typer.Option(_DEP.width, help="Width of the two-layer model (one layer: ≈ √2×)."),
+    n_head: int = typer.Option(_DEP.n_head, help="Heads per layer."),
+    steps: int = typer.Option(_DEP.max_steps, help="Training steps per model."),
+    eval_interval: int = typer.Option(
+        _DEP.eval_interval, help="Steps between evaluations (and scores)."
+    ),
+    batch_size: int = typer.Option(_DEP.batch_size, help="Windows per step."),
+    lr: float = typer.Option(_DEP.lr, help="Peak learning rate (cosine to lr/10)."),
+    threshold: float = typer.Option(
+        _DEP.threshold, help="Induction score that counts as a head formed."
+    ),
+    sequences: int = typer.Option(
+        _DEP.n_sequences, help="Repeated random sequences per evaluation."
+    ),
+    icl_windows: int = typer.Option(_DEP.icl_windows, help="Validation windows for the ICL score."),
     seed: int = SEED,
     quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
     """Train a 1-layer and a 2-layer GPT (equal non-embedding parameters); track head scores."""
-    from scalelab.induction.depth import DepthConfig, compare_depth
+    from scalelab.induction.depth import compare_depth
     from scalelab.io import atomic_write_bytes
     from scalelab.report.heads import depth_figure
 

@@ -18,7 +18,7 @@ from scalelab import seeds
 from scalelab.device import resolve_device
 from scalelab.errors import CheckpointError, ConfigError, InputError
 from scalelab.lm.load import LoadedModel, load_model_for_embedding
-from scalelab.probe.config import DEFAULT_BATCH_SIZES
+from scalelab.probe.config import DEFAULT_BATCH_SIZES, POSITION_GROUPS
 from scalelab.probe.estimate import (
     EMBEDDINGS,
     EstimateConfig,
@@ -121,7 +121,7 @@ def measure_positions(
     cfg: EstimateConfig,
     request: dict[str, Any],
     *,
-    groups: int = 4,
+    groups: int = POSITION_GROUPS,
     device: str | None = None,
     weights: str | None = None,
     quiet: bool = False,

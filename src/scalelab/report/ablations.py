@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write, atomic_write_json, provenance
 from scalelab.probe import ablate
-from scalelab.probe.config import DEFAULT_BATCH_SIZES, EstimateConfig
+from scalelab.probe.config import DEFAULT_BATCH_SIZES, POSITION_GROUPS, EstimateConfig
 from scalelab.probe.estimate import estimate_request, finished_estimate
 from scalelab.runs.sweep import Backend
 
@@ -125,7 +125,7 @@ def ablate_positions(
     cfg: EstimateConfig,
     out_dir: str | Path,
     *,
-    groups: int = 4,
+    groups: int = POSITION_GROUPS,
     device: str | None = None,
     weights: str | None = None,
     quiet: bool = False,
