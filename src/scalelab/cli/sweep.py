@@ -3,7 +3,9 @@ runs, one row per finished run in OUT/runs.csv (read by `scalelab report OUT`)."
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import typer
@@ -85,6 +87,11 @@ SHAPE = typer.Option(
     None, "--model", help="Shape LAYERSxWIDTH[xHEADS] instead of the preset's, e.g. 4x128."
 )
 PLAN = typer.Option(False, "--plan", help="Print the runs (name, tokens, step budget) and stop.")
+
+
+def _schedule(options: dict[str, Any]) -> Schedule:
+    """The Schedule the command's options describe (they carry its field names)."""
+    return Schedule(**{f.name: options[f.name] for f in dataclasses.fields(Schedule)})
 
 
 def _plan(specs: list, json_out: bool) -> None:
@@ -179,16 +186,7 @@ def data_command(
         grid = parse_list(sizes, lambda s: int(float(s)), "--sizes", "integers")
     else:
         grid = data_sweep.SizeGrid(points, min_tokens, max_tokens).sizes(data)
-    schedule = Schedule(
-        policy=policy,
-        patience=patience,
-        max_epochs=max_epochs,
-        min_steps=min_steps,
-        step_cap=step_cap,
-        decay_epochs=decay_epochs,
-        epochs=epochs,
-        token_budget=token_budget,
-    )
+    schedule = _schedule(locals())
     cfg = data_sweep.make_config(data, model_cfg, train_cfg, schedule, grid)
     if plan:
         _plan(data_sweep.specs(cfg), json_out)
@@ -254,16 +252,7 @@ def model_command(
         test_tokens=test_tokens,
         dtype=dtype,
     )
-    schedule = Schedule(
-        policy=policy,
-        patience=patience,
-        max_epochs=max_epochs,
-        min_steps=min_steps,
-        step_cap=step_cap,
-        decay_epochs=decay_epochs,
-        epochs=epochs,
-        token_budget=token_budget,
-    )
+    schedule = _schedule(locals())
     names = parse_list(models, str, "--models")
     cfg = model_sweep.make_config(data, names, base, train_cfg, schedule, train_tokens)
     if plan:
