@@ -176,6 +176,43 @@ def shuffle_cap(n_points: int, max_points: int, seed: int) -> np.ndarray:
     return perm[:max_points]
 
 
+@dataclass
+class Embedded:
+    """Steps 1-4 done: the model, the sampled corpus, the kept points (shuffled, capped) of
+    `layer`, and how long the forward passes took."""
+
+    model: LoadedModel
+    layer: int
+    prep: Prepared
+    sample: Sample
+    points: np.ndarray
+    timing: dict[str, Any]
+    device: torch.device
+
+
+def embed_protocol(
+    model: str | Path | LoadedModel,
+    corpus: str | Path | Sequence[str] | None,
+    cfg: EstimateConfig,
+    *,
+    device: str | None = None,
+    weights: str | None = None,
+    quiet: bool = True,
+) -> Embedded:
+    """The one path from a model and a corpus to points that `embed` and `estimate` share:
+    the model loaded in `cfg.precision` (resolved for the device), every input checked,
+    positions sampled, shuffled and capped, the hidden states of `cfg.layer` extracted."""
+    dev = resolve_device(device)
+    if not isinstance(model, LoadedModel):
+        dtype = resolve_precision(cfg.precision, dev)
+        model = load_model_for_embedding(model, device=dev, weights=weights, dtype=dtype)
+    layer = resolve_layer(cfg.layer, model.n_states)
+    prep = prepare(model, corpus, cfg)
+    sample = prep.sample.subset(shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed))
+    x, timing = embed_sample(model, sample, [layer], cfg, device=dev, quiet=quiet)
+    return Embedded(model, layer, prep, sample, x[0], timing, dev)
+
+
 def embed(
     model: str | Path | LoadedModel,
     corpus: str | Path | Sequence[str] | None,
@@ -189,23 +226,10 @@ def embed(
     docstring, shuffled and capped; nothing written). `model`: a run or HF folder, or a
     `LoadedModel`; `corpus`: a built-in name, a text path, a token store or a list of texts
     (one document each). `estimate_dimension(points, cfg)` then gives d and the exponents,
-    the same numbers `estimate` writes for the same model, corpus and config."""
+    the same numbers `estimate` writes for the same model, corpus and config (both run
+    `embed_protocol`)."""
     cfg = cfg or EstimateConfig()
-    dev = resolve_device(device)
-    if not isinstance(model, LoadedModel):
-        model = load_model_for_embedding(model, device=dev, weights=weights)
-    layer = resolve_layer(cfg.layer, model.n_states)
-    prep = prepare(model, corpus, cfg)
-    sample = prep.sample.subset(shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed))
-    x, _ = embed_sample(
-        model,
-        sample,
-        [layer],
-        cfg,
-        device=dev,
-        quiet=quiet,
-    )
-    return x[0]
+    return embed_protocol(model, corpus, cfg, device=device, weights=weights, quiet=quiet).points
 
 
 def estimate_dimension(
@@ -264,23 +288,9 @@ def estimate(
     done = finished_estimate(out_dir / RESULT, request)
     if done is not None:
         return done
-    dev = resolve_device(device)
-    loaded = load_model_for_embedding(
-        model, device=dev, weights=weights, dtype=resolve_precision(cfg.precision, dev)
-    )
-    layer = resolve_layer(cfg.layer, loaded.n_states)
-    prep = prepare(loaded, corpus, cfg)
-    keep = shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed)
-    sample = prep.sample.subset(keep)
-    x, timing = embed_sample(
-        loaded,
-        sample,
-        [layer],
-        cfg,
-        device=dev,
-        quiet=quiet,
-    )
-    result = estimate_dimension(x[0], cfg, device=dev, quiet=quiet)
+    emb = embed_protocol(model, corpus, cfg, device=device, weights=weights, quiet=quiet)
+    loaded, layer, prep, sample = emb.model, emb.layer, emb.prep, emb.sample
+    result = estimate_dimension(emb.points, cfg, device=emb.device, quiet=quiet)
     doc = {
         **_headline(result),
         "beta": cfg.beta,
@@ -290,14 +300,14 @@ def estimate(
         "settings": {**cfg.to_dict(), "context_len": prep.context_len},
         "model": loaded.describe(),
         "corpus": prep.corpus.info,
-        "counts": sample_counts(prep, len(keep)),
-        "timing": timing,
+        "counts": sample_counts(prep, len(emb.points)),
+        "timing": emb.timing,
         "files": {"embeddings": EMBEDDINGS, "positions": POSITIONS},
         "request": request,
         "provenance": provenance(),
     }
     with outdir.locked(out_dir):  # taken last: a failed estimate leaves no folder behind
-        save_embeddings(out_dir, x[0], prep, sample, doc)
+        save_embeddings(out_dir, emb.points, prep, sample, doc)
         atomic_write_json(out_dir / RESULT, doc)
     return doc
 
