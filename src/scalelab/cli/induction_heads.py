@@ -3,7 +3,6 @@ construction, induction heads in language models, and the depth separation in tr
 
 from __future__ import annotations
 
-import io
 import time
 from pathlib import Path
 
@@ -106,9 +105,7 @@ def heads_command(
     json_out: bool = JSON,
 ) -> None:
     """Induction and previous-token score of every head; in-context-learning score."""
-    from scalelab.induction.heads import measure_heads
-    from scalelab.io import atomic_write_json, provenance
-    from scalelab.report.heads import write_heads_report
+    from scalelab.report.heads import heads_with_report
 
     cfg = HeadScoreConfig(
         half_len=half_len,
@@ -122,15 +119,7 @@ def heads_command(
     )
     _check_out(out)
     set_threads(threads)
-    t0, c0 = time.perf_counter(), time.process_time()
-    result = measure_heads(model, cfg, corpus, bos=bos)
-    result["wall_s"] = round(time.perf_counter() - t0, 1)
-    result["cpu_s"] = round(time.process_time() - c0, 1)
-    result["provenance"] = provenance()
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(out / "heads.json", result)
-        write_heads_report(result, out)
+    result = heads_with_report(model, cfg, corpus, out, bos=bos)
     if json_out:
         print_json(result)
         return
@@ -180,9 +169,7 @@ def compare_depth_command(
     json_out: bool = JSON,
 ) -> None:
     """Train a 1-layer and a 2-layer GPT (equal non-embedding parameters); track head scores."""
-    from scalelab.induction.depth import compare_depth
-    from scalelab.io import atomic_write_bytes
-    from scalelab.report.heads import depth_figure
+    from scalelab.report.heads import compare_depth_with_figure
 
     cfg = DepthConfig(
         block_size=block_size,
@@ -199,10 +186,7 @@ def compare_depth_command(
     )
     _check_out(out)
     torch.set_num_threads(1)
-    summary = compare_depth(data, out, cfg, quiet=quiet)
-    buf = io.BytesIO()
-    depth_figure(summary["curves"], threshold).savefig(buf, format="png", dpi=90)
-    atomic_write_bytes(out / "depth.png", buf.getvalue())
+    summary = compare_depth_with_figure(data, out, cfg, quiet=quiet)
     if json_out:
         print_json(summary["models"])
         return
