@@ -5,11 +5,13 @@ scalelab run folder in float32."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json
 from scalelab.lm.checkpoint import save_weights
 from scalelab.lm.config import GPTConfig
@@ -60,3 +62,22 @@ def test_embed_gives_the_points_and_d_that_estimate_writes(models, kind, precisi
     again = estimate_dimension(points, cfg)
     assert again["dimension"] == doc["dimension"]
     assert again["alpha_D"] == doc["alpha_D"] and again["n_batches"] >= 2
+
+
+def test_batch_size_ablation_embeds_first_when_given_a_model(models) -> None:
+    """`ablate_batch_size(None, ..., model=M)` runs `estimate` into OUT/estimate with batches
+    of the smallest size, then the ablation on those embeddings: its row at that size is the
+    estimate's own d."""
+    from scalelab.report.ablations import ablate_batch_size
+
+    cfg = EstimateConfig(per_doc=16, batch_size=300, precision="float32")
+    out = models["root"] / "bs"
+    doc = ablate_batch_size(
+        None, cfg, out, batch_sizes=[512, 256], model=models["run"], corpus=models["text"]
+    )
+    first = json.loads((out / "estimate" / "estimate.json").read_text())
+    assert first["estimate"]["batch_size"] == 256
+    assert [r["batch_size"] for r in doc["rows"]] == [256, 512]
+    assert doc["rows"][0]["dimension"] == first["dimension"]
+    with pytest.raises(ConfigError, match="--embeddings"):
+        ablate_batch_size(None, cfg, models["root"] / "none")
