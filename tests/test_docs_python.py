@@ -10,7 +10,6 @@ import pytest
 DOC = Path(__file__).resolve().parents[1] / "docs" / "python.md"
 
 
-@pytest.mark.slow  # about 30 s of CPU: it trains and validates at toy scale
 def test_python_md_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
     assert blocks, "docs/python.md lost its example"
