@@ -1,5 +1,6 @@
 """docs/python.md's example runs as written, in an empty folder (its own asserts check the
-numbers: d of a known 6-manifold, a fitted exponent of a known law, the points' shape)."""
+numbers: d of a known 6-manifold, a fitted exponent of a known law, the points' shape, the
+validation's sweep sizes)."""
 
 import re
 from pathlib import Path
@@ -17,3 +18,4 @@ def test_python_md_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     exec(compile("\n".join(blocks), str(DOC), "exec"), namespace)  # our own docs, not input
     assert namespace["points"].shape == (1600, 32)
     assert (tmp_path / "run" / "result.json").is_file()
+    assert (tmp_path / "validate" / "summary.json").is_file()

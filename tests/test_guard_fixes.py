@@ -128,7 +128,7 @@ def test_json_writer_is_strict_and_says_why_a_value_is_null(tmp_path: Path) -> N
 def test_lock_refuses_a_second_holder_and_dies_with_its_process(tmp_path: Path) -> None:
     folder = tmp_path / "out"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from scalelab import outdir; "
+        [sys.executable, "-c", "import sys, time; from scalelab.runs import outdir; "
          "outdir.lock(sys.argv[1]); print('locked', flush=True); time.sleep(600)", str(folder)],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip

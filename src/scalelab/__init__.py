@@ -12,7 +12,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
+# public name -> module that defines it ("module:name" where the module's name differs)
 _EXPORTS: dict[str, str] = {
     # estimators (scikit-learn style) and the paper's batch protocol
     "MLE": "scalelab.intrinsic.mle",
@@ -52,6 +52,19 @@ _EXPORTS: dict[str, str] = {
     "embed": "scalelab.probe.estimate",
     "estimate_dimension": "scalelab.probe.estimate",
     "estimate": "scalelab.probe.estimate",
+    "dimension_and_exponents": "scalelab.probe.dimension",
+    # sweeps: many training runs, one folder each, resumable
+    "Schedule": "scalelab.sweeps.schedule",
+    "SizeGrid": "scalelab.sweeps.data",
+    "DataSweepConfig": "scalelab.sweeps.data",
+    "data_sweep_config": "scalelab.sweeps.data:make_config",
+    "data_sweep": "scalelab.sweeps.data",
+    "ModelSweepConfig": "scalelab.sweeps.model",
+    "model_sweep_config": "scalelab.sweeps.model:make_config",
+    "model_sweep": "scalelab.sweeps.model",
+    # the whole validation: corpus -> d -> sweeps -> checks -> fits -> report
+    "PipelineConfig": "scalelab.pipeline.config",
+    "run_pipeline": "scalelab.pipeline.run",
     # errors
     "ScalelabError": "scalelab.errors",
     "ConfigError": "scalelab.errors",
@@ -65,7 +78,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'scalelab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, _, attr = module.partition(":")
+    value = getattr(importlib.import_module(module), attr or name)
     globals()[name] = value  # later look-ups skip this function
     return value
 

@@ -24,10 +24,14 @@ from scalelab.cli.common import (
     set_threads,
     threads_option,
 )
-from scalelab.errors import ConfigError
 from scalelab.fields import positive_int
 from scalelab.io import format_interval
-from scalelab.probe.config import DEFAULT_BATCH_SIZES, PAPER_CONTEXT, EstimateConfig
+from scalelab.probe.config import (
+    DEFAULT_BATCH_SIZES,
+    PAPER_CONTEXT,
+    POSITION_GROUPS,
+    EstimateConfig,
+)
 
 _D = EstimateConfig()  # the CLI's defaults are the config's
 MODEL = typer.Option(
@@ -259,10 +263,12 @@ def layers_command(
 def positions_command(
     model: str = MODEL,
     corpus: str | None = CORPUS,
-    groups: int = typer.Option(4, "--groups", help="Equal position ranges of the window."),
+    groups: int = typer.Option(
+        POSITION_GROUPS, "--groups", help="Equal position ranges of the window."
+    ),
     layer: str = LAYER,
     context_len: int | None = CONTEXT,
-    per_doc: int = typer.Option(32, "--per-doc", help="Positions per document and range."),
+    per_doc: int = typer.Option(_D.per_doc, "--per-doc", help="Positions per document and range."),
     batch_size: int = BATCH,
     max_docs: int | None = MAX_DOCS,
     max_points: int = MAX_POINTS,
@@ -360,6 +366,13 @@ def models_command(
     _print_rows(doc, json_out, out)
 
 
+def _batch_size_out(embeddings: Path | None, model: str | None, corpus: str | None) -> Path:
+    """The default folder: named after the embeddings' folder, or the model to embed."""
+    if embeddings is not None:
+        return Path("ablations/batch-size") / _slug(embeddings.resolve().parent.name)
+    return _default_out("ablations/batch-size", model or ".", corpus)
+
+
 @ablate_app.command("batch-size")
 def batch_size_command(
     embeddings: Path | None = typer.Option(
@@ -385,23 +398,23 @@ def batch_size_command(
     quiet: bool = QUIET,
 ) -> None:
     """d against the number of points per MLE batch, on one set of embeddings."""
-    from scalelab.probe.estimate import EMBEDDINGS, estimate
     from scalelab.report.ablations import ablate_batch_size
 
     sizes = parse_list(batch_sizes, int, "--batch-sizes")
     set_threads(threads)
     cfg = _config(layer="final", k=k, metric=metric, seed=seed, batch_size=max(k + 1, min(sizes)))
-    if embeddings is None:
-        if model is None:
-            raise ConfigError("give --embeddings FILE, or --model (and --corpus) to embed first")
-        out = out or _default_out("ablations/batch-size", model, corpus)
-        run_cfg = EstimateConfig(k=k, metric=metric, seed=seed, batch_size=min(sizes))
-        estimate(
-            model, corpus, run_cfg, out / "estimate", device=device, weights=weights, quiet=quiet
-        )
-        embeddings = out / "estimate" / EMBEDDINGS
-    out = out or Path("ablations/batch-size") / _slug(embeddings.resolve().parent.name)
-    doc = ablate_batch_size(embeddings, cfg, out, batch_sizes=sizes)
+    out = out or _batch_size_out(embeddings, model, corpus)
+    doc = ablate_batch_size(
+        embeddings,
+        cfg,
+        out,
+        batch_sizes=sizes,
+        model=model,
+        corpus=corpus,
+        device=device,
+        weights=weights,
+        quiet=quiet,
+    )
     _print_rows(doc, json_out, out)
 
 

@@ -25,12 +25,23 @@ from scalelab.cli.common import (
     threads_option,
 )
 from scalelab.errors import ConfigError, InputError
+from scalelab.induction.model import InductionConfig
+from scalelab.induction.sweep import InductionSweepConfig
+from scalelab.induction.train import InductionTrainConfig
+
+# The CLI's defaults are the configs'.
+_M, _T, _S = InductionConfig(), InductionTrainConfig(), InductionSweepConfig()
 
 sub = typer.Typer(
     help="Induction heads: one layer fails, two layers succeed (solver, training, "
     "construction, communication protocol, sweeps).",
     no_args_is_help=True,
 )
+
+
+def _csv(values: tuple) -> str:
+    """A config's tuple as the comma-separated text the CLI parses."""
+    return ",".join(map(str, values))
 
 
 def _ints(text: str, name: str) -> list[int]:
@@ -99,18 +110,24 @@ def generate_command(
 @sub.command("train")
 def train_command(
     out: Path = typer.Option(..., help="Run folder (config.json, metrics.jsonl, model)."),
-    n: int = typer.Option(32, help="Training sequence length."),
-    alphabet: int = typer.Option(8, help="Alphabet size."),
-    layers: int = typer.Option(2, help="Number of attention layers L."),
-    heads: int = typer.Option(2, help="Heads per layer h."),
-    width: int = typer.Option(64, help="Model width m."),
-    positions: str = typer.Option("learned", help="learned | sinusoidal."),
-    mlp: bool = typer.Option(False, "--mlp/--no-mlp", help="Add an MLP to each block."),
-    steps: int = typer.Option(2000, help="Step cap."),
-    target: float = typer.Option(0.99, help="Stop when acc_all and acc_hard reach it (0: never)."),
-    train_bits: int = typer.Option(0, help="Train with straight-through p-bit rounding (0: off)."),
-    hard_fraction: float = typer.Option(0.25, help="Share of INDEX hard instances per batch."),
-    lr: float = typer.Option(1e-3, help="Peak learning rate (AdamW)."),
+    n: int = typer.Option(_T.n, help="Training sequence length."),
+    alphabet: int = typer.Option(_M.alphabet_size, help="Alphabet size."),
+    layers: int = typer.Option(_M.n_layer, help="Number of attention layers L."),
+    heads: int = typer.Option(_M.n_head, help="Heads per layer h."),
+    width: int = typer.Option(_M.d_model, help="Model width m."),
+    positions: str = typer.Option(_M.positions, help="learned | sinusoidal."),
+    mlp: bool = typer.Option(_M.mlp, "--mlp/--no-mlp", help="Add an MLP to each block."),
+    steps: int = typer.Option(_T.max_steps, help="Step cap."),
+    target: float | None = typer.Option(
+        _T.target_acc, help="Stop when acc_all and acc_hard reach it (default, or 0: never)."
+    ),
+    train_bits: int | None = typer.Option(
+        _T.train_bits, help="Train with straight-through p-bit rounding (default, or 0: off)."
+    ),
+    hard_fraction: float = typer.Option(
+        _T.hard_fraction, help="Share of INDEX hard instances per batch."
+    ),
+    lr: float = typer.Option(_T.lr, help="Peak learning rate (AdamW)."),
     threads: int = threads_option(1, help="torch threads (the machine is shared)."),
     seed: int = SEED,
     quiet: bool = QUIET,
@@ -282,22 +299,30 @@ def protocol_command(
 @sub.command("sweep")
 def sweep_command(
     out: Path = typer.Option(..., help="Sweep folder (resumable; rerun to continue)."),
-    ns: str = typer.Option("16,32,64,128", help="Sequence lengths n."),
-    alphabets: str = typer.Option("4,8", help="Alphabet sizes."),
-    layers: str = typer.Option("1,2", help="Layer counts L."),
-    heads: str = typer.Option("2", help="Head counts h."),
-    widths: str = typer.Option("64", help="Widths m."),
-    eval_bits: str = typer.Option("", help="Precisions p to also evaluate at."),
-    train_bits: str = typer.Option("", help="Straight-through training precisions (grid)."),
-    steps: int = typer.Option(3000, help="Step cap per run."),
-    steps_one_layer: int = typer.Option(1500, help="Step cap for one-layer runs."),
-    target: float = typer.Option(0.99, help="Stop when acc_all and acc_hard reach it (0: never)."),
-    construction: bool = typer.Option(
-        True, "--construction/--no-construction", help="Add the construction's runs."
+    ns: str = typer.Option(_csv(_S.ns), help="Sequence lengths n."),
+    alphabets: str = typer.Option(_csv(_S.alphabet_sizes), help="Alphabet sizes."),
+    layers: str = typer.Option(_csv(_S.layers), help="Layer counts L."),
+    heads: str = typer.Option(_csv(_S.heads), help="Head counts h."),
+    widths: str = typer.Option(_csv(_S.widths), help="Widths m."),
+    eval_bits: str = typer.Option(_csv(_S.eval_bits), help="Precisions p to also evaluate at."),
+    train_bits: str = typer.Option(
+        "", help="Straight-through training precisions (grid; default: none)."
     ),
-    seeds: str = typer.Option("0", help="Seeds."),
-    mlp: bool = typer.Option(False, "--mlp/--no-mlp", help="Give trained models an MLP."),
-    hard_fraction: float = typer.Option(0.25, help="Share of hard instances in training."),
+    steps: int = typer.Option(_S.max_steps, help="Step cap per run."),
+    steps_one_layer: int | None = typer.Option(
+        _S.max_steps_one_layer, help="Step cap for one-layer runs (default: --steps)."
+    ),
+    target: float | None = typer.Option(
+        _S.target_acc, help="Stop when acc_all and acc_hard reach it (0: never)."
+    ),
+    construction: bool = typer.Option(
+        _S.construction, "--construction/--no-construction", help="Add the construction's runs."
+    ),
+    seeds: str = typer.Option(_csv(_S.seeds), help="Seeds."),
+    mlp: bool = typer.Option(_S.mlp, "--mlp/--no-mlp", help="Give trained models an MLP."),
+    hard_fraction: float = typer.Option(
+        _S.hard_fraction, help="Share of hard instances in training."
+    ),
     workers: int = typer.Option(1, help="Parallel worker processes."),
     backend: str = BACKEND,
     ray_address: str | None = RAY_ADDRESS,

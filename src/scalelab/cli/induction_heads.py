@@ -3,7 +3,6 @@ construction, induction heads in language models, and the depth separation in tr
 
 from __future__ import annotations
 
-import io
 import time
 from pathlib import Path
 
@@ -21,6 +20,12 @@ from scalelab.cli.common import (
     threads_option,
 )
 from scalelab.errors import ConfigError
+from scalelab.induction.depth import DepthConfig
+from scalelab.induction.heads import HeadScoreConfig
+from scalelab.induction.separation import SeparationConfig
+
+# The CLI's defaults are the configs'.
+_H, _DEP, _SEP = HeadScoreConfig(), DepthConfig(), SeparationConfig()
 
 
 def _check_out(out: Path | None) -> None:
@@ -84,13 +89,13 @@ def heads_command(
     ),
     out: Path | None = typer.Option(None, help="Folder for heads.json and the report."),
     half_len: int | None = typer.Option(None, help="Length of each copy (default ≤ 64)."),
-    sequences: int = typer.Option(32, help="Repeated random sequences."),
-    batch_size: int = typer.Option(8, help="Sequences per forward pass."),
-    icl_windows: int = typer.Option(128, help="Corpus windows for the ICL score."),
+    sequences: int = typer.Option(_H.n_sequences, help="Repeated random sequences."),
+    batch_size: int = typer.Option(_H.batch_size, help="Sequences per forward pass."),
+    icl_windows: int = typer.Option(_H.icl_windows, help="Corpus windows for the ICL score."),
     icl_early: int | None = typer.Option(None, help="Early position (default late / 10)."),
     icl_late: int | None = typer.Option(None, help="Late position (default min(500, ctx-1))."),
     icl_from: str = typer.Option(
-        "documents", help="ICL windows: documents (starts of long documents) | stream."
+        _H.icl_windows_from, help="ICL windows: documents (starts of long documents) | stream."
     ),
     bos: bool | None = typer.Option(
         None, "--bos/--no-bos", help="Prepend BOS (default: HF models yes, scalelab runs no)."
@@ -100,9 +105,7 @@ def heads_command(
     json_out: bool = JSON,
 ) -> None:
     """Induction and previous-token score of every head; in-context-learning score."""
-    from scalelab.induction.heads import HeadScoreConfig, measure_heads
-    from scalelab.io import atomic_write_json, provenance
-    from scalelab.report.heads import write_heads_report
+    from scalelab.report.heads import heads_with_report
 
     cfg = HeadScoreConfig(
         half_len=half_len,
@@ -116,15 +119,7 @@ def heads_command(
     )
     _check_out(out)
     set_threads(threads)
-    t0, c0 = time.perf_counter(), time.process_time()
-    result = measure_heads(model, cfg, corpus, bos=bos)
-    result["wall_s"] = round(time.perf_counter() - t0, 1)
-    result["cpu_s"] = round(time.process_time() - c0, 1)
-    result["provenance"] = provenance()
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(out / "heads.json", result)
-        write_heads_report(result, out)
+    result = heads_with_report(model, cfg, corpus, out, bos=bos)
     if json_out:
         print_json(result)
         return
@@ -153,24 +148,28 @@ def heads_command(
 def compare_depth_command(
     data: Path = typer.Option(..., help="Token store (scalelab corpus prepare)."),
     out: Path = typer.Option(..., help="Output folder (resumable: rerun to continue)."),
-    block_size: int = typer.Option(128, help="Context length."),
-    width: int = typer.Option(64, help="Width of the two-layer model (one layer: ≈ √2×)."),
-    n_head: int = typer.Option(4, help="Heads per layer."),
-    steps: int = typer.Option(1500, help="Training steps per model."),
-    eval_interval: int = typer.Option(100, help="Steps between evaluations (and scores)."),
-    batch_size: int = typer.Option(16, help="Windows per step."),
-    lr: float = typer.Option(2e-3, help="Peak learning rate (cosine to lr/10)."),
-    threshold: float = typer.Option(0.3, help="Induction score that counts as a head formed."),
-    sequences: int = typer.Option(16, help="Repeated random sequences per evaluation."),
-    icl_windows: int = typer.Option(32, help="Validation windows for the ICL score."),
+    block_size: int = typer.Option(_DEP.block_size, help="Context length."),
+    width: int = typer.Option(_DEP.width, help="Width of the two-layer model (one layer: ≈ √2×)."),
+    n_head: int = typer.Option(_DEP.n_head, help="Heads per layer."),
+    steps: int = typer.Option(_DEP.max_steps, help="Training steps per model."),
+    eval_interval: int = typer.Option(
+        _DEP.eval_interval, help="Steps between evaluations (and scores)."
+    ),
+    batch_size: int = typer.Option(_DEP.batch_size, help="Windows per step."),
+    lr: float = typer.Option(_DEP.lr, help="Peak learning rate (cosine to lr/10)."),
+    threshold: float = typer.Option(
+        _DEP.threshold, help="Induction score that counts as a head formed."
+    ),
+    sequences: int = typer.Option(
+        _DEP.n_sequences, help="Repeated random sequences per evaluation."
+    ),
+    icl_windows: int = typer.Option(_DEP.icl_windows, help="Validation windows for the ICL score."),
     seed: int = SEED,
     quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
     """Train a 1-layer and a 2-layer GPT (equal non-embedding parameters); track head scores."""
-    from scalelab.induction.depth import DepthConfig, compare_depth
-    from scalelab.io import atomic_write_bytes
-    from scalelab.report.heads import depth_figure
+    from scalelab.report.heads import compare_depth_with_figure
 
     cfg = DepthConfig(
         block_size=block_size,
@@ -187,10 +186,7 @@ def compare_depth_command(
     )
     _check_out(out)
     torch.set_num_threads(1)
-    summary = compare_depth(data, out, cfg, quiet=quiet)
-    buf = io.BytesIO()
-    depth_figure(summary["curves"], threshold).savefig(buf, format="png", dpi=90)
-    atomic_write_bytes(out / "depth.png", buf.getvalue())
+    summary = compare_depth_with_figure(data, out, cfg, quiet=quiet)
     if json_out:
         print_json(summary["models"])
         return
@@ -209,41 +205,20 @@ def compare_depth_command(
 
 def separation_command(
     out: Path = typer.Option(..., help="Folder for separation.csv/.png and trained runs."),
-    mode: str = typer.Option("fixed", help="Rounding: fixed (the paper's appendix) | float."),
-    steps: int = typer.Option(1500, help="Training step cap per trained model."),
+    mode: str = typer.Option(_SEP.mode, help="Rounding: fixed (the paper's appendix) | float."),
+    steps: int = typer.Option(_SEP.steps, help="Training step cap per trained model."),
     quick: bool = typer.Option(False, help="A small grid (seconds; for trying it out)."),
     seed: int = SEED,
     json_out: bool = JSON,
 ) -> None:
     """Accuracy on hard instances vs h·m·p/n: 1 vs 2 layers, constructed and trained."""
-    import pandas as pd
-
-    from scalelab.induction.separation import SeparationConfig, separation_table
-    from scalelab.io import atomic_write_bytes, atomic_write_json, atomic_write_text, provenance
-    from scalelab.report.separation import separation_figure
+    from scalelab.report.separation import run_separation_with_figure
 
     cfg = SeparationConfig(mode=mode, steps=steps, seed=seed)
     if quick:
-        cfg = cfg.replace(
-            gather_ns=(17,),
-            two_layer_ns=(65,),
-            one_layer_ns=(9,),
-            one_layer_widths=(4,),
-            two_layer_ns_trained=(),
-            eval_instances=64,
-        )
-    from scalelab.runs import outdir
-
-    outdir.claim(out, "separation-config.json", cfg.to_dict())  # resume with it, or refuse
+        cfg = cfg.quick()
     torch.set_num_threads(1)
-    rows = separation_table(cfg, out)
-    atomic_write_text(out / "separation.csv", pd.DataFrame(rows).to_csv(index=False))
-    atomic_write_json(
-        out / "separation.json", {"config": cfg.to_dict(), "rows": rows, "provenance": provenance()}
-    )
-    buf = io.BytesIO()
-    separation_figure(rows).savefig(buf, format="png", dpi=90)
-    atomic_write_bytes(out / "separation.png", buf.getvalue())
+    rows = run_separation_with_figure(cfg, out)
     if json_out:
         print_json(rows)
     else:

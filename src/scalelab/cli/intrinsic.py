@@ -52,8 +52,9 @@ def id_command(
 ) -> None:
     """Estimate the intrinsic dimension of a point cloud and the exponents it predicts."""
     from scalelab.intrinsic.arrays import load_points
-    from scalelab.intrinsic.protocol import estimate_in_batches, make_estimator
+    from scalelab.intrinsic.protocol import make_estimator
     from scalelab.io import atomic_write_json, provenance
+    from scalelab.probe.dimension import dimension_and_exponents
 
     est = make_estimator(
         estimator,
@@ -70,25 +71,16 @@ def id_command(
         raise ConfigError(f"--beta {beta}: use a positive number")
     check_file(out)
     points = load_points(path, key=key)
-    result = estimate_in_batches(points, est, batch_size=batch_size, seed=seed, quiet=quiet)
-    row = {"input": str(path), **result.to_dict(), **_exponents(result, beta), "beta": beta}
+    result = dimension_and_exponents(
+        points, est, batch_size=batch_size, seed=seed, beta=beta, quiet=quiet
+    )
+    row = {"input": str(path), **result, "beta": beta}
     if out is not None:
         atomic_write_json(out, {**row, "provenance": provenance()})
     if json_out:
         print_json(row)
         return
     print_table(f"intrinsic dimension of {path}", _summary(row))
-
-
-def _exponents(result: Any, beta: float) -> dict[str, Any]:
-    """alpha_D, alpha_N with delta-method SEs; no SE/CI when one batch gives no SE."""
-    se = result.dimension_se if math.isfinite(result.dimension_se) else None
-    pred = theory.predict_exponents(result.dimension, 0.0 if se is None else se, beta)
-    pred.pop("d"), pred.pop("d_se"), pred.pop("beta")
-    if se is None:
-        for name in ("alpha_D_se", "alpha_D_ci95", "alpha_N_se", "alpha_N_ci95"):
-            pred[name] = None
-    return pred
 
 
 def _summary(row: dict[str, Any]) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ from scalelab.manifold.geometry import MANIFOLDS
 from scalelab.manifold.problem import Problem, ProblemConfig
 from scalelab.manifold.sweep import PRESETS, run_manifold_sweep
 
+_P = ProblemConfig()  # the CLI's defaults are the config's
 manifold_app = typer.Typer(
     help="Regression on manifolds of known intrinsic dimension (Theorem 1 checked directly).",
     no_args_is_help=True,
@@ -94,14 +95,14 @@ def sweep_command(
 
 def sample_command(
     out: Path = typer.Option(..., "--out", help="Output .npz with x [n, D], f [n], y [n]."),
-    manifold: str = typer.Option("sphere", help=f"One of: {', '.join(MANIFOLDS)}."),
-    d: int = typer.Option(2, "--d", help="Intrinsic dimension."),
+    manifold: str = typer.Option(_P.manifold, help=f"One of: {', '.join(MANIFOLDS)}."),
+    d: int = typer.Option(_P.d, "--d", help="Intrinsic dimension."),
     n: int = typer.Option(4096, "--n", help="Number of points."),
-    ambient: int = typer.Option(32, "--D", help="Ambient dimension D."),
-    beta: float = typer.Option(1.0, help="Hölder exponent of the target, in (0, 1]."),
-    noise_std: float = typer.Option(0.5, help="Label noise standard deviation."),
-    warp: float = typer.Option(0.0, help="Smooth warp strength in [0, 1) (0: isometric)."),
-    problem_seed: int = typer.Option(0, help="Seed of the rotation, warp and target."),
+    ambient: int = typer.Option(_P.D, "--D", help="Ambient dimension D."),
+    beta: float = typer.Option(_P.beta, help="Hölder exponent of the target, in (0, 1]."),
+    noise_std: float = typer.Option(_P.noise_std, help="Label noise standard deviation."),
+    warp: float = typer.Option(_P.warp, help="Smooth warp strength in [0, 1) (0: isometric)."),
+    problem_seed: int = typer.Option(_P.seed, help="Seed of the rotation, warp and target."),
     seed: int = SEED,
     json_out: bool = JSON,
 ) -> None:

@@ -3,7 +3,9 @@ runs, one row per finished run in OUT/runs.csv (read by `scalelab report OUT`)."
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import typer
@@ -22,11 +24,11 @@ from scalelab.cli.common import (
     set_threads,
     threads_option,
 )
-from scalelab.lm.config import PRESETS, configs_for_preset
+from scalelab.lm.config import PRESETS, TrainConfig, configs_for_preset
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
 from scalelab.sweeps.schedule import Schedule
-from scalelab.text.store import TokenStore
+from scalelab.sweeps.worker import EVAL_INTERVAL
 
 sweep_app = typer.Typer(
     help="Data-size and model-size sweeps (resumable; one `scalelab train` run folder each).",
@@ -35,7 +37,9 @@ sweep_app = typer.Typer(
 
 DATA = typer.Option(..., "--data", help="Token store from `scalelab corpus prepare`.")
 OUT = typer.Option(..., "--out", help="Sweep folder (created, or resumed with the same options).")
-_S = Schedule()  # the CLI's defaults are the config's
+_S = Schedule()  # the CLI's defaults are the configs'
+_G = data_sweep.SizeGrid()
+_T = TrainConfig()
 PRESET = typer.Option("tiny", "--preset", help=f"Model + training defaults: {', '.join(PRESETS)}.")
 POLICY = typer.Option(
     _S.policy,
@@ -51,18 +55,26 @@ MAX_EPOCHS = typer.Option(
 )
 MIN_STEPS = typer.Option(_S.min_steps, "--min-steps", help="converge: smallest step budget.")
 STEP_CAP = typer.Option(_S.step_cap, "--step-cap", help="converge: largest step budget.")
+DECAY_EPOCHS = typer.Option(
+    _S.decay_epochs,
+    "--decay-epochs",
+    help="converge: learning-rate decay over this many passes, then flat (default: over the "
+    "step budget). Makes the schedule independent of the budget.",
+)
 EPOCHS = typer.Option(_S.epochs, "--epochs", help="epochs: passes over each run's tokens.")
 TOKEN_BUDGET = typer.Option(
     _S.token_budget, "--token-budget", help="tokens: training tokens per run."
 )
-EVAL_INTERVAL = typer.Option(50, "--eval-interval", help="Steps between validations.")
-EVAL_BATCHES = typer.Option(8, "--eval-batches", help="Validation batches per evaluation.")
+EVAL_EVERY = typer.Option(EVAL_INTERVAL, "--eval-interval", help="Steps between validations.")
+EVAL_BATCHES = typer.Option(
+    _T.eval_batches, "--eval-batches", help="Validation batches per evaluation."
+)
 CONTEXT = typer.Option(None, "--context-len", help="Context length (default: the preset's).")
 BATCH = typer.Option(None, "--batch-size", help="Windows per step (default: the preset's).")
 LR = typer.Option(None, "--lr", help="Peak learning rate (default: the preset's).")
 TEST_TOKENS = typer.Option(None, "--test-tokens", help="Score at most N test tokens (all).")
 DTYPE = typer.Option(None, "--dtype", help="auto, float32 or bfloat16 (default auto).")
-SEED = typer.Option(0, "--seed", help="Training seed of every run (weights, data order).")
+SEED = typer.Option(_T.seed, "--seed", help="Training seed of every run (weights, data order).")
 WORKERS = typer.Option(1, "--workers", help="Runs in parallel (processes; threads split).")
 THREADS = threads_option(help="Torch CPU threads when --workers is 1.")
 ONLY = typer.Option(
@@ -75,6 +87,11 @@ SHAPE = typer.Option(
     None, "--model", help="Shape LAYERSxWIDTH[xHEADS] instead of the preset's, e.g. 4x128."
 )
 PLAN = typer.Option(False, "--plan", help="Print the runs (name, tokens, step budget) and stop.")
+
+
+def _schedule(options: dict[str, Any]) -> Schedule:
+    """The Schedule the command's options describe (they carry its field names)."""
+    return Schedule(**{f.name: options[f.name] for f in dataclasses.fields(Schedule)})
 
 
 def _plan(specs: list, json_out: bool) -> None:
@@ -118,15 +135,16 @@ def data_command(
     max_tokens: int | None = typer.Option(
         None, "--max-tokens", help="Largest size (default: the whole train split)."
     ),
-    points: int = typer.Option(7, "--points", help="Sizes in the geometric grid."),
+    points: int = typer.Option(_G.points, "--points", help="Sizes in the geometric grid."),
     policy: str = POLICY,
     patience: int = PATIENCE,
     max_epochs: float = MAX_EPOCHS,
     min_steps: int = MIN_STEPS,
     step_cap: int = STEP_CAP,
+    decay_epochs: float | None = DECAY_EPOCHS,
     epochs: float = EPOCHS,
     token_budget: int | None = TOKEN_BUDGET,
-    eval_interval: int = EVAL_INTERVAL,
+    eval_interval: int = EVAL_EVERY,
     eval_batches: int = EVAL_BATCHES,
     context_len: int | None = CONTEXT,
     batch_size: int | None = BATCH,
@@ -167,17 +185,8 @@ def data_command(
     if sizes is not None:
         grid = parse_list(sizes, lambda s: int(float(s)), "--sizes", "integers")
     else:
-        hi = max_tokens if max_tokens is not None else TokenStore(data, "train").n_tokens
-        grid = data_sweep.geometric_grid(min_tokens or max(hi // 100, 1), hi, points)
-    schedule = Schedule(
-        policy=policy,
-        patience=patience,
-        max_epochs=max_epochs,
-        min_steps=min_steps,
-        step_cap=step_cap,
-        epochs=epochs,
-        token_budget=token_budget,
-    )
+        grid = data_sweep.SizeGrid(points, min_tokens, max_tokens).sizes(data)
+    schedule = _schedule(locals())
     cfg = data_sweep.make_config(data, model_cfg, train_cfg, schedule, grid)
     if plan:
         _plan(data_sweep.specs(cfg), json_out)
@@ -204,9 +213,10 @@ def model_command(
     max_epochs: float = MAX_EPOCHS,
     min_steps: int = MIN_STEPS,
     step_cap: int = STEP_CAP,
+    decay_epochs: float | None = DECAY_EPOCHS,
     epochs: float = EPOCHS,
     token_budget: int | None = TOKEN_BUDGET,
-    eval_interval: int = EVAL_INTERVAL,
+    eval_interval: int = EVAL_EVERY,
     eval_batches: int = EVAL_BATCHES,
     context_len: int | None = CONTEXT,
     batch_size: int | None = BATCH,
@@ -242,15 +252,7 @@ def model_command(
         test_tokens=test_tokens,
         dtype=dtype,
     )
-    schedule = Schedule(
-        policy=policy,
-        patience=patience,
-        max_epochs=max_epochs,
-        min_steps=min_steps,
-        step_cap=step_cap,
-        epochs=epochs,
-        token_budget=token_budget,
-    )
+    schedule = _schedule(locals())
     names = parse_list(models, str, "--models")
     cfg = model_sweep.make_config(data, names, base, train_cfg, schedule, train_tokens)
     if plan:

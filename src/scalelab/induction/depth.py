@@ -109,9 +109,9 @@ def _formed(rows: list[dict[str, Any]], threshold: float) -> int | None:
 def compare_depth(
     data_dir: str | Path, out: str | Path, cfg: DepthConfig, *, quiet: bool = False
 ) -> dict[str, Any]:
-    """Train (or resume) both models and write depth.json and sweep.json."""
-    from scalelab.lm.config import GPTConfig, TrainConfig
-    from scalelab.lm.train import train
+    """Train (or resume) both models and write depth.json and sweep.json; the folder is
+    locked until return."""
+    from scalelab.lm.config import TrainConfig
     from scalelab.text.store import TokenStore
 
     data_dir, out = Path(data_dir), Path(out)
@@ -131,7 +131,33 @@ def compare_depth(
         dtype="float32",
     )
     extra = {"provenance": provenance()}
-    outdir.claim(out, "sweep.json", cfg.to_dict(), kind="depth", extra=extra)
+    with outdir.claimed(out, "sweep.json", cfg.to_dict(), kind="depth", extra=extra):
+        models, curves = _train_both(data_dir, out, cfg, train_cfg, vocab, val, quiet)
+        summary = {
+            "config": cfg.to_dict(),
+            "threshold": cfg.threshold,
+            "models": models,
+            "curves": curves,
+            "data_dir": str(data_dir.resolve()),
+        }
+        atomic_write_json(out / "depth.json", summary)
+    return summary
+
+
+def _train_both(
+    data_dir: Path,
+    out: Path,
+    cfg: DepthConfig,
+    train_cfg: Any,
+    vocab: int,
+    val: np.ndarray,
+    quiet: bool,
+) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """Train (or resume) the two-layer, then the one-layer model: per-model summary rows and
+    the metric curves by label."""
+    from scalelab.lm.config import GPTConfig
+    from scalelab.lm.train import train
+
     on_eval = _scorer(cfg, val)
     models, curves = [], {}
     for layers, width in ((2, cfg.width), (1, cfg.one_layer_width)):
@@ -160,12 +186,4 @@ def compare_depth(
                 "train_cpu_s": round(result["train_cpu_time_s"], 1),
             }
         )
-    summary = {
-        "config": cfg.to_dict(),
-        "threshold": cfg.threshold,
-        "models": models,
-        "curves": curves,
-        "data_dir": str(data_dir.resolve()),
-    }
-    atomic_write_json(out / "depth.json", summary)
-    return summary
+    return models, curves

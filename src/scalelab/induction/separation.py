@@ -14,6 +14,8 @@ What is proven and what is measured:
   their design; the tests check it).
 
 Rows: kind (construction / trained), n_layer, n, h, m, p, hmp_over_n, acc_hard.
+`run_separation` computes them into a folder (`separation-config.json`, `separation.csv`,
+`separation.json`, trained runs under `runs/`); `scalelab.report.separation` draws them.
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ from scalelab.induction.one_layer import GatherLayout, one_layer_construction
 from scalelab.induction.precision import MODES, Precision
 from scalelab.induction.task import hard_instances
 from scalelab.induction.train import InductionTrainConfig, load_induction_model, train_induction
-from scalelab.io import read_json
+from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
+from scalelab.runs import outdir
 
 MESSAGE_BITS_PER_HMP = 4.0  # C: Alice's bits per h·m·p at leading order (fixed point)
+CONFIG = "separation-config.json"  # a separation folder's marker and saved config
 
 
 def binary_entropy(q: np.ndarray) -> np.ndarray:
@@ -82,6 +86,17 @@ class SeparationConfig(Config):
         ns = (*self.gather_ns, *self.two_layer_ns, *self.one_layer_ns, *self.two_layer_ns_trained)
         if any(n < 3 for n in ns):
             raise ConfigError("every n must be >= 3 (hard instances need n = 2k + 1 >= 3)")
+
+    def quick(self) -> SeparationConfig:
+        """A small grid of the same kinds of rows (seconds; for trying it out)."""
+        return self.replace(
+            gather_ns=(17,),
+            two_layer_ns=(65,),
+            one_layer_ns=(9,),
+            one_layer_widths=(4,),
+            two_layer_ns_trained=(),
+            eval_instances=64,
+        )
 
 
 def _acc_hard(model: Any, n: int, precision: Precision, count: int, seed: int) -> float:
@@ -170,3 +185,18 @@ def separation_table(cfg: SeparationConfig, out: str | Path) -> list[dict[str, A
     """All rows of the figure; trained runs are kept under `out/runs` and reused."""
     out = Path(out)
     return [*gather_rows(cfg), *two_layer_rows(cfg), *trained_rows(cfg, out)]
+
+
+def run_separation(cfg: SeparationConfig, out: str | Path) -> list[dict[str, Any]]:
+    """Every row of the figure into the folder `out`: `separation.csv` and `separation.json`
+    (rows, config, provenance). A folder made with another config is refused; one made with
+    this config is resumed (trained runs reused). The folder's lock is held until return."""
+    import pandas as pd
+
+    out = Path(out)
+    with outdir.claimed(out, CONFIG, cfg.to_dict()):
+        rows = separation_table(cfg, out)
+        atomic_write_text(out / "separation.csv", pd.DataFrame(rows).to_csv(index=False))
+        doc = {"config": cfg.to_dict(), "rows": rows, "provenance": provenance()}
+        atomic_write_json(out / "separation.json", doc)
+    return rows

@@ -27,7 +27,7 @@ from scalelab.induction.model import InductionConfig
 from scalelab.induction.precision import MODES, Precision
 from scalelab.induction.train import InductionTrainConfig, evaluate, train_induction
 from scalelab.io import atomic_write_json, provenance
-from scalelab.runs.sweep import Backend, RunSpec, open_sweep, run_sweep
+from scalelab.runs.sweep import Backend, RunSpec, opened_sweep, run_sweep
 
 KIND = "induction"
 FLOAT32_BITS = 24
@@ -207,13 +207,13 @@ def run_induction_sweep(
                 run_configs(spec.params)
             except ConfigError as err:
                 raise ConfigError(f"run {spec.name}: {err}") from err
-    sweep_dir = open_sweep(out_dir, KIND, cfg.to_dict())
-    return run_sweep(
-        sweep_dir,
-        specs,
-        run_one,
-        workers=workers,
-        backend=backend,
-        quiet=quiet,
-        description="induction sweep",
-    )
+    with opened_sweep(out_dir, KIND, cfg.to_dict()) as sweep_dir:
+        return run_sweep(
+            sweep_dir,
+            specs,
+            run_one,
+            workers=workers,
+            backend=backend,
+            quiet=quiet,
+            description="induction sweep",
+        )

@@ -9,8 +9,10 @@ seeded generator: accuracy over all positions, over non-⊥ positions and at the
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,55 +137,55 @@ def train_induction(
         if train_cfg.train_bits
         else FULL
     )
-    out = _start_run(out_dir, model_cfg, train_cfg)
     t0, c0 = time.perf_counter(), time.process_time()
     metrics: dict[str, float] = {}
     reached: dict[str, float] | None = None
     step = 0
     s = model_cfg.alphabet_size
-    with (
-        Scalars(out) as scalars,
-        progress("induction train", train_cfg.max_steps, quiet=quiet) as advance,
-    ):
-        for step in range(1, train_cfg.max_steps + 1):
-            model.train()
-            seqs = mixture_instances(
-                train_cfg.batch_size, train_cfg.n, s, data_rng, train_cfg.hard_fraction
-            )
-            x, y = torch.from_numpy(seqs), torch.from_numpy(solve(seqs))
-            loss = _step(model, opt, x, y, train_prec, _lr_at(step - 1, train_cfg), train_cfg)
-            if step % train_cfg.eval_interval == 0 or step == train_cfg.max_steps:
-                metrics = evaluate(
-                    model, train_cfg.n, np.random.default_rng(eval_seed), train_cfg.eval_samples
+    with _run_folder(out_dir, model_cfg, train_cfg) as out:
+        with (
+            Scalars(out) as scalars,
+            progress("induction train", train_cfg.max_steps, quiet=quiet) as advance,
+        ):
+            for step in range(1, train_cfg.max_steps + 1):
+                model.train()
+                seqs = mixture_instances(
+                    train_cfg.batch_size, train_cfg.n, s, data_rng, train_cfg.hard_fraction
                 )
-                row = {
-                    "step": step,
-                    "loss": float(loss.detach()),
-                    **metrics,
-                    "wall_s": time.perf_counter() - t0,
-                    "cpu_s": time.process_time() - c0,
-                }
-                if out is not None:
-                    append_jsonl(out / "metrics.jsonl", row)
-                lr = opt.param_groups[0]["lr"]
-                accs = {f"accuracy/{k}": v for k, v in metrics.items()}
-                scalars.log(step, {"loss/train": row["loss"], "lr": lr, **accs})
-                advance(train_cfg.eval_interval, info=f"loss {float(loss.detach()):.3f}")
-                target = train_cfg.target_acc
-                if target is not None and _target_metric(metrics) >= target:
-                    reached = row
-                    break
-    result = {
-        **metrics,
-        "steps": step,
-        "final_loss": float(loss.detach()),
-        "stop_reason": "target" if reached else "max_steps",
-        "wall_time_s": time.perf_counter() - t0,
-        "cpu_time_s": time.process_time() - c0,
-        "params": sum(p.numel() for p in model.parameters()),
-    }
-    if out is not None:
-        _save_run(out, model, result)
+                x, y = torch.from_numpy(seqs), torch.from_numpy(solve(seqs))
+                loss = _step(model, opt, x, y, train_prec, _lr_at(step - 1, train_cfg), train_cfg)
+                if step % train_cfg.eval_interval == 0 or step == train_cfg.max_steps:
+                    metrics = evaluate(
+                        model, train_cfg.n, np.random.default_rng(eval_seed), train_cfg.eval_samples
+                    )
+                    row = {
+                        "step": step,
+                        "loss": float(loss.detach()),
+                        **metrics,
+                        "wall_s": time.perf_counter() - t0,
+                        "cpu_s": time.process_time() - c0,
+                    }
+                    if out is not None:
+                        append_jsonl(out / "metrics.jsonl", row)
+                    lr = opt.param_groups[0]["lr"]
+                    accs = {f"accuracy/{k}": v for k, v in metrics.items()}
+                    scalars.log(step, {"loss/train": row["loss"], "lr": lr, **accs})
+                    advance(train_cfg.eval_interval, info=f"loss {float(loss.detach()):.3f}")
+                    target = train_cfg.target_acc
+                    if target is not None and _target_metric(metrics) >= target:
+                        reached = row
+                        break
+        result = {
+            **metrics,
+            "steps": step,
+            "final_loss": float(loss.detach()),
+            "stop_reason": "target" if reached else "max_steps",
+            "wall_time_s": time.perf_counter() - t0,
+            "cpu_time_s": time.process_time() - c0,
+            "params": sum(p.numel() for p in model.parameters()),
+        }
+        if out is not None:
+            _save_run(out, model, result)
     return model.eval(), result
 
 
@@ -203,17 +205,20 @@ def _model_and_optimizer(
     return model, opt
 
 
-def _start_run(
+@contextlib.contextmanager
+def _run_folder(
     out_dir: str | Path | None, model_cfg: InductionConfig, train_cfg: InductionTrainConfig
-) -> Path | None:
-    """The run folder, claimed for this config, with no metrics yet (None: no folder)."""
+) -> Iterator[Path | None]:
+    """The run folder, claimed for this config, with no metrics yet (None: no folder); its
+    lock is released when the block ends, normally or not."""
     if out_dir is None:
-        return None
-    out = Path(out_dir)  # a folder with another config is refused; this one is redone
+        yield None
+        return
     run_cfg = {"model": model_cfg.to_dict(), "train": train_cfg.to_dict()}
-    outdir.claim(out, "config.json", run_cfg, flat=True)
-    (out / "metrics.jsonl").unlink(missing_ok=True)
-    return out
+    # A folder with another config is refused; this one is redone.
+    with outdir.claimed(out_dir, "config.json", run_cfg, flat=True) as out:
+        (out / "metrics.jsonl").unlink(missing_ok=True)
+        yield out
 
 
 def _step(
@@ -242,7 +247,6 @@ def _save_run(out: Path, model: InductionTransformer, result: dict[str, Any]) ->
     atomic_write(out / "model.safetensors", lambda p: save_file(state, str(p)))
     atomic_write_json(out / "provenance.json", provenance())
     atomic_write_json(out / "result.json", result)
-    outdir.release(out)
 
 
 def load_induction_model(run_dir: str | Path) -> InductionTransformer:

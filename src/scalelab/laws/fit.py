@@ -279,9 +279,6 @@ def compute_optimal(
     return g * c6 ** (beta / s), c6 ** (alpha / s) / g
 
 
-_CH_PARAMS = ("A", "B", "E", "alpha", "beta")
-
-
 @dataclass(frozen=True)
 class ChinchillaFit:
     """`L(N, D) = E + A/N^alpha + B/D^beta` fitted by summed Huber loss on log L.

@@ -28,7 +28,7 @@ from scalelab.manifold.geometry import MANIFOLDS, make_manifold
 from scalelab.manifold.model import RegressorConfig, TransformerRegressor
 from scalelab.manifold.problem import Problem, ProblemConfig
 from scalelab.manifold.train import FitConfig, fit_regressor, mse
-from scalelab.runs.sweep import Backend, RunSpec, open_sweep, run_sweep
+from scalelab.runs.sweep import Backend, RunSpec, opened_sweep, run_sweep
 from scalelab.scalars import Scalars
 
 KIND = "manifold"
@@ -244,29 +244,30 @@ def run_manifold_sweep(
     backend: Backend | None = None,
     quiet: bool = False,
 ) -> Any:
-    """Run (or resume) the sweep into `out_dir`; returns the runs table (pandas)."""
+    """Run (or resume) the sweep into `out_dir`; returns the runs table (pandas). The folder
+    is locked until return."""
     cfg_json = json.loads(to_json(cfg.to_dict()))
-    sweep_dir = open_sweep(out_dir, KIND, cfg_json)
     specs = [
         RunSpec(s.name, {**s.params, "sweep": cfg_json}) for s in specs_for(cfg)
     ]  # the full config travels with each run so a spawned worker needs nothing else
     t0 = time.perf_counter()
-    table = run_sweep(
-        sweep_dir,
-        specs,
-        run_worker,
-        workers=workers,
-        backend=backend,
-        quiet=quiet,
-        description="manifold",
-    )
-    append_jsonl(
-        sweep_dir / "invocations.jsonl",
-        {
-            "wall_time_s": time.perf_counter() - t0,
-            "workers": workers,
-            "backend": (backend or Backend()).kind,
-            "runs": len(table),
-        },
-    )
+    with opened_sweep(out_dir, KIND, cfg_json) as sweep_dir:
+        table = run_sweep(
+            sweep_dir,
+            specs,
+            run_worker,
+            workers=workers,
+            backend=backend,
+            quiet=quiet,
+            description="manifold",
+        )
+        append_jsonl(
+            sweep_dir / "invocations.jsonl",
+            {
+                "wall_time_s": time.perf_counter() - t0,
+                "workers": workers,
+                "backend": (backend or Backend()).kind,
+                "runs": len(table),
+            },
+        )
     return table

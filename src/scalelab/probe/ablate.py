@@ -18,21 +18,22 @@ from scalelab import seeds
 from scalelab.device import resolve_device
 from scalelab.errors import CheckpointError, ConfigError, InputError
 from scalelab.lm.load import LoadedModel, load_model_for_embedding
-from scalelab.probe.config import DEFAULT_BATCH_SIZES
+from scalelab.probe.config import DEFAULT_BATCH_SIZES, POSITION_GROUPS
 from scalelab.probe.estimate import (
+    EMBEDDINGS,
     EstimateConfig,
     Prepared,
-    _corpus_key,
-    _counts,
+    corpus_key,
     embed_sample,
     estimate,
     estimate_dimension,
     load_embeddings,
     prepare,
+    sample_counts,
     shuffle_cap,
 )
 from scalelab.probe.sample import layer_name, resolve_layer, resolve_precision
-from scalelab.runs.sweep import Backend, RunSpec, open_sweep, run_sweep
+from scalelab.runs.sweep import Backend, RunSpec, opened_sweep, run_sweep
 
 
 @dataclass
@@ -120,7 +121,7 @@ def measure_positions(
     cfg: EstimateConfig,
     request: dict[str, Any],
     *,
-    groups: int = 4,
+    groups: int = POSITION_GROUPS,
     device: str | None = None,
     weights: str | None = None,
     quiet: bool = False,
@@ -181,7 +182,7 @@ def _ablation_info(
         "settings": {**cfg.to_dict(), "context_len": prep.context_len},
         "model": loaded.describe(),
         "corpus": prep.corpus.info,
-        "counts": _counts(prep, kept),
+        "counts": sample_counts(prep, kept),
         "timing": timing,
         "request": request,
     }
@@ -235,13 +236,12 @@ def measure_models(
     """d for each model of a list (the same corpus and protocol). A resumable sweep under
     `out_dir`: one run folder per model (its estimate.json), finished models are not redone."""
     check_models(models)
-    open_sweep(out_dir, "ablate-models", request)
     specs = [
         RunSpec(
             f"{i:02d}-{Path(m).resolve().name}",
             {
                 "model": str(Path(m).resolve()),
-                "corpus": _corpus_key(corpus),
+                "corpus": corpus_key(corpus),
                 "config": cfg.to_dict(),
                 "device": device,
                 "weights": weights,
@@ -249,9 +249,10 @@ def measure_models(
         )
         for i, m in enumerate(models)
     ]
-    table = run_sweep(
-        out_dir, specs, _models_worker, backend=backend, quiet=quiet, description="models"
-    )
+    with opened_sweep(out_dir, "ablate-models", request):
+        table = run_sweep(
+            out_dir, specs, _models_worker, backend=backend, quiet=quiet, description="models"
+        )
     cols = ["run", "model", "kind", "n_layer", "width", "params", "params_non_embedding"]
     cols += ["dimension", "dimension_se", "n_batches", "n_points", "alpha_D", "alpha_N"]
     rows = [{k: _plain(r[k]) for k in cols} for r in table.to_dict("records")]
@@ -274,6 +275,26 @@ def batch_size_request(
     request.update({k: v for k, v in cfg.to_dict().items() if k in ("k", "aggregate", "metric")})
     request["seed"] = cfg.seed
     return request
+
+
+def embed_for_batch_size(
+    model: str | Path,
+    corpus: str | Path | None,
+    cfg: EstimateConfig,
+    out_dir: str | Path,
+    batch_sizes: list[int],
+    *,
+    device: str | None = None,
+    weights: str | None = None,
+    quiet: bool = False,
+) -> Path:
+    """The embeddings a batch-size ablation reads, made first: `estimate` into
+    `out_dir/estimate` (resumable) with batches of the smallest size, so that one batch fits
+    every size asked for. Returns the `embeddings.safetensors` path."""
+    run_dir = Path(out_dir) / "estimate"
+    run_cfg = cfg.replace(batch_size=min(batch_sizes))
+    estimate(model, corpus, run_cfg, run_dir, device=device, weights=weights, quiet=quiet)
+    return run_dir / EMBEDDINGS
 
 
 def measure_batch_size(

@@ -16,6 +16,7 @@ PRECISIONS = ("auto", "float32", "bfloat16")  # forward-pass dtype (auto: bf16 w
 # Tokens per forward pass: on a CPU, batches of 1-2k tokens keep more of the activations in
 # cache than 4k (SmolLM2-135M, one thread: ~1.1x per CPU-second; docs/benchmarks/estimate.md).
 BATCH_TOKENS = 2048
+POSITION_GROUPS = 4  # `ablate positions`: equal ranges the window is cut into
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,7 +18,6 @@ the model's tokenizer otherwise).
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -177,6 +176,43 @@ def shuffle_cap(n_points: int, max_points: int, seed: int) -> np.ndarray:
     return perm[:max_points]
 
 
+@dataclass
+class Embedded:
+    """Steps 1-4 done: the model, the sampled corpus, the kept points (shuffled, capped) of
+    `layer`, and how long the forward passes took."""
+
+    model: LoadedModel
+    layer: int
+    prep: Prepared
+    sample: Sample
+    points: np.ndarray
+    timing: dict[str, Any]
+    device: torch.device
+
+
+def embed_protocol(
+    model: str | Path | LoadedModel,
+    corpus: str | Path | Sequence[str] | None,
+    cfg: EstimateConfig,
+    *,
+    device: str | None = None,
+    weights: str | None = None,
+    quiet: bool = True,
+) -> Embedded:
+    """The one path from a model and a corpus to points that `embed` and `estimate` share:
+    the model loaded in `cfg.precision` (resolved for the device), every input checked,
+    positions sampled, shuffled and capped, the hidden states of `cfg.layer` extracted."""
+    dev = resolve_device(device)
+    if not isinstance(model, LoadedModel):
+        dtype = resolve_precision(cfg.precision, dev)
+        model = load_model_for_embedding(model, device=dev, weights=weights, dtype=dtype)
+    layer = resolve_layer(cfg.layer, model.n_states)
+    prep = prepare(model, corpus, cfg)
+    sample = prep.sample.subset(shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed))
+    x, timing = embed_sample(model, sample, [layer], cfg, device=dev, quiet=quiet)
+    return Embedded(model, layer, prep, sample, x[0], timing, dev)
+
+
 def embed(
     model: str | Path | LoadedModel,
     corpus: str | Path | Sequence[str] | None,
@@ -190,23 +226,10 @@ def embed(
     docstring, shuffled and capped; nothing written). `model`: a run or HF folder, or a
     `LoadedModel`; `corpus`: a built-in name, a text path, a token store or a list of texts
     (one document each). `estimate_dimension(points, cfg)` then gives d and the exponents,
-    the same numbers `estimate` writes for the same model, corpus and config."""
+    the same numbers `estimate` writes for the same model, corpus and config (both run
+    `embed_protocol`)."""
     cfg = cfg or EstimateConfig()
-    dev = resolve_device(device)
-    if not isinstance(model, LoadedModel):
-        model = load_model_for_embedding(model, device=dev, weights=weights)
-    layer = resolve_layer(cfg.layer, model.n_states)
-    prep = prepare(model, corpus, cfg)
-    sample = prep.sample.subset(shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed))
-    x, _ = embed_sample(
-        model,
-        sample,
-        [layer],
-        cfg,
-        device=dev,
-        quiet=quiet,
-    )
-    return x[0]
+    return embed_protocol(model, corpus, cfg, device=device, weights=weights, quiet=quiet).points
 
 
 def estimate_dimension(
@@ -222,26 +245,20 @@ def estimate_dimension(
     k-NN search runs on `device` when it is a GPU (where the model ran), else on the CPU."""
     cfg = cfg or EstimateConfig()
     from scalelab.intrinsic.mle import MLE
-    from scalelab.intrinsic.protocol import estimate_in_batches
-    from scalelab.laws.theory import predict_exponents
+    from scalelab.probe.dimension import dimension_and_exponents
 
     knn_device = str(device) if device is not None and device.type != "cpu" else None
     t0 = time.perf_counter()
-    est = estimate_in_batches(
+    result = dimension_and_exponents(
         x,
         MLE(k=cfg.k, aggregate=cfg.aggregate, metric=cfg.metric, device=knn_device),
         batch_size=batch_size or cfg.batch_size,
         seed=cfg.seed,
+        beta=cfg.beta,
         quiet=quiet,
     )
-    result = est.to_dict()
     result["estimate_wall_s"] = time.perf_counter() - t0
     result["knn_device"] = knn_device or "cpu"
-    se = float(est.dimension_se)
-    pred = predict_exponents(float(est.dimension), se if math.isfinite(se) else 0.0, cfg.beta)
-    if not math.isfinite(se):  # one batch: no spread, so no interval either
-        pred = {k: (None if k.endswith(("_se", "_ci95")) else v) for k, v in pred.items()}
-    result.update({k: v for k, v in pred.items() if k.startswith("alpha")})
     return result
 
 
@@ -267,27 +284,13 @@ def estimate(
     as is; one made with another request is refused. Nothing is written before every input
     has been checked and the estimate has succeeded."""
     out_dir = Path(out_dir)
-    request = _request(model, corpus, weights, cfg)
-    done = _finished(out_dir / RESULT, request)
+    request = estimate_request(model, corpus, weights, cfg)
+    done = finished_estimate(out_dir / RESULT, request)
     if done is not None:
         return done
-    dev = resolve_device(device)
-    loaded = load_model_for_embedding(
-        model, device=dev, weights=weights, dtype=resolve_precision(cfg.precision, dev)
-    )
-    layer = resolve_layer(cfg.layer, loaded.n_states)
-    prep = prepare(loaded, corpus, cfg)
-    keep = shuffle_cap(prep.sample.n_points, cfg.max_points, cfg.seed)
-    sample = prep.sample.subset(keep)
-    x, timing = embed_sample(
-        loaded,
-        sample,
-        [layer],
-        cfg,
-        device=dev,
-        quiet=quiet,
-    )
-    result = estimate_dimension(x[0], cfg, device=dev, quiet=quiet)
+    emb = embed_protocol(model, corpus, cfg, device=device, weights=weights, quiet=quiet)
+    loaded, layer, prep, sample = emb.model, emb.layer, emb.prep, emb.sample
+    result = estimate_dimension(emb.points, cfg, device=emb.device, quiet=quiet)
     doc = {
         **_headline(result),
         "beta": cfg.beta,
@@ -297,39 +300,43 @@ def estimate(
         "settings": {**cfg.to_dict(), "context_len": prep.context_len},
         "model": loaded.describe(),
         "corpus": prep.corpus.info,
-        "counts": _counts(prep, len(keep)),
-        "timing": timing,
+        "counts": sample_counts(prep, len(emb.points)),
+        "timing": emb.timing,
         "files": {"embeddings": EMBEDDINGS, "positions": POSITIONS},
         "request": request,
         "provenance": provenance(),
     }
     with outdir.locked(out_dir):  # taken last: a failed estimate leaves no folder behind
-        save_embeddings(out_dir, x[0], prep, sample, doc)
+        save_embeddings(out_dir, emb.points, prep, sample, doc)
         atomic_write_json(out_dir / RESULT, doc)
     return doc
 
 
-def _request(
+def estimate_request(
     model: str | Path | list[str], corpus: str | Path | None, weights: str | None, cfg: Config
 ) -> dict[str, Any]:
+    """What a result depends on (model and corpus paths resolved, the config): a finished
+    folder is reused only when its saved request equals this one."""
     models = model if isinstance(model, list) else [model]
     resolved = [str(Path(m).resolve()) for m in models]
     return {
         "model": resolved if isinstance(model, list) else resolved[0],
-        "corpus": _corpus_key(corpus),
+        "corpus": corpus_key(corpus),
         "weights": weights,
         **cfg.to_dict(),
     }
 
 
-def _corpus_key(corpus: str | Path | None) -> str | None:
+def corpus_key(corpus: str | Path | None) -> str | None:
+    """A corpus as recorded in a request: a resolved path, else the built-in name."""
     if corpus is None:
         return None
     path = Path(corpus)
     return str(path.resolve()) if path.exists() else str(corpus)
 
 
-def _finished(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
+def finished_estimate(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
+    """The saved result at `path` (None if absent), refused when made for another request."""
     if not path.is_file():
         return None
     saved = outdir.read_meta(path)
@@ -337,7 +344,8 @@ def _finished(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
     return saved
 
 
-def _counts(prep: Prepared, kept: int) -> dict[str, int]:
+def sample_counts(prep: Prepared, kept: int) -> dict[str, int]:
+    """Documents, windows and points at each step of the protocol."""
     return {
         "documents_in_split": prep.corpus.docs.n_documents,
         "documents_used": prep.docs.n_documents,

@@ -21,7 +21,6 @@ from scalelab.laws.theory import alpha_D, alpha_N
 
 SENSITIVITY_BATCHES = (2048, 4096, 8192)
 SENSITIVITY_K = (10, 20, 40)
-OWN = "own"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,10 +10,11 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from scalelab.errors import ConfigError
 from scalelab.io import atomic_write, atomic_write_json, provenance
 from scalelab.probe import ablate
-from scalelab.probe.config import EstimateConfig
-from scalelab.probe.estimate import _finished, _request
+from scalelab.probe.config import DEFAULT_BATCH_SIZES, POSITION_GROUPS, EstimateConfig
+from scalelab.probe.estimate import estimate_request, finished_estimate
 from scalelab.runs.sweep import Backend
 
 
@@ -108,8 +109,8 @@ def ablate_layers(
 ) -> dict[str, Any]:
     """d at every hidden state of one model (or the listed ones), on the same positions."""
     out_dir = Path(out_dir)
-    request = {**_request(model, corpus, weights, cfg), "layers": layers}
-    done = _finished(out_dir / "layers.json", request)
+    request = {**estimate_request(model, corpus, weights, cfg), "layers": layers}
+    done = finished_estimate(out_dir / "layers.json", request)
     if done is not None:
         return done
     result = ablate.measure_layers(
@@ -124,15 +125,15 @@ def ablate_positions(
     cfg: EstimateConfig,
     out_dir: str | Path,
     *,
-    groups: int = 4,
+    groups: int = POSITION_GROUPS,
     device: str | None = None,
     weights: str | None = None,
     quiet: bool = False,
 ) -> dict[str, Any]:
     """d per context-position range (`groups` equal ranges of the window)."""
     out_dir = Path(out_dir)
-    request = {**_request(model, corpus, weights, cfg), "groups": groups}
-    done = _finished(out_dir / "positions.json", request)
+    request = {**estimate_request(model, corpus, weights, cfg), "groups": groups}
+    done = finished_estimate(out_dir / "positions.json", request)
     if done is not None:
         return done
     result = ablate.measure_positions(
@@ -156,8 +157,8 @@ def ablate_models(
     each model one run of a sweep (local or Ray `backend`)."""
     ablate.check_models(models)
     out_dir = Path(out_dir)
-    request = _request(list(models), corpus, weights, cfg)
-    done = _finished(out_dir / "models.json", request)
+    request = estimate_request(list(models), corpus, weights, cfg)
+    done = finished_estimate(out_dir / "models.json", request)
     if done is not None:
         return done
     result = ablate.measure_models(
@@ -175,16 +176,29 @@ def ablate_models(
 
 
 def ablate_batch_size(
-    embeddings: str | Path,
+    embeddings: str | Path | None,
     cfg: EstimateConfig,
     out_dir: str | Path,
     *,
     batch_sizes: list[int] | None = None,
+    model: str | Path | None = None,
+    corpus: str | Path | None = None,
+    device: str | None = None,
+    weights: str | None = None,
+    quiet: bool = False,
 ) -> dict[str, Any]:
-    """d against the number of points per MLE batch, on one saved set of embeddings."""
+    """d against the number of points per MLE batch, on one saved set of embeddings; with
+    `embeddings` None, `model` (and `corpus`) are embedded first into `out_dir/estimate`."""
     out_dir = Path(out_dir)
+    if embeddings is None:
+        if model is None:
+            raise ConfigError("give --embeddings FILE, or --model (and --corpus) to embed first")
+        sizes = sorted(set(batch_sizes or DEFAULT_BATCH_SIZES))
+        embeddings = ablate.embed_for_batch_size(
+            model, corpus, cfg, out_dir, sizes, device=device, weights=weights, quiet=quiet
+        )
     request = ablate.batch_size_request(embeddings, cfg, batch_sizes)
-    done = _finished(out_dir / "batch_size.json", request)
+    done = finished_estimate(out_dir / "batch_size.json", request)
     if done is not None:
         return done
     result = ablate.measure_batch_size(embeddings, cfg, request)

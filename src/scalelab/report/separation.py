@@ -3,12 +3,22 @@ two, with the region where the one-layer lower bound forbids exactness shaded.""
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from scalelab.induction.separation import MESSAGE_BITS_PER_HMP, index_ceiling
+from scalelab.induction.separation import (
+    CONFIG,
+    MESSAGE_BITS_PER_HMP,
+    SeparationConfig,
+    index_ceiling,
+    run_separation,
+)
+from scalelab.io import atomic_write_bytes
+from scalelab.runs import outdir
 
 STYLE = {
     ("construction", 1): ("C0", "o", "1 layer, construction (gather)"),
@@ -77,3 +87,15 @@ def separation_figure(rows: list[dict[str, Any]]) -> Figure:
     ax.set_ylabel("accuracy on INDEX hard instances")
     ax.legend(fontsize=7, loc="lower right")
     return fig
+
+
+def run_separation_with_figure(cfg: SeparationConfig, out: str | Path) -> list[dict[str, Any]]:
+    """`run_separation` and the figure beside its table, `out/separation.png`, under one
+    hold of the folder's lock (released on return)."""
+    out = Path(out)
+    with outdir.claimed(out, CONFIG, cfg.to_dict()):
+        rows = run_separation(cfg, out)
+        buf = io.BytesIO()
+        separation_figure(rows).savefig(buf, format="png", dpi=90)
+        atomic_write_bytes(out / "separation.png", buf.getvalue())
+    return rows

@@ -9,12 +9,13 @@ worker processes, or to a Ray cluster (`Backend(kind="ray")`, one Ray task per r
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ import pandas as pd
 from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
-from scalelab.runs.outdir import claim
+from scalelab.runs.outdir import claim, claimed
 from scalelab.progress import progress
 from scalelab.runs.ray_backend import run_on_ray
 
@@ -66,9 +67,20 @@ class RunSpec:
 
 def open_sweep(sweep_dir: str | Path, kind: str, config: dict[str, Any]) -> Path:
     """Create the sweep folder, or check that an existing one was made with this config;
-    either way lock it for this process (`scalelab.runs.outdir`)."""
+    either way lock it for this process (`scalelab.runs.outdir`) until `outdir.release`.
+    A library call uses `opened_sweep`, which releases the lock when the call ends."""
     extra = {"provenance": provenance()}
     return claim(sweep_dir, "sweep.json", config, kind=kind, extra=extra)
+
+
+@contextlib.contextmanager
+def opened_sweep(sweep_dir: str | Path, kind: str, config: dict[str, Any]) -> Iterator[Path]:
+    """`open_sweep` for a `with` block: the lock is released when the block ends, normally
+    or by an exception (unless this process held it before), so a later process, or a
+    notebook's next call, can resume the folder."""
+    extra = {"provenance": provenance()}
+    with claimed(sweep_dir, "sweep.json", config, kind=kind, extra=extra) as path:
+        yield path
 
 
 def run_one(worker: Worker, spec: RunSpec, run_dir: Path, threads: int) -> dict[str, Any]:

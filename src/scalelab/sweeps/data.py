@@ -20,8 +20,9 @@ import pandas as pd
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
+from scalelab.fields import positive_int
 from scalelab.lm.config import GPTConfig, TrainConfig
-from scalelab.runs.sweep import Backend, RunSpec, open_sweep
+from scalelab.runs.sweep import Backend, RunSpec, opened_sweep
 from scalelab.sweeps.schedule import Schedule
 from scalelab.sweeps.worker import run_params, run_specs
 from scalelab.text.store import TokenStore
@@ -39,6 +40,31 @@ def geometric_grid(lo: int, hi: int, points: int) -> list[int]:
     if len(set(sizes)) != len(sizes):
         raise ConfigError(f"{points} points between {lo} and {hi} repeat sizes; use fewer")
     return sizes
+
+
+@dataclasses.dataclass(frozen=True)
+class SizeGrid(Config):
+    """The default sizes of a data sweep: `points` sizes evenly spaced in log from
+    `min_tokens` (default `max_tokens` / 100: two decades) to `max_tokens` (default the whole
+    train split)."""
+
+    points: int = 7
+    min_tokens: int | None = None
+    max_tokens: int | None = None
+
+    def validate(self) -> None:
+        if not (isinstance(self.points, int) and self.points >= 2):
+            raise ConfigError(f"a grid needs at least 2 points, got {self.points!r}")
+        positive_int(self.min_tokens, "min_tokens", optional=True)
+        positive_int(self.max_tokens, "max_tokens", optional=True)
+
+    def sizes(self, data_dir: str | Path) -> list[int]:
+        """The grid's training-token counts on the token store at `data_dir`."""
+        hi = self.max_tokens
+        if hi is None:
+            hi = TokenStore(data_dir, "train").n_tokens
+        lo = self.min_tokens if self.min_tokens is not None else max(hi // 100, 1)
+        return geometric_grid(lo, hi, self.points)
 
 
 def check_sizes(sizes: Sequence[int], available: int, block_size: int) -> list[int]:
@@ -126,8 +152,8 @@ def data_sweep(
     quiet: bool = False,
 ) -> pd.DataFrame:
     """Run (or resume) the sweep; `only` runs just the named runs (one scheduler task each),
-    but the table always covers every finished run."""
-    sweep_dir = open_sweep(sweep_dir, KIND, cfg.to_dict())
-    return run_specs(
-        sweep_dir, specs(cfg), workers=workers, backend=backend, only=only, quiet=quiet
-    )
+    but the table always covers every finished run. The folder is locked until return."""
+    with opened_sweep(sweep_dir, KIND, cfg.to_dict()) as folder:
+        return run_specs(
+            folder, specs(cfg), workers=workers, backend=backend, only=only, quiet=quiet
+        )

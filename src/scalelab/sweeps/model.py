@@ -18,7 +18,7 @@ import pandas as pd
 from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.lm.config import PRESETS, GPTConfig, TrainConfig, preset_config
-from scalelab.runs.sweep import Backend, RunSpec, open_sweep
+from scalelab.runs.sweep import Backend, RunSpec, opened_sweep
 from scalelab.sweeps.schedule import Schedule
 from scalelab.sweeps.worker import run_params, run_specs
 from scalelab.text.store import TokenStore
@@ -137,8 +137,9 @@ def model_sweep(
     only: Sequence[str] | None = None,
     quiet: bool = False,
 ) -> pd.DataFrame:
-    """Run (or resume) the sweep; `only` runs just the named runs."""
-    sweep_dir = open_sweep(sweep_dir, KIND, cfg.to_dict())
-    return run_specs(
-        sweep_dir, specs(cfg), workers=workers, backend=backend, only=only, quiet=quiet
-    )
+    """Run (or resume) the sweep; `only` runs just the named runs. The folder is locked
+    until return."""
+    with opened_sweep(sweep_dir, KIND, cfg.to_dict()) as folder:
+        return run_specs(
+            folder, specs(cfg), workers=workers, backend=backend, only=only, quiet=quiet
+        )

@@ -1,0 +1,189 @@
+"""One default per option: every CLI option that sets a field of a config dataclass (or a
+parameter of the library function the command calls) has that field's default, so the CLI
+and a notebook user get the same run. The test walks every command of `scalelab` (the lazy
+group of scalelab.cli and its subgroups) and compares defaults by name, through a small
+table where the option's name differs from the field's."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from scalelab.cli import COMMANDS, load_command
+from scalelab.induction.depth import DepthConfig
+from scalelab.induction.heads import HeadScoreConfig
+from scalelab.induction.model import InductionConfig
+from scalelab.induction.separation import SeparationConfig
+from scalelab.induction.sweep import InductionSweepConfig, run_induction_sweep
+from scalelab.induction.train import InductionTrainConfig
+from scalelab.intrinsic.protocol import make_estimator
+from scalelab.laws.table import fit_table
+from scalelab.laws.theory import predict_exponents
+from scalelab.lm.config import TrainConfig
+from scalelab.manifold.problem import ProblemConfig
+from scalelab.manifold.sweep import run_manifold_sweep
+from scalelab.pipeline.config import PipelineConfig
+from scalelab.pipeline.run import run_pipeline
+from scalelab.probe.ablate import measure_positions
+from scalelab.probe.config import DEFAULT_BATCH_SIZES, EstimateConfig
+from scalelab.probe.dimension import dimension_and_exponents
+from scalelab.sweeps.data import SizeGrid, data_sweep
+from scalelab.sweeps.model import model_sweep
+from scalelab.sweeps.schedule import Schedule
+from scalelab.sweeps.worker import EVAL_INTERVAL
+from scalelab.text.corpora import load_corpus
+from scalelab.text.store import prepare_corpus
+
+Source = Any  # a dataclass instance, a function (its keyword defaults) or a dict
+# Options that say where and how a command runs, not what it computes.
+CONTROLS = {"quiet", "json_out", "threads", "device", "backend", "ray_address", "references"}
+PRESET = {"context_len", "batch_size", "lr", "test_tokens", "dtype"}  # None: the preset's
+SWEEP = [Schedule(), SizeGrid(), {"eval_interval": EVAL_INTERVAL}, TrainConfig()]
+
+# command -> (where its defaults live, first match wins; option -> field where the names
+# differ, None for an option that is not the field of the same name; options whose None
+# default defers to another source, e.g. a preset).
+CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
+    "id": ([make_estimator, dimension_and_exponents], {}, set()),
+    "exponents": ([predict_exponents], {}, set()),
+    "estimate": ([EstimateConfig()], {"max_docs": "max_documents"}, set()),
+    "ablate layers": ([EstimateConfig()], {"max_docs": "max_documents"}, set()),
+    "ablate positions": (
+        [EstimateConfig(), measure_positions],
+        {"max_docs": "max_documents"},
+        set(),
+    ),
+    "ablate models": ([EstimateConfig()], {"max_docs": "max_documents"}, set()),
+    "ablate batch-size": ([EstimateConfig(), {"batch_sizes": DEFAULT_BATCH_SIZES}], {}, set()),
+    "fit": ([fit_table], {}, set()),
+    "validate": ([PipelineConfig(), run_pipeline], {}, set()),
+    "demo": ([PipelineConfig(), run_pipeline], {}, set()),
+    "corpus prepare": ([prepare_corpus, load_corpus], {}, set()),
+    "sweep data": ([*SWEEP, data_sweep], {}, PRESET),
+    "sweep model": ([*SWEEP, model_sweep], {"train_tokens": None}, PRESET),
+    "manifold sweep": ([run_manifold_sweep], {}, set()),
+    "manifold sample": (
+        [ProblemConfig()],
+        {"ambient": "D", "problem_seed": "seed", "seed": None},  # --seed: the sample's
+        set(),
+    ),
+    "induction train": (
+        [InductionConfig(), InductionTrainConfig()],
+        {
+            "alphabet": "alphabet_size",
+            "layers": "n_layer",
+            "heads": "n_head",
+            "width": "d_model",
+            "steps": "max_steps",
+            "target": "target_acc",
+        },
+        set(),
+    ),
+    "induction sweep": (
+        [InductionSweepConfig(), run_induction_sweep],
+        {
+            "alphabets": "alphabet_sizes",
+            "steps": "max_steps",
+            "steps_one_layer": "max_steps_one_layer",
+            "target": "target_acc",
+        },
+        set(),
+    ),
+    "induction heads": (
+        [HeadScoreConfig()],
+        {"sequences": "n_sequences", "icl_from": "icl_windows_from"},
+        set(),
+    ),
+    "induction compare-depth": (
+        [DepthConfig()],
+        {"steps": "max_steps", "sequences": "n_sequences"},
+        set(),
+    ),
+    "induction separation": ([SeparationConfig()], {}, set()),
+}
+# Commands with no config behind their options (every option a preset override, or a
+# small check whose settings are its own).
+UNCHECKED = {
+    "train",  # every option None: the preset's value
+    "report",
+    "corpus list",
+    "corpus info",
+    "induction solve",
+    "induction generate",
+    "induction evaluate",
+    "induction construct",
+    "induction protocol",
+    "induction gather",
+}
+
+
+def commands() -> Iterator[tuple[str, Any]]:
+    """(full name, click command) of every leaf command, loading the lazy ones."""
+
+    def walk(name: str, cmd: Any) -> Iterator[tuple[str, Any]]:
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for sub, child in subs.items():
+                yield from walk(f"{name} {sub}", child)
+        else:
+            yield name, cmd
+
+    for name in COMMANDS:
+        yield from walk(name, load_command(name))
+
+
+def defaults(source: Source) -> dict[str, Any]:
+    if dataclasses.is_dataclass(source):
+        return {f.name: getattr(source, f.name) for f in dataclasses.fields(source)}
+    if isinstance(source, dict):
+        return source
+    return {
+        k: p.default
+        for k, p in inspect.signature(source).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
+
+
+def as_cli(value: Any) -> Any:
+    """A field default as the CLI writes it: tuples as comma-separated text (None dropped)."""
+    if isinstance(value, tuple | list):
+        return ",".join(str(v) for v in value if v is not None)
+    return value
+
+
+def mismatches(name: str, cmd: Any) -> tuple[list[str], int]:
+    """The options of `cmd` whose default differs from its field's, and how many matched."""
+    sources, renames, deferred = CHECKED[name]
+    known = [defaults(s) for s in sources]
+    for field in renames.values():
+        assert field is None or any(field in d for d in known), f"{name}: no field {field}"
+    wrong, checked = [], 0
+    for param in cmd.params:
+        field = renames.get(param.name, param.name)
+        if field is None or param.required or param.name in CONTROLS | deferred:
+            continue
+        where = next((d for d in known if field in d), None)
+        if where is None:
+            continue
+        checked += 1
+        if param.default != as_cli(where[field]):
+            wrong.append(f"{name} --{param.name}: {param.default!r} != {where[field]!r}")
+    return wrong, checked
+
+
+ALL = dict(commands())
+
+
+def test_every_command_is_classified() -> None:
+    assert set(ALL) == set(CHECKED) | UNCHECKED
+
+
+@pytest.mark.parametrize("name", sorted(CHECKED))
+def test_cli_defaults_equal_the_config_defaults(name: str) -> None:
+    wrong, checked = mismatches(name, ALL[name])
+    assert not wrong
+    assert checked >= 1, f"{name}: no option was compared; is the table stale?"
