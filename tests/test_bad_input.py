@@ -1,12 +1,14 @@
 """Bad input to every command and subcommand: exactly one line on stderr that names the
 problem and the fix, exit code 2, no traceback, and the output location left as it was.
 
-Table-driven: each case is (command line, words the message must contain). `{name}` in a
-command line is a prepared input (see `inputs`): good and damaged token stores, run folders,
-tables and point files, built once per module. Every case runs the real `main()` in this
-process (`run_cli`), with the whole tree (inputs and output location) snapshotted before and
-after. The list of commands is checked against `scalelab --help`, so a new command without
-cases fails here.
+Table-driven: each case is (command line, the phrase of the message that names what is
+wrong), and FIXES holds the phrase that is its fix (an instruction, or the rule a valid value
+obeys: see FIX). `{name}` in a command line is a prepared input (see `inputs`): good and
+damaged token stores, run folders, tables and point files, built once per module. Every case
+runs the real `main()` in this process (`run_cli`), with the inputs and the output location
+snapshotted before and after, their parent folder's entries included (see `_snapshot`).
+The list of commands is checked against `scalelab --help`, so a new command without cases
+fails here.
 """
 
 from __future__ import annotations
