@@ -4,10 +4,14 @@ Hypothesis runs derandomised, always (not only in CI): the examples a property t
 a function of the test alone, so a failure reproduces on any machine and a pass is repeatable.
 
 Strict JSON, everywhere: every `--json` output of `run_cli` must parse with a strict parser,
-and after each test every *.json / *.jsonl file under its `tmp_path` (what the test's runs
-wrote) must hold no NaN or Infinity.
+and every *.json / *.jsonl file the suite writes must be strict JSON (no NaN or Infinity, not
+truncated, not empty): those under a test's `tmp_path` after that test (the test fails), and at
+the end of the session every such file under pytest's base temporary folder, which also holds
+what module- and session-scoped fixtures wrote (the session fails, listing the files). Files a
+test damages on purpose are listed in DAMAGED_ON_PURPOSE.
 """
 
+import fnmatch
 import json
 import subprocess
 import sys
@@ -37,24 +41,75 @@ def strict_json(text: str) -> object:
     return json.loads(text, parse_constant=_refuse)
 
 
+# Files tests write malformed on purpose (to check that scalelab refuses them), as patterns
+# relative to pytest's base temporary folder: the JSON check skips these and nothing else.
+DAMAGED_ON_PURPOSE = (
+    "bad-input*/corrupt_sweep/sweep.json",  # test_bad_input.py: report-corrupt-sweep-json
+    "test_bad_sweep_folders_raise_a*/sweep.json",  # test_report_lm.py: "{not json"
+    "test_jsonl_and_parquet_text_fi*/c.jsonl",  # test_text_corpora.py: a line "{oops"
+    "test_damaged_stores_are_refuse*/broken/meta.json",  # test_text_store.py: truncated
+)
+
+
+def json_problem(path: Path) -> str | None:
+    """Why `path` (a .json or .jsonl file) is not strict JSON, or None when it is."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        return f"unreadable ({err})"
+    lines = [(i + 1, line) for i, line in enumerate(text.splitlines()) if line.strip()]
+    if path.suffix == ".json":
+        lines = [(1, text)]
+    elif text and not text.endswith("\n"):
+        return f"line {len(text.splitlines())} is not ended (a truncated append)"
+    for number, line in lines:
+        try:
+            strict_json(line)
+        except NonStandardJSON as err:
+            return f"line {number}: non-standard constant {err}"
+        except ValueError as err:
+            return f"line {number}: {err}"
+    return None
+
+
+def json_problems(root: Path, base: Path) -> list[str]:
+    """Every JSON file below `root` that is not strict JSON (those damaged on purpose aside)."""
+    found = []
+    for path in sorted([*root.rglob("*.json"), *root.rglob("*.jsonl")]):
+        rel = str(path.relative_to(base)) if path.is_relative_to(base) else str(path)
+        if not path.is_file() or any(fnmatch.fnmatch(rel, p) for p in DAMAGED_ON_PURPOSE):
+            continue
+        if (why := json_problem(path)) is not None:
+            found.append(f"{path}: {why}")
+    return found
+
+
 @pytest.fixture(autouse=True)
-def strict_json_files(request: pytest.FixtureRequest):
-    """After the test: no NaN/Infinity in any JSON file under its tmp_path. Files a test
-    damages on purpose (not JSON at all) are skipped; only non-standard constants fail."""
+def strict_json_files(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """After the test: every JSON file under its tmp_path is strict JSON."""
     yield
     tmp = request.node.funcargs.get("tmp_path")
     if tmp is None or not Path(tmp).is_dir():
         return
-    for path in [*Path(tmp).rglob("*.json"), *Path(tmp).rglob("*.jsonl")]:
-        text = path.read_text(encoding="utf-8", errors="replace")
-        lines = text.splitlines() if path.suffix == ".jsonl" else [text]
-        for line in lines:
-            try:
-                strict_json(line)
-            except NonStandardJSON as err:
-                pytest.fail(f"{path} holds non-standard JSON constant {err}")
-            except ValueError:
-                continue
+    if problems := json_problems(Path(tmp), tmp_path_factory.getbasetemp()):
+        pytest.fail("not strict JSON:\n" + "\n".join(problems))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Every JSON file the session wrote, module- and session-scoped fixtures' included."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None or getattr(factory, "_basetemp", None) is None:
+        return  # no test asked for a temporary folder
+    base = factory.getbasetemp()
+    if problems := json_problems(base, base):
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        text = "not strict JSON (written during this session):\n" + "\n".join(problems)
+        if reporter is not None:
+            reporter.write_sep("=", "strict JSON", red=True)
+            reporter.write_line(text)
+        else:
+            print(text, file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(autouse=True)

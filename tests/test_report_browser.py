@@ -1,12 +1,14 @@
 """Every report kind (data sweep, model sweep, manifold, induction, ablations) rendered in
 headless Chromium at a laptop width (1280 px): every image loads, nothing is wider than the
 window (wide tables scroll in their own box), and every figure the page's list promises is
-there. Skipped, with the reason, where Chromium is not installed (`.ci/run` installs it)."""
+there. Without Chromium the tests skip, saying why, except under CI (`CI=true`, which `.ci/run`
+sets after installing Chromium): there a missing browser fails them."""
 
 from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -25,9 +27,23 @@ BROWSER = next(
     (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)),
     None,
 )
+IN_CI = os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 pytestmark = pytest.mark.skipif(
-    BROWSER is None, reason="no Chromium: apt-get install chromium (.ci/run installs it)"
+    BROWSER is None and not IN_CI,
+    reason="no Chromium: apt-get install chromium (.ci/run installs it; under CI=true this fails)",
 )
+
+
+@pytest.fixture(autouse=True)
+def browser() -> str:
+    """The browser's path; under CI a missing one is a failure, not a skip."""
+    if BROWSER is None:
+        pytest.fail(
+            "CI=true but no Chromium on PATH: .ci/run installs it (apt-get install chromium)"
+        )
+    return BROWSER
+
+
 WIDTH = 1280  # a laptop screen
 PROBE = """<script>
 window.addEventListener('load', () => {

@@ -44,7 +44,8 @@ def resolve_layer(layer: int | str, n_states: int) -> int:
                 layer = int(key)
             except ValueError:
                 raise ConfigError(
-                    f"layer {layer!r} is neither an index nor one of {sorted(LAYER_ALIASES)}"
+                    f"layer {layer!r} is neither an index nor one of {sorted(LAYER_ALIASES)}; "
+                    "give an index or one of those"
                 ) from None
     if not -n_states <= layer < n_states:
         raise ConfigError(
