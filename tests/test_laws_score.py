@@ -65,8 +65,12 @@ def test_a_source_with_a_gap_is_scored_on_its_corpora_and_can_lose():
     assert row["informative"] is False
     assert row["slope"] is None and row["rho"] is None
     text = verdict(score_sources(OBSERVED, PREDICTED))
-    assert "s: MAE 0.0125 on 4" in text and "informative: beats the better baseline by 0.0075" in text
-    assert "flat: MAE 0.0200 on 3" in text and "not informative: it does not beat the constant" in text
+    assert (
+        "s: MAE 0.0125 on 4" in text and "informative: beats the better baseline by 0.0075" in text
+    )
+    assert (
+        "flat: MAE 0.0200 on 3" in text and "not informative: it does not beat the constant" in text
+    )
     assert text.endswith("1 of 2 source(s) beat both baselines that ignore the corpus (s).")
 
 

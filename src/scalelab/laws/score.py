@@ -145,8 +145,7 @@ def verdict(scores: Mapping[str, Mapping[str, Any]], band: float = BAND) -> str:
         return "No source has a prediction for any scored corpus: nothing was scored."
     lines = [verdict_line(s, r, band) for s, r in scores.items()]
     good = [s for s, r in scores.items() if r["informative"]]
-    tail = (
-        f"{len(good)} of {len(scores)} source(s) beat both baselines that ignore the corpus"
-        + (f" ({', '.join(good)})." if good else ".")
+    tail = f"{len(good)} of {len(scores)} source(s) beat both baselines that ignore the corpus" + (
+        f" ({', '.join(good)})." if good else "."
     )
     return " ".join([*lines, tail])
