@@ -28,6 +28,7 @@ BAND = 0.02
 CONSTANT = "constant 0.095"
 LOO = "leave-one-out mean"
 BASELINES = (CONSTANT, LOO)
+TIE = 1e-12  # MAEs closer than this are a tie, and a tie does not beat a baseline
 
 
 def _vector(values: Any, name: str) -> np.ndarray:
@@ -111,7 +112,7 @@ def score_sources(
         row["corpora"] = [corpora[i] for i in have]
         row["baselines"] = {name: score(v[have], o, band) for name, v in loo.items()}
         maes = [row["baselines"][b]["mae"] for b in BASELINES]
-        row["informative"] = bool(row["mae"] < min(maes))
+        row["informative"] = bool(row["mae"] < min(maes) - TIE)
         row["margin"] = float(min(maes) - row["mae"])  # > 0: beats the better baseline
         out[source] = row
     return out
@@ -131,7 +132,7 @@ def verdict_line(source: str, row: Mapping[str, Any], band: float = BAND) -> str
     if row["informative"]:
         judged = f"informative: beats the better baseline by {row['margin']:.4f}"
     else:
-        beaten = [name for name in BASELINES if b[name]["mae"] <= row["mae"]]
+        beaten = [name for name in BASELINES if b[name]["mae"] <= row["mae"] + TIE]
         judged = f"not informative: it does not beat the {' or the '.join(beaten)}"
     return (
         f"{head}; {judged}. Slope of observed on predicted {_fmt(row['slope'], 2)}, "
