@@ -53,6 +53,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "`scalelab validate` on the built-in default corpus, into demo-out/. Re-running skips "
         "every finished stage.",
     ),
+    "validate-many": (
+        "many",
+        "Each source of d (and the second theory) scored as a predictor of alpha_D across "
+        "corpora, beside two baselines that ignore d; writes a table, a figure and a report.",
+    ),
     "corpus": ("corpus", "Corpora: list the built-ins, tokenise one into a token store."),
     "ablate": (
         "estimate",

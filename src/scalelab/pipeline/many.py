@@ -1,0 +1,284 @@
+"""`scalelab validate-many`: every source of d scored as a predictor of alpha_D across corpora.
+
+For each corpus: run `validate` (or reuse a folder whose summary.json exists: read, never
+rerun), then collect the predictions of every source of d — each reference model's d at the
+protocol's batch size, the same d extrapolated in batch size (`intrinsic.debiased`), the
+calibrated MLE on the same points — and of the second theory, alpha_D = γ/(2β) from corpus
+statistics (`probe.statistics`). Scores (`laws.score`) put each source beside the constant
+0.095 and the leave-one-out mean. Writes OUT/table.csv and .json (one row per corpus and
+source), OUT/scores.json, OUT/report/report.html and .md; the slower derived numbers
+(calibrated d, statistics) are cached per corpus under OUT/cache/.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from scalelab.errors import InputError, ScalelabError
+from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
+from scalelab.laws import score as scoring
+from scalelab.laws.theory import alpha_D
+from scalelab.pipeline.declaration import (
+    CONFIG,
+    SUMMARY,
+    Entry,
+    entries,
+    entries_from_inputs,
+    read_declaration,
+    references,
+)
+
+STATISTICS = "Cagnetta γ/(2β)"
+EXTRAPOLATED = " (batch → ∞)"
+CALIBRATED = " (calibrated MLE)"
+TABLE_COLUMNS = [
+    "corpus",
+    "kind",
+    "source",
+    "d",
+    "predicted_alpha_D",
+    "predicted_lo",
+    "predicted_hi",
+    "observed_alpha_D",
+    "observed_lo",
+    "observed_hi",
+    "error",
+]
+
+
+def _validate_label(path: str) -> str:
+    """The label `validate` gives a reference model (its file stem or folder name)."""
+    p = Path(path)
+    return p.stem if p.suffix == ".gguf" else p.name
+
+
+def validated(e: Entry, refs: list[tuple[str, str]], run: bool, pool: dict, say: Callable):
+    """summary.json of the entry's validate folder: read when it exists, else run (or resume)
+    `run_pipeline` with the declared corpus and options, or with the folder's own config."""
+    if (e.folder / SUMMARY).is_file():
+        say(f"  {e.name}: reusing {e.folder / SUMMARY}")
+        return read_json(e.folder / SUMMARY)
+    if not run:
+        raise InputError(f"{e.folder} has no {SUMMARY} and --no-run was given; run it first")
+    from scalelab.pipeline.config import PipelineConfig
+    from scalelab.pipeline.run import run_pipeline
+
+    paths = [p for _, p in refs]
+    if e.corpus is not None:
+        cfg = PipelineConfig.from_dict({**e.options, "corpus": e.corpus})
+    elif (e.folder / CONFIG).is_file():
+        request = read_json(e.folder / CONFIG)
+        paths = request.pop("references", [])
+        cfg = PipelineConfig.from_dict(request)
+    else:
+        raise InputError(f"{e.folder} is neither a validate folder nor a corpus; check it")
+    say(f"  {e.name}: validate {cfg.corpus!r} into {e.folder}")
+    return run_pipeline(e.folder, cfg, references=paths, say=say, **pool)
+
+
+def _estimate_source(label: str, folder: Path, cache: Path) -> dict[str, Any]:
+    """A source row (as validate's) from an earlier `scalelab estimate` folder: its d, and d
+    at the sensitivity settings computed on its saved points (cached)."""
+    path = cache / f"source-{label}.json"
+    if path.is_file():
+        return read_json(path)
+    from scalelab.probe.estimate import EMBEDDINGS, RESULT, EstimateConfig, load_embeddings
+    from scalelab.probe.sources import sensitivity, summarize
+
+    doc = read_json(folder / RESULT)
+    s = doc.get("settings", {})
+    cfg = EstimateConfig(k=s.get("k", 20), batch_size=s.get("batch_size", 4096))
+    x, _ = load_embeddings(folder / EMBEDDINGS)
+    row = summarize(label, doc["model"]["kind"], doc, sensitivity(x, cfg))
+    row["points"] = str(folder / EMBEDDINGS)
+    atomic_write_json(path, row)
+    return row
+
+
+def _sources(e: Entry, summary: dict, refs: list[tuple[str, str]], cache: Path) -> list[dict]:
+    """Every source row of the corpus, relabelled with the declared labels; the saved
+    points of each (for the calibrated MLE) where the folder has them."""
+    rename = {_validate_label(p): label for label, p in refs}
+    folders = {}
+    for f in sorted((e.folder / "d").glob("*/source.json")):
+        folders[read_json(f)["label"]] = f.parent / "embeddings.safetensors"
+    rows = []
+    for s in summary["sources"]:
+        row = {**s, "label": rename.get(s["label"], s["label"])}
+        row.setdefault("points", str(folders.get(s["label"], "")))
+        rows.append(row)
+    rows += [_estimate_source(lbl, Path(f), cache) for lbl, f in e.estimates.items()]
+    return rows
+
+
+def _calibrated(row: dict, cache: Path, seed: int) -> dict[str, Any] | None:
+    path = cache / f"calibrated-{row['label']}.json"
+    if path.is_file():
+        return read_json(path)
+    if not row.get("points") or not Path(row["points"]).is_file():
+        return None
+    from scalelab.intrinsic.debiased import calibrated_in_batches
+    from scalelab.probe.estimate import load_embeddings
+
+    x, _ = load_embeddings(Path(row["points"]))
+    est = calibrated_in_batches(x, row.get("batch_size") or 4096, seed=seed)
+    atomic_write_json(path, est)
+    return est
+
+
+def predictions(rows: list[dict], cache: Path, seed: int = 0) -> list[dict[str, Any]]:
+    """(source, d, alpha_D, lo, hi, details) for each source row: the protocol's d (interval:
+    its batch/K range), d extrapolated in batch size, the calibrated MLE."""
+    from scalelab.intrinsic.debiased import batch_points, extrapolate_in_batch
+
+    out = []
+    for r in rows:
+        lo, hi = r["alpha_D_range"]
+        out.append({"source": r["label"], "d": r["dimension"], "alpha_D": r["alpha_D"],
+                    "lo": lo, "hi": hi, "details": None})  # fmt: skip
+        b, d = batch_points(r.get("sensitivity", []), r.get("k") or 20)
+        if len(set(b)) >= 2:
+            fit = extrapolate_in_batch(b, d)
+            out.append({"source": r["label"] + EXTRAPOLATED, "d": fit["d_inf"],
+                        "alpha_D": float(alpha_D(fit["d_inf"])), "lo": None, "hi": None,
+                        "details": fit})  # fmt: skip
+        cal = _calibrated(r, cache, seed)
+        if cal is not None:
+            se = cal.get("dimension_se")
+            band = [cal["dimension"] - 1.96 * se, cal["dimension"] + 1.96 * se] if se else None
+            out.append({"source": r["label"] + CALIBRATED, "d": cal["dimension"],
+                        "alpha_D": float(alpha_D(cal["dimension"])),
+                        "lo": float(alpha_D(band[1])) if band else None,
+                        "hi": float(alpha_D(max(band[0], 1e-6))) if band else None,
+                        "details": cal})  # fmt: skip
+    return out
+
+
+def _store(e: Entry, summary: dict) -> Path:
+    from scalelab.pipeline.checks import is_token_store
+
+    corpus = summary.get("config", {}).get("corpus", "")
+    return Path(corpus) if is_token_store(corpus) else e.folder / "data"
+
+
+def statistics(e: Entry, summary: dict, doc: dict, cache: Path, say: Callable) -> dict:
+    """The second theory's prediction for the corpus (cached); {"error": ...} when its
+    statistics cannot be measured (the reason is reported, the corpus left unscored)."""
+    path = cache / "statistics.json"
+    if path.is_file():
+        return read_json(path)
+    from scalelab.probe.sources import parse_source
+    from scalelab.probe.statistics import StatisticsConfig, predict_from_statistics
+
+    opts = dict(doc.get("statistics", {}))
+    gamma_model = opts.pop("gamma_model", "own")
+    if gamma_model == "own":
+        largest = max(summary["runs"], key=lambda r: r["train_tokens"])["run"]
+        model, weights = str(e.folder / "sweep" / "runs" / largest), None
+    else:
+        src = parse_source(gamma_model)
+        model, weights = src.path, src.weights
+    try:
+        cfg = StatisticsConfig(**opts)
+        result = predict_from_statistics(_store(e, summary), model, cfg, weights=weights)
+    except ScalelabError as err:
+        say(f"  {e.name}: {STATISTICS} not measured: {err}")
+        result = {"error": str(err)}
+    result["gamma_model"] = model
+    atomic_write_json(path, result)
+    return result
+
+
+def _rows(e: Entry, summary: dict, preds: list[dict], stats: dict) -> list[dict[str, Any]]:
+    fit = summary["fits"]["data"]["power"]
+    obs, (olo, ohi) = fit["exponent"], fit["exponent_ci95"]
+    if "alpha_D" in stats:
+        lo, hi = stats["alpha_D_range"]
+        preds = [*preds, {"source": STATISTICS, "d": None, "alpha_D": stats["alpha_D"],
+                          "lo": lo, "hi": hi}]  # fmt: skip
+    return [
+        {
+            "corpus": e.name,
+            "kind": e.kind,
+            "source": p["source"],
+            "d": p["d"],
+            "predicted_alpha_D": p["alpha_D"],
+            "predicted_lo": p["lo"],
+            "predicted_hi": p["hi"],
+            "observed_alpha_D": obs,
+            "observed_lo": olo,
+            "observed_hi": ohi,
+            "error": p["alpha_D"] - obs,
+        }
+        for p in preds
+    ]
+
+
+def _write_table(out: Path, rows: list[dict[str, Any]]) -> None:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=TABLE_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(out / "table.csv", buf.getvalue())
+    atomic_write_json(out / "table.json", rows)
+
+
+def validate_many(
+    out: str | Path,
+    *,
+    declaration: str | Path | None = None,
+    inputs: list[str] | tuple[str, ...] = (),
+    reference_models: list[str] | tuple[str, ...] = (),
+    run: bool = True,
+    workers: int = 2,
+    backend: Any = None,
+    say: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Validate (or reuse) every corpus of `declaration` or `inputs`, score every source of
+    d and the second theory against both baselines, write table, scores and report."""
+    out = Path(out)
+    doc = read_declaration(declaration) if declaration else {}
+    if not declaration and not inputs:
+        raise InputError("give a declaration file or at least one corpus or validate folder")
+    items = entries(doc, out) if declaration else entries_from_inputs(list(inputs), out)
+    refs = references(doc) if declaration else [(_validate_label(p), p) for p in reference_models]
+    rules = doc.get("declaration", {})
+    band = float(rules.get("band", scoring.BAND))
+    constant = float(rules.get("constant", scoring.KAPLAN_ALPHA_D))
+    pool = {"workers": workers, "backend": backend, "quiet": True}
+    rows, extra = [], {}
+    for e in items:
+        summary = validated(e, refs, run, pool, say)
+        cache = out / "cache" / e.name
+        preds = predictions(_sources(e, summary, refs, cache), cache)
+        stats = statistics(e, summary, doc, cache, say)
+        rows += _rows(e, summary, preds, stats)
+        extra[e.name] = {"statistics": stats, "predictions": preds}
+    observed = {r["corpus"]: r["observed_alpha_D"] for r in rows}
+    by_source: dict[str, dict[str, float]] = {}
+    for r in rows:
+        by_source.setdefault(r["source"], {})[r["corpus"]] = r["predicted_alpha_D"]
+    if len(observed) < 2:
+        raise InputError(f"{len(observed)} corpus scored; scoring against baselines needs 2")
+    scores = scoring.score_sources(observed, by_source, band, constant)
+    result = {
+        "primary": rules.get("primary"),
+        "rules": rules,
+        "band": band,
+        "constant": constant,
+        "verdict": scoring.verdict(scores, band),
+        "scores": scores,
+        "corpora": [{"name": e.name, "kind": e.kind, "folder": str(e.folder)} for e in items],
+        "details": extra,
+        "provenance": provenance(),
+    }
+    _write_table(out, rows)
+    atomic_write_json(out / "scores.json", result)
+    from scalelab.report.many import build_many_report
+
+    result["report_html"], result["report_md"] = map(str, build_many_report(out, rows, result))
+    return result

@@ -1,0 +1,148 @@
+"""`validate-many` on fake validate folders (summary.json, d/*/source.json, a token store and
+a tiny run where the second theory needs them): nothing is trained."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from scalelab.errors import InputError
+from scalelab.io import atomic_write_json, read_json
+from scalelab.laws.score import CONSTANT, LOO
+from scalelab.lm.checkpoint import save_weights
+from scalelab.lm.config import GPTConfig
+from scalelab.lm.model import GPT
+from scalelab.pipeline import run as run_module
+from scalelab.pipeline.many import CALIBRATED, EXTRAPOLATED, STATISTICS, validate_many
+from scalelab.probe import position_loss as position_loss_module
+from scalelab.text.corpora import load_corpus
+from scalelab.text.store import prepare_corpus
+
+OBSERVED = {"A": 0.08, "B": 0.10, "C": 0.12}
+PREDICTED = {"A": 0.09, "B": 0.11, "C": 0.10}
+# d at batch 1000 / 2000 (K 20): 10 and 12 -> d_inf = 14 (1/b fit by hand), alpha 2/16
+SENSITIVITY = [
+    {"batch_size": 1000, "k": 20, "dimension": 10.0},
+    {"batch_size": 2000, "k": 20, "dimension": 12.0},
+    {"batch_size": 2000, "k": 10, "dimension": 9.0},
+]
+
+
+def _fake_validate(folder: Path, name: str, with_extras: bool) -> None:
+    """The keys validate-many reads from a validate folder (see pipeline/run.py _summary)."""
+    p = PREDICTED[name]
+    source = {"label": "M", "dimension": 2 / p - 2, "alpha_D": p,
+              "alpha_D_range": [p - 0.01, p + 0.01], "k": 20, "batch_size": 1000,
+              "sensitivity": SENSITIVITY}  # fmt: skip
+    o = OBSERVED[name]
+    summary = {
+        "sources": [source],
+        "fits": {"data": {"power": {"exponent": o, "exponent_ci95": [o - 0.01, o + 0.01]}}},
+        "runs": [{"run": "n0000001000", "train_tokens": 1000}, {"run": "big", "train_tokens": 9}],
+        "config": {"corpus": "fake"},
+    }
+    atomic_write_json(folder / "summary.json", summary)
+    if with_extras:
+        d = folder / "d" / "01-M"
+        d.mkdir(parents=True)
+        atomic_write_json(d / "source.json", source)
+        x = np.random.default_rng(0).random((2000, 4)).astype(np.float32)
+        save_file({"embeddings": x}, str(d / "embeddings.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("many")
+    out = {}
+    for name in OBSERVED:
+        out[name] = root / name
+        out[name].mkdir()
+        _fake_validate(out[name], name, with_extras=name == "A")
+    rng = np.random.default_rng(0)
+    words = ["".join(rng.choice(list("abcdefgh"), rng.integers(2, 5))) for _ in range(80)]
+    text = root / "a.txt"
+    text.write_text(
+        "\n\n".join(" ".join(rng.choice(words, rng.integers(80, 140))) for _ in range(150)),
+        encoding="utf-8",
+    )
+    prepare_corpus(load_corpus(text), out["A"] / "data", vocab_size=300, quiet=True)
+    run = out["A"] / "sweep" / "runs" / "n0000001000"
+    run.mkdir(parents=True)
+    gpt = GPT(GPTConfig(vocab_size=300, block_size=24, n_layer=1, n_head=1, n_embd=8), seed=0)
+    save_weights(gpt, run / "checkpoint.safetensors")
+    cfg = {"model": gpt.config.to_dict(), "train": {}, "data_dir": str(out["A"] / "data")}
+    atomic_write_json(run / "config.json", cfg)
+    return out
+
+
+def _curve(_model, _store, *, context_len, **_kw):
+    """A loss-vs-context curve with γ = 0.5 exactly (a random tiny model's curve is flat;
+    the real curve is tested in test_language_statistics.py)."""
+    n = np.arange(1.0, context_len)
+    return {"context": n.tolist(), "loss_nats": (3.0 + 2.0 * n**-0.5).tolist()}
+
+
+def test_scores_table_and_report_from_reused_folders(folders, tmp_path, monkeypatch):
+    def refuse(*_a, **_k):
+        raise AssertionError("a folder with summary.json must be read, not rerun")
+
+    monkeypatch.setattr(run_module, "run_pipeline", refuse)
+    monkeypatch.setattr(position_loss_module, "position_loss", _curve)
+    out = tmp_path / "many"
+    res = validate_many(out, inputs=[str(folders[n]) for n in OBSERVED], run=False, say=print)
+    m = res["scores"]["M"]
+    # |errors| .01, .01, .02 -> 0.04/3; constant .015, .005, .025 -> 0.015;
+    # leave-one-out .11, .10, .09 -> |errors| .03, 0, .03 -> 0.02
+    assert m["mae"] == pytest.approx(0.04 / 3)
+    assert m["baselines"][CONSTANT]["mae"] == pytest.approx(0.015)
+    assert m["baselines"][LOO]["mae"] == pytest.approx(0.02)
+    assert m["informative"] is True
+    rows = read_json(out / "table.json")
+    ext = [r for r in rows if r["source"] == "M" + EXTRAPOLATED]
+    assert len(ext) == 3 and ext[0]["d"] == pytest.approx(14.0)
+    assert ext[0]["predicted_alpha_D"] == pytest.approx(2 / 16)
+    cal = [r for r in rows if r["source"] == "M" + CALIBRATED]
+    assert [r["corpus"] for r in cal] == ["A"]  # only A has saved points
+    assert 3.5 < cal[0]["d"] < 4.5  # a 4-cube, 2 batches of 1,000
+    stats = read_json(out / "cache" / "A" / "statistics.json")
+    two = [r for r in rows if r["source"] == STATISTICS]
+    g, b = stats["gamma"]["gamma"], stats["beta"]["beta"]
+    assert g == pytest.approx(0.5, abs=1e-3) and stats["gamma"]["loss_inf"] == pytest.approx(3)
+    assert stats["correlations"]["distance"][0] == 1.0 and stats["correlations"]["split"] == "train"
+    assert [r["corpus"] for r in two] == ["A"]
+    assert two[0]["predicted_alpha_D"] == pytest.approx(g / (2 * b))
+    assert "error" in read_json(out / "cache" / "B" / "statistics.json")  # B has no store
+    csv_head = (out / "table.csv").read_text().splitlines()[0]
+    assert csv_head.startswith("corpus,kind,source,d,predicted_alpha_D")
+    md = (out / "report" / "report.md").read_text()
+    assert md.splitlines()[2].startswith("M: MAE 0.0133 on 3 corpora")
+    assert (out / "report" / "report_files" / "figure1.png").is_file()
+
+
+def test_declaration_names_the_primary_and_unrun_folders_are_refused(folders, tmp_path):
+    decl = tmp_path / "declared.toml"
+    lines = ['[declaration]\nprimary = "M"\nband = 0.02\ndecision = "beat both"\n']
+    for n in ("B", "C"):
+        lines.append(f'[[corpus]]\nname = "{n}"\nfolder = "{folders[n]}"\n')
+    decl.write_text("\n".join(lines), encoding="utf-8")
+    res = validate_many(tmp_path / "out", declaration=decl, run=False, say=print)
+    md = (tmp_path / "out" / "report" / "report.md").read_text().splitlines()
+    assert md[2] == "Declared primary source of d: M (not informative by the declared rule)."
+    assert res["primary"] == "M"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "pipeline.json").write_text("{}")
+    with pytest.raises(InputError, match=r"no summary\.json"):
+        validate_many(tmp_path / "o2", inputs=[str(empty), str(folders["A"])], run=False)
+
+
+def test_cli_runs_and_refuses_bad_input(folders, tmp_path, run_cli):
+    ok = run_cli("validate-many", folders["B"], folders["C"], "--out", tmp_path / "c", "--no-run")
+    assert ok.returncode == 0, ok.stderr
+    # B, C: |errors| .01, .02 -> MAE 0.015; constant .005, .025 -> 0.015 (a tie does not beat)
+    assert "M: MAE 0.0150 on 2 corpora against 0.0150" in ok.stdout
+    bad = run_cli("validate-many", "--out", tmp_path / "d")
+    assert bad.returncode == 2 and "declaration" in bad.stderr
