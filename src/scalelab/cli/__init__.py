@@ -52,7 +52,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "`scalelab validate` on the built-in default corpus, into demo-out/. Re-running skips "
         "every finished stage.",
     ),
-    "corpus": ("corpus", "Corpora: list the built-ins, tokenise one into a token store."),
+    "corpus": (
+        "corpus",
+        "Corpora: list the built-ins, tokenise one into a token store, generate a synthetic one.",
+    ),
     "ablate": (
         "estimate",
         "How the estimated dimension moves with layer, position, model and batch size (the "
