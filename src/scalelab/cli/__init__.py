@@ -58,7 +58,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Each source of d (and the second theory) scored as a predictor of alpha_D across "
         "corpora, beside two baselines that ignore d; writes a table, a figure and a report.",
     ),
-    "corpus": ("corpus", "Corpora: list the built-ins, tokenise one into a token store."),
+    "corpus": (
+        "corpus",
+        "Corpora: list the built-ins, tokenise one into a token store, generate a synthetic one.",
+    ),
     "ablate": (
         "estimate",
         "How the estimated dimension moves with layer, position, model and batch size (the "

@@ -1,4 +1,4 @@
-"""`scalelab corpus list|prepare|info`: built-in corpora and token stores."""
+"""`scalelab corpus list|prepare|info|synth`: built-in corpora, token stores, synthetic corpora."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
 from scalelab.text.corpora import list_corpora, load_corpus
 from scalelab.text.split import SPLITS
 from scalelab.text.store import TokenStore, prepare_corpus
+from scalelab.text.synth import SynthConfig, make_config, write_corpus
 
 corpus_app = typer.Typer(
-    help="Corpora: list the built-ins, tokenise one into a token store.", no_args_is_help=True
+    help="Corpora: list the built-ins, tokenise one into a token store, generate a synthetic one.",
+    no_args_is_help=True,
 )
 
 
@@ -114,6 +116,43 @@ def info_command(
         print_json(summary)
     else:
         _print_summary(summary)
+
+
+@corpus_app.command("synth")
+def synth_command(
+    family: str = typer.Argument(..., help="Generator: facts (Zipf facts) or markov (bigram)."),
+    param: list[str] = typer.Option(
+        [], "--param", help="NAME=VALUE, repeatable, e.g. --param a=0.5 (see docs/corpora.md)."
+    ),
+    out: Path = typer.Option(
+        ..., "--out", help="A .jsonl or .txt file, or a folder (one .txt per document)."
+    ),
+    tokens: int = typer.Option(
+        SynthConfig.tokens, "--tokens", help="Corpus size (one token per symbol, EOT per doc)."
+    ),
+    seed: int = SEED,
+    json_out: bool = JSON,
+) -> None:
+    """Generate a synthetic corpus whose scaling exponent a knob sets, with its prediction."""
+    cfg = make_config(family, [*param, f"tokens={tokens}", f"seed={seed}"])
+    summary = write_corpus(cfg, out)
+    if json_out:
+        print_json(summary)
+        return
+    pred = summary["prediction"]
+    typer.echo(
+        f"wrote {summary['out']}: {summary['n_documents']} documents, "
+        f"{summary['n_tokens_one_per_symbol']} tokens (one per symbol)"
+    )
+    typer.echo(f"spec: {summary['spec']}")
+    typer.echo(f"predicted exponent {pred['exponent']:.4f}: {pred['exponent_form']}")
+    if "effective_exponent" in pred:
+        lo, hi = pred["effective_range_tokens"]
+        typer.echo(f"finite-key exponent over {lo}-{hi} tokens: {pred['effective_exponent']:.4f}")
+    typer.echo(f"irreducible loss {pred['irreducible_nats_per_token']:.4f} nats/token")
+    typer.echo(
+        f"next: scalelab corpus prepare {out} --out STORE --vocab-size {summary['vocab_size']}"
+    )
 
 
 def register(app: typer.Typer) -> None:

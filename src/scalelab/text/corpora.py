@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from scalelab.errors import InputError
 from scalelab.fields import choice
+from scalelab.text import synth
 
 SplitOn = Literal["blank", "line"]
 
@@ -321,10 +322,13 @@ def load_corpus(
     (one document per line, from `text_field`), a `.parquet` file (column `text_field`),
     or any other text file (documents separated by blank lines, or one per line).
     A built-in name wins over a same-named path: write `./shakespeare` for the folder.
+    `synth:FAMILY[:name=value,...]` generates a synthetic corpus (`scalelab.text.synth`).
     """
     choice(split_on, "--split-on", ("blank", "line"))
     key = str(name_or_path)
-    if key in BUILTINS:
+    if key.startswith(synth.PREFIX):
+        corpus = _load_synth(key)
+    elif key in BUILTINS:
         builtin = BUILTINS[key]
         root = builtin.locate()
         if root is None:
@@ -335,6 +339,15 @@ def load_corpus(
     if not corpus.documents:
         raise InputError(f"corpus {corpus.source} has no non-empty documents; give it some text")
     return corpus
+
+
+def _load_synth(spec: str) -> Corpus:
+    """A generated corpus from its spec, `synth:FAMILY[:name=value,...]`."""
+    cfg = synth.parse_spec(spec)
+    docs = tuple(Document(f"{i:06d}", t) for i, t in enumerate(synth.documents(cfg)))
+    name = f"synth-{synth.family_name(cfg)}"
+    what = f"{synth.family(synth.family_name(cfg)).summary} documents, generated"
+    return Corpus(name, synth.LICENSE, synth.spec_of(cfg), docs, what)
 
 
 def _load_path(path: Path, split_on: SplitOn, glob: str, text_field: str) -> Corpus:

@@ -34,6 +34,23 @@ def train_bpe(texts: Iterable[str], vocab_size: int) -> Tokenizer:
         raise ConfigError(
             f"vocab size must be at least {MIN_VOCAB_SIZE} (256 bytes + {EOT}), not {vocab_size}"
         )
+    tok = _train(texts, vocab_size)
+    got = tok.get_vocab_size()
+    if got < vocab_size:
+        raise InputError(
+            f"vocab size {vocab_size} is more than this corpus supports: byte-level BPE finds "
+            f"only {got - MIN_VOCAB_SIZE} merges of pairs seen at least {MIN_FREQUENCY} times; "
+            f"use --vocab-size {got} or less, or a larger corpus"
+        )
+    return tok
+
+
+def supported_vocab_size(texts: Iterable[str]) -> int:
+    """The largest vocabulary `train_bpe` accepts for these texts: every merge they support."""
+    return _train(texts, 1 << 20).get_vocab_size()
+
+
+def _train(texts: Iterable[str], vocab_size: int) -> Tokenizer:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -45,13 +62,6 @@ def train_bpe(texts: Iterable[str], vocab_size: int) -> Tokenizer:
         show_progress=False,  # its own bar writes blank lines to stdout off a terminal
     )
     tok.train_from_iterator(texts, trainer=trainer)
-    got = tok.get_vocab_size()
-    if got < vocab_size:
-        raise InputError(
-            f"vocab size {vocab_size} is more than this corpus supports: byte-level BPE finds "
-            f"only {got - MIN_VOCAB_SIZE} merges of pairs seen at least {MIN_FREQUENCY} times; "
-            f"use --vocab-size {got} or less, or a larger corpus"
-        )
     return tok
 
 
