@@ -56,10 +56,14 @@ def _fit_part(runs: CorpusRuns, fit_upto: float | None, k: int | None) -> int:
     n = runs.x.size if k is None else k
     if fit_upto is not None:
         n = int(np.sum(runs.x <= fit_upto * (1 + 1e-12)))
+    if runs.x.size < 3:
+        raise InputError(
+            f"{runs.name}: {runs.x.size} run(s); a forecast needs at least 3: add runs"
+        )
     if not 3 <= n <= runs.x.size:
         raise InputError(
-            f"{runs.name}: the fit would use {n} of {runs.x.size} runs; it needs at least 3: "
-            "raise --fit-upto / --k or add runs"
+            f"{runs.name}: the fit would use {n} of {runs.x.size} runs; choose --fit-upto or "
+            f"--k so that it uses 3 to {runs.x.size} runs (or add runs)"
         )
     return n
 
