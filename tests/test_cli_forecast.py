@@ -66,7 +66,8 @@ def test_validate_folder_source_and_score_report(tmp_path: Path, cli) -> None:
     assert code == 0, err
     saved = json.loads((out_dir / "forecast.json").read_text())
     methods = {r["method"] for r in saved["score"]["summary"]}
-    assert methods == {"log-log free", "E+A free", "d: ref", "constant 0.095"}
+    fixed = {"d: ref", "constant 0.095"}
+    assert methods == {"log-log free", "E+A free", *fixed, *(f"{m}, E=0" for m in fixed)}
     d_rows = [r for r in saved["score"]["rows"] if r["method"] == "d: ref"]
     assert [r["k"] for r in d_rows] == [3, 4, 5]
     assert max(r["are_largest"] for r in d_rows) < 1e-6  # d = 8 gives the true α = 0.2

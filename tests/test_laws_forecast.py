@@ -59,7 +59,7 @@ def test_held_out_are_is_the_hand_computed_one() -> None:
     cfg = ForecastConfig(ks=(3,), constant_alpha=0.1, n_boot=0)
     rows = score_corpora([CorpusRuns("c", X, y)], cfg)["rows"]
     by = {r["method"]: r for r in rows}
-    for method in ("log-log free", "constant 0.1", "E+A free"):
+    for method in ("log-log free", "constant 0.1", "constant 0.1, E=0", "E+A free"):
         assert by[method]["are_largest"] == pytest.approx(0.03 / 1.03, rel=1e-6), method
     # 10^6 / 10^(4) is 2 decades beyond the fit: the largest run is in the second step.
     assert set(by["log-log free"]["are_by_step"]) == {1, 2}
@@ -85,6 +85,15 @@ def test_a_wrong_fixed_exponent_extrapolates_badly_where_the_free_fit_does_not()
     assert free.alpha == pytest.approx(ALPHA0, rel=1e-4)
     assert abs(free.predict(X[-1]) / truth - 1) < 1e-4
     assert abs(wrong.predict(X[-1]) / truth - 1) > 0.02
+
+
+def test_fixed_without_floor_is_a_line_through_the_origin_in_z() -> None:
+    """L = A·n^-α with α fixed: A = Σ z·y / Σ z·z (z = n^-α), the least-squares slope."""
+    y = law(X[:4])
+    fc = fit_forecast(X[:4], y, method="fixed, E=0", exponent=Exponent("t", ALPHA0), n_boot=0)
+    z = X[:4] ** -ALPHA0
+    assert fc.E == 0.0
+    np.testing.assert_allclose(fc.A, z @ y / (z @ z), rtol=1e-12)
 
 
 def test_exponent_interval_band_lies_between_its_endpoint_forecasts() -> None:

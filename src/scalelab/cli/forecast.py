@@ -23,6 +23,9 @@ def forecast_command(
     source: str | None = typer.Option(
         None, "--source", help="Fix the exponent from this d source of a validate folder's d/."
     ),
+    no_floor: bool = typer.Option(
+        False, "--no-floor", help="With a fixed exponent fit L = A·n^-α (no E term)."
+    ),
     fit_upto: float | None = typer.Option(
         None, "--fit-upto", help="Fit on the runs up to this size (default: all)."
     ),
@@ -65,7 +68,7 @@ def forecast_command(
     cfg = ForecastConfig(constant_alpha=constant, n_boot=n_boot, seed=seed)
     result = run_forecast(
         list(inputs),
-        ExponentChoice(alpha=alpha, d=d, source=source),
+        ExponentChoice(alpha=alpha, d=d, source=source, floor=not no_floor),
         cfg,
         x=x,
         y=y,
@@ -88,7 +91,7 @@ def forecast_command(
 def _print(result: dict[str, Any]) -> None:
     for f in result["forecasts"]:
         fc = f["forecast"]
-        e = "" if fc["method"] == "log-log" else f"{fc['E']:.4g} + "
+        e = "" if fc["method"] in ("log-log", "fixed, E=0") else f"{fc['E']:.4g} + "
         print_table(
             f"{f['corpus']}: L = {e}{fc['A']:.4g}·n^-{fc['alpha']:.4f} ({fc['label']}, "
             f"fitted on {fc['n_fit']} runs up to {fc['x_range'][1]:,.0f})",

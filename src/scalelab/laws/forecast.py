@@ -11,7 +11,8 @@ error, ARE, of the largest held-out run).
 Methods (`METHODS`):
 - "log-log": `L = A·n^-α`, least squares of log L on log n (the paper's fit), α free;
 - "free": `L = E + A·n^-α`, α free, by profiling the linear solve over α (works from 3 runs);
-- "fixed": `L = E + A·n^-α` with α given, optionally with an interval to sample.
+- "fixed": `L = E + A·n^-α` with α given, optionally with an interval to sample;
+- "fixed, E=0": `L = A·n^-α` with α given (A by least squares in the loss, A >= 0).
 
 Intervals resample residuals onto the fitted curve (the sizes are a designed grid) and, for a
 fixed α with an interval (e.g. d's range mapped to α), draw α uniformly from that interval.
@@ -29,7 +30,8 @@ import numpy as np
 from scalelab.errors import InputError
 from scalelab.laws.fit import _check_xy
 
-METHODS = ("log-log", "free", "fixed")
+METHODS = ("log-log", "free", "fixed", "fixed, E=0")
+FIXED = ("fixed", "fixed, E=0")
 
 # Exponents the "free" profile searches (then refines the best by a bounded scalar search).
 _ALPHA_GRID = np.geomspace(0.005, 3.0, 321)
@@ -98,8 +100,14 @@ def nonneg_linear_fit(z: Any, y: Any) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return cand_e[rows, best], cand_a[rows, best], sse[rows, best]
 
 
-def _fit_fixed(x: np.ndarray, Y: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, ...]:
-    e, a, _ = nonneg_linear_fit(x[None, :] ** -alpha[:, None], Y)
+def _fit_fixed(
+    x: np.ndarray, Y: np.ndarray, alpha: np.ndarray, floor: bool = True
+) -> tuple[np.ndarray, ...]:
+    z = x[None, :] ** -alpha[:, None]
+    if not floor:
+        a = np.maximum(0.0, (z * Y).sum(1) / (z * z).sum(1))
+        return np.zeros_like(a), a, alpha
+    e, a, _ = nonneg_linear_fit(z, Y)
     return e, a, alpha
 
 
@@ -145,10 +153,10 @@ def _fit_rows(method: str, x: np.ndarray, Y: np.ndarray, alpha: np.ndarray | Non
         return _fit_loglog(x, Y)
     if method == "free":
         return _fit_free(x, Y, refine)
-    return _fit_fixed(x, Y, alpha)
+    return _fit_fixed(x, Y, alpha, floor=method == "fixed")
 
 
-_N_PARAMS = {"log-log": 2, "free": 3, "fixed": 2}
+_N_PARAMS = {"log-log": 2, "free": 3, "fixed": 2, "fixed, E=0": 1}
 
 
 @dataclass(frozen=True)
@@ -246,8 +254,8 @@ def fit_forecast(
     """
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    if (method == "fixed") != (exponent is not None):
-        raise InputError("method 'fixed' needs an exponent; 'log-log' and 'free' take none")
+    if (method in FIXED) != (exponent is not None):
+        raise InputError("the fixed methods need an exponent; 'log-log' and 'free' take none")
     xa, ya = _check_xy(x, y, 3, names=("sizes", "losses"))
     order = np.argsort(xa, kind="stable")
     xa, ya = xa[order], ya[order]

@@ -18,6 +18,9 @@ class ForecastConfig(Config):
     """
 
     ks: tuple[int, ...] = (3, 4, 5)
+    # Also score each fixed exponent without the floor E (L = A·n^-α). Added after the
+    # E + A·n^-α scores of docs/benchmarks/scaling.md's four corpora had been seen.
+    score_without_floor: bool = True
     constant_alpha: float = 0.095
     n_boot: int = 1000
     level: float = 0.95

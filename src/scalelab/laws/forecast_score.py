@@ -5,6 +5,7 @@ observed) on the largest run and per 10× step beyond the fitted range.
 Methods per corpus: free log-log; free `E + A·n^-α`; α fixed from each d source of the corpus;
 α fixed at a constant (a baseline that ignores d); α fixed at the leave-one-out mean of the
 other corpora's observed log-log exponents (fitted on all their runs), when there are others.
+Each fixed α is fitted as `E + A·n^-α` and (`score_without_floor`) also as `A·n^-α`.
 """
 
 from __future__ import annotations
@@ -78,6 +79,9 @@ def method_forecasts(
     for source in fixed:
         name = source.label if source.label.startswith((CONSTANT, LOO)) else f"d: {source.label}"
         out.append((name, fit_forecast(x, y, method="fixed", exponent=source, **kw)))
+        if cfg.score_without_floor:
+            fc = fit_forecast(x, y, method="fixed, E=0", exponent=source, **kw)
+            out.append((f"{name}, E=0", fc))
     return out
 
 

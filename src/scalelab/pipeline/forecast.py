@@ -25,11 +25,12 @@ from scalelab.laws.forecast_score import CorpusRuns, corpus_table, score_corpora
 @dataclass(frozen=True)
 class ExponentChoice:
     """Where the exponent comes from: a number (`alpha`), a d (`d`), a d source of the input
-    (`source`), or none of them (free)."""
+    (`source`), or none of them (free); with a fixed exponent, `floor` keeps the term E."""
 
     alpha: float | None = None
     d: float | None = None
     source: str | None = None
+    floor: bool = True  # fit E + A·n^-α with a fixed α (False: A·n^-α)
 
     def __post_init__(self) -> None:
         given = [v for v in (self.alpha, self.d, self.source) if v is not None]
@@ -85,7 +86,7 @@ def forecast_one(
     fc = fit_forecast(
         runs.x[:n],
         runs.y[:n],
-        method="fixed" if exp else "free",
+        method=("fixed" if choice.floor else "fixed, E=0") if exp else "free",
         exponent=exp,
         n_boot=cfg.n_boot,
         level=cfg.level,

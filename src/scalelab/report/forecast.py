@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullFormatter, ScalarFormatter
+from matplotlib.ticker import FormatStrFormatter
 
 from scalelab.laws.forecast_config import ForecastConfig
 from scalelab.laws.forecast_score import (
@@ -36,8 +36,8 @@ def forecast_figure(runs: CorpusRuns, k: int, forecasts: list[tuple[str, Any]]) 
     ax.axvline(runs.x[k - 1], color="0.6", lw=0.8, ls=":")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(ScalarFormatter())
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%.1f"))  # the range is under a decade:
+    ax.yaxis.set_minor_formatter(FormatStrFormatter("%.1f"))  # label the minor ticks too
     ax.set_xlabel("training tokens")
     ax.set_ylabel("test loss (nats/token)")
     ax.set_title(f"{runs.name}: forecasts from the {k} smallest runs")
