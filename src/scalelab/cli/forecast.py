@@ -45,6 +45,9 @@ def forecast_command(
     c_col: str | None = typer.Option(
         None, "--c-col", help="Grid: training-FLOP column instead of --d-col (D = C / 6N)."
     ),
+    corpus: str | None = typer.Option(
+        None, "--corpus", help="Forecast only this corpus of a table with a corpus column."
+    ),
     x: str = typer.Option("train_tokens", "--x", help="Size column of a table."),
     y: str = typer.Option("test_loss_nats", "--y", help="Loss column."),
     score: bool = typer.Option(
@@ -80,6 +83,7 @@ def forecast_command(
         grid=grid,
         grid_cols={"n_col": n_col, "d_col": d_col, "c_col": c_col},
         score=score,
+        corpus=corpus,
         out=out,
     )
     if json_out:
@@ -98,7 +102,10 @@ def _print(result: dict[str, Any]) -> None:
             f["at"],
         )
         if "data_needed" in f:
-            print_table("data needed", [f["data_needed"]])
+            dn = f["data_needed"]
+            lo, hi = dn["interval"]
+            row = {"loss": dn["loss"], "n": dn["n"], "lo": lo, "hi": hi, "level": dn["level"]}
+            print_table(f"{f['corpus']}: data needed", [row])
     if "joint" in result:
         j = result["joint"]["fit"]
         typer.echo(

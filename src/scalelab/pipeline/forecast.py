@@ -148,17 +148,23 @@ def run_forecast(
     grid: str | Path | None = None,
     grid_cols: dict[str, Any] | None = None,
     score: bool = False,
+    corpus: str | None = None,
     out: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Everything `scalelab forecast` prints, as one dict (also OUT/forecast.json)."""
+    """Everything `scalelab forecast` prints, as one dict (also OUT/forecast.json). `corpus`
+    limits the forecasts (not the scoring, whose leave-one-out needs every corpus) to one."""
     result: dict[str, Any] = {"config": cfg.to_dict(), "choice": choice.__dict__}
     corpora = (
         []
         if (budgets and grid is None and not score and _grid_only(inputs))
         else (load_corpora(list(inputs), x, y))
     )
+    chosen = [c for c in corpora if corpus is None or c.name == corpus]
+    if corpus is not None and not chosen:
+        have = ", ".join(c.name for c in corpora)
+        raise InputError(f"no corpus {corpus!r} in the input (corpora: {have}); name one of those")
     result["forecasts"] = [
-        forecast_one(c, choice, cfg, fit_upto=fit_upto, k=k, at=at, loss=loss) for c in corpora
+        forecast_one(c, choice, cfg, fit_upto=fit_upto, k=k, at=at, loss=loss) for c in chosen
     ]
     if budgets:
         src = grid if grid is not None else inputs[0]
