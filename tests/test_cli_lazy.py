@@ -42,6 +42,7 @@ def _heavy_imported(args: list[str]) -> list[str]:
         (["--help"], set()),
         (["exponents", "--d", "8"], set()),
         (["fit", "--help"], set()),
+        (["forecast", "--help"], set()),
         (["id", "--help"], {"torch", "numba"}),
     ],
 )

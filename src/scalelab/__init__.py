@@ -35,6 +35,13 @@ _EXPORTS: dict[str, str] = {
     "fit_chinchilla": "scalelab.laws.fit",
     "fit_table": "scalelab.laws.table",
     "read_table": "scalelab.laws.table",
+    # forecasts
+    "Exponent": "scalelab.laws.forecast",
+    "fit_forecast": "scalelab.laws.forecast",
+    "ForecastConfig": "scalelab.laws.forecast_config",
+    "fit_joint": "scalelab.laws.joint_forecast",
+    "score_corpora": "scalelab.laws.forecast_score",
+    "run_forecast": "scalelab.pipeline.forecast",
     # language models: configs, presets, training, loading
     "GPTConfig": "scalelab.lm.config",
     "TrainConfig": "scalelab.lm.config",

@@ -36,6 +36,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "protocol) and predict the data and model scaling exponents from it.",
     ),
     "fit": ("fit", "Fit a scaling law to a table, with bootstrap 95% intervals."),
+    "forecast": (
+        "forecast",
+        "Forecast larger runs' losses from small ones, with the exponent fixed (from d or a "
+        "number) or free; data needed for a loss; the compute-optimal split for a budget; with "
+        "--score, every method scored on held-out runs.",
+    ),
     "report": (
         "report",
         "Write a self-contained HTML report (figures embedded) and its Markdown twin for a "
