@@ -112,7 +112,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "points": 7,
         "model_sweep": ("1x32", "2x48", "3x64", "4x96"),
     },
-    # One H200-class GPU: 4.9M-85M non-embedding parameters, 10M-100M tokens (a corpus with
+    # One H200-class GPU: 4.93M-85.1M non-embedding parameters, 10M-100M tokens (a corpus with
     # at least 100M training tokens); its data sweep is bench/gpu_validate.py's 8 minutes.
     "gpu": {
         "vocab_size": 4096,
