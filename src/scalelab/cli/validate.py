@@ -112,15 +112,22 @@ def _command(
     ray_address: str | None,
     run_cpus: int,
     run_gpus: float,
+    preset: str | None = None,
+    explicit: frozenset[str] = frozenset(),
     **fields: object,
 ) -> None:
-    """Build the config from the options (its own validation refuses bad values), run."""
+    """Build the config from the options (its own validation refuses bad values), run. With
+    a preset, the options given on the command line (`explicit`) override its values."""
     from scalelab.pipeline.run import run_pipeline
 
     set_threads(threads, workers=workers)
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
     shapes = tuple(m.strip() for m in model_sweep.split(",") if m.strip())
-    cfg = PipelineConfig(model_sweep=shapes, **fields)
+    given = {**fields, "model_sweep": shapes}
+    if preset is None:
+        cfg = PipelineConfig(**given)
+    else:
+        cfg = PipelineConfig.from_preset(preset, **{k: given[k] for k in explicit & set(given)})
     say = (lambda _msg: None) if json_out else typer.echo
     summary = run_pipeline(
         out,
@@ -177,7 +184,22 @@ _IDPREC = _opt(
 )
 
 
+def _explicit(ctx: typer.Context) -> frozenset[str]:
+    """The parameters given on the command line (or by environment), not left at default."""
+    defaults = ("DEFAULT", "DEFAULT_MAP")  # by name: Typer may bring its own click's enum
+    return frozenset(n for n in ctx.params if ctx.get_parameter_source(n).name not in defaults)
+
+
+_PRESET = typer.Option(
+    None,
+    "--preset",
+    help="Named sizes: gpu (one H200-class GPU, 4.9M-85M parameters, 10M-100M tokens) or "
+    "cpu-hour (2 cores, one hour); options given here override its values (docs/sweeps.md).",
+)
+
+
 def validate_command(
+    ctx: typer.Context,
     corpus: str = typer.Option(
         ...,
         "--corpus",
@@ -185,6 +207,7 @@ def validate_command(
         "or a prepared token store.",
     ),
     out: Path = typer.Option(..., "--out", help="Folder for everything."),
+    preset: str | None = _PRESET,
     references: list[str] = _REFS,
     vocab_size: int = _VOCAB,
     split_on: str = _SPLIT_ON,
@@ -215,7 +238,8 @@ def validate_command(
     model (before training), a data sweep and a model-size sweep trained to convergence
     (checked by perturbing the largest runs), d along the sweep, fits, and a report.
     Re-running resumes."""
-    _command(**locals())  # every parameter: run options and PipelineConfig fields
+    params = {k: v for k, v in locals().items() if k != "ctx"}
+    _command(**params, explicit=_explicit(ctx))  # run options and PipelineConfig fields
 
 
 def demo_command(

@@ -77,6 +77,12 @@ def check_store(data_dir: Path, cfg, context_len: int, sizes: list[int]) -> None
                 f"the {split} split has {n} tokens, not more than the context length "
                 f"{context_len}: give a larger corpus (or a smaller --context-len)"
             )
+    if sizes[-1] > train:
+        raise InputError(
+            f"the corpus's train split has {train:,} tokens, fewer than the largest sweep size "
+            f"{sizes[-1]:,}: give a larger corpus (docs/sweeps.md#presets says which reach "
+            f"which scale) or use --max-tokens {train} or less (and --min-tokens below it)"
+        )
     check_sizes(sizes, train, context_len)
     n_points = id_points(data_dir, cfg, context_len)
     if n_points < cfg.id_batch_size:

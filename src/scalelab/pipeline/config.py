@@ -92,3 +92,48 @@ class PipelineConfig(Config):
         if "model_sweep" in data:
             data = {**data, "model_sweep": tuple(data["model_sweep"])}
         return super().from_dict(data)
+
+    @classmethod
+    def from_preset(cls, name: str, **overrides: Any) -> PipelineConfig:
+        """The preset `name` (PRESETS: overrides of the defaults above) with `overrides`,
+        given by field name, on top."""
+        if name not in PRESETS:
+            raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+        return cls(**{**PRESETS[name], **overrides})
+
+
+# Named presets (`scalelab validate --preset NAME`): overrides of the defaults above, one
+# place. How each was sized, and which corpora reach its sizes: docs/sweeps.md#presets. Neither
+# was tuned on an exponent.
+PRESETS: dict[str, dict[str, Any]] = {
+    # 2 CPU cores, one hour in the worst case (every run at its 4,000-step cap, both checks
+    # continuing), from float32 tokens per CPU-second measured per shape; shakespeare's train
+    # split (1.58M tokens with BPE 2048) holds the largest size.
+    "cpu-hour": {
+        "model": "4x96",
+        "min_tokens": 5_000,
+        "max_tokens": 500_000,
+        "points": 7,
+        "model_sweep": ("1x32", "2x48", "3x64", "4x96"),
+    },
+    # One H200-class GPU: 4.93M-85.1M non-embedding parameters, 10M-100M tokens (a corpus with
+    # at least 100M training tokens); its data sweep is bench/gpu_validate.py's 8 minutes.
+    "gpu": {
+        "vocab_size": 4096,
+        "model": "4x320x5",
+        "context_len": 512,
+        "batch_size": 128,
+        "lr": 1e-3,
+        "min_lr": 1e-3,
+        "min_tokens": 10_000_000,
+        "max_tokens": 100_000_000,
+        "points": 4,
+        "eval_interval": 50,
+        "test_tokens": 2_000_000,
+        "schedule": Schedule(
+            patience=4, max_epochs=2.0, decay_epochs=2.0, min_steps=100, step_cap=20_000
+        ).to_dict(),
+        "model_sweep": ("4x320x5", "6x512x8", "8x640x10", "12x768x12"),
+        "id_max_documents": 2_000,
+    },
+}
