@@ -21,12 +21,14 @@ from scalelab.induction.separation import SeparationConfig
 from scalelab.induction.sweep import InductionSweepConfig, run_induction_sweep
 from scalelab.induction.train import InductionTrainConfig
 from scalelab.intrinsic.protocol import make_estimator
+from scalelab.laws.forecast_config import ForecastConfig
 from scalelab.laws.table import fit_table
 from scalelab.laws.theory import predict_exponents
 from scalelab.lm.config import TrainConfig
 from scalelab.manifold.problem import ProblemConfig
 from scalelab.manifold.sweep import run_manifold_sweep
 from scalelab.pipeline.config import PipelineConfig
+from scalelab.pipeline.many import validate_many
 from scalelab.pipeline.run import run_pipeline
 from scalelab.probe.ablate import measure_positions
 from scalelab.probe.config import DEFAULT_BATCH_SIZES, EstimateConfig
@@ -37,6 +39,7 @@ from scalelab.sweeps.schedule import Schedule
 from scalelab.sweeps.worker import EVAL_INTERVAL
 from scalelab.text.corpora import load_corpus
 from scalelab.text.store import prepare_corpus
+from scalelab.text.synth import SynthConfig
 
 Source = Any  # a dataclass instance, a function (its keyword defaults) or a dict
 # Options that say where and how a command runs, not what it computes.
@@ -62,7 +65,10 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
     "fit": ([fit_table], {}, set()),
     "validate": ([PipelineConfig(), run_pipeline], {}, set()),
     "demo": ([PipelineConfig(), run_pipeline], {}, set()),
+    "validate-many": ([validate_many], {"inputs": None}, set()),  # positional: none given
+    "forecast": ([ForecastConfig()], {}, set()),
     "corpus prepare": ([prepare_corpus, load_corpus], {}, set()),
+    "corpus synth": ([SynthConfig()], {}, set()),
     "sweep data": ([*SWEEP, data_sweep], {}, PRESET),
     "sweep model": ([*SWEEP, model_sweep], {"train_tokens": None}, PRESET),
     "manifold sweep": ([run_manifold_sweep], {}, set()),

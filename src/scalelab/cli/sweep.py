@@ -50,6 +50,18 @@ POLICY = typer.Option(
 PATIENCE = typer.Option(
     _S.patience, "--patience", help="converge: validations without improvement."
 )
+PATIENCE_FRACTION = typer.Option(
+    _S.patience_fraction,
+    "--patience-fraction",
+    help="converge: or this share of the validations so far, whichever is longer (a wait "
+    "that grows with the run, so slow late progress is not cut off by noise).",
+)
+MIN_DELTA_SD = typer.Option(
+    _S.min_delta_sd,
+    "--min-delta-sd",
+    help="converge: an improvement resets the patience only when larger than this many "
+    "validation standard errors.",
+)
 MAX_EPOCHS = typer.Option(
     _S.max_epochs, "--max-epochs", help="converge: step budget as passes over the run's tokens."
 )
@@ -138,6 +150,8 @@ def data_command(
     points: int = typer.Option(_G.points, "--points", help="Sizes in the geometric grid."),
     policy: str = POLICY,
     patience: int = PATIENCE,
+    patience_fraction: float = PATIENCE_FRACTION,
+    min_delta_sd: float = MIN_DELTA_SD,
     max_epochs: float = MAX_EPOCHS,
     min_steps: int = MIN_STEPS,
     step_cap: int = STEP_CAP,
@@ -210,6 +224,8 @@ def model_command(
     ),
     policy: str = POLICY,
     patience: int = PATIENCE,
+    patience_fraction: float = PATIENCE_FRACTION,
+    min_delta_sd: float = MIN_DELTA_SD,
     max_epochs: float = MAX_EPOCHS,
     min_steps: int = MIN_STEPS,
     step_cap: int = STEP_CAP,

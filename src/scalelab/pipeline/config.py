@@ -23,7 +23,12 @@ from scalelab.sweeps.schedule import Schedule
 
 def _schedule() -> dict[str, Any]:
     return Schedule(
-        patience=4, max_epochs=40.0, decay_epochs=3.0, min_steps=400, step_cap=4000
+        patience=4,
+        patience_fraction=0.25,
+        max_epochs=40.0,
+        decay_epochs=3.0,
+        min_steps=400,
+        step_cap=4000,
     ).to_dict()
 
 

@@ -63,7 +63,9 @@ def validated(e: Entry, refs: list[tuple[str, str]], run: bool, pool: dict, say:
         say(f"  {e.name}: reusing {e.folder / SUMMARY}")
         return read_json(e.folder / SUMMARY)
     if not run:
-        raise InputError(f"{e.folder} has no {SUMMARY} and --no-run was given; run it first")
+        raise InputError(
+            f"{e.folder} has no {SUMMARY} and --no-run was given; drop --no-run to validate it"
+        )
     from scalelab.pipeline.config import PipelineConfig
     from scalelab.pipeline.run import run_pipeline
 

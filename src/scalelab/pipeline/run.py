@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -154,18 +155,36 @@ def _run(st: Stages, references: list[str] | tuple[str, ...]) -> dict[str, Any]:
 def _prepare(st: Stages, request: dict) -> None:
     """Stage 1: refuse a changed config, a bad corpus or store; prepare the token store;
     the synthetic check of the estimator."""
-    from scalelab.pipeline.checks import check_store, load_for_check, prepare_data
+    from scalelab.pipeline.checks import (
+        check_store,
+        is_token_store,
+        load_for_check,
+        prepare_data,
+    )
     from scalelab.sweeps import data as data_sweep
 
     cfg, out = st.cfg, st.out
     st.say(f"[1/7] corpus {cfg.corpus!r} → token store (BPE {cfg.vocab_size} unless a store)")
     if outdir.check(out, CONFIG, request) is None:  # a changed config is refused here
         load_for_check(cfg)  # missing, empty, non-UTF-8: refused before any folder exists
-    outdir.lock(out)  # a second process on this folder is refused from here on
-    st.data_dir = prepare_data(cfg, out, quiet=st.quiet)
-    st.model_cfg, st.train_cfg = _base_configs(cfg, st.data_dir)
     st.grid = data_sweep.geometric_grid(cfg.min_tokens, cfg.max_tokens, cfg.points)
-    check_store(st.data_dir, cfg, st.model_cfg.block_size, st.grid)
+    # A new store is tokenized in a temporary folder outside --out and checked there (too few
+    # tokens or ID points is refused before --out exists), then moved in.
+    staging = None
+    if not is_token_store(cfg.corpus) and not (out / "data" / "meta.json").exists():
+        staging = Path(tempfile.mkdtemp(prefix="scalelab-store-"))
+    try:
+        data = prepare_data(cfg, staging or out, quiet=st.quiet)
+        check_store(data, cfg, cfg.context_len, st.grid)
+        outdir.lock(out)  # a second process on this folder is refused from here on
+        if staging is not None:
+            shutil.rmtree(out / "data", ignore_errors=True)  # an unfinished store, no meta.json
+            shutil.move(str(data), str(out / "data"))
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+    st.data_dir = prepare_data(cfg, out, quiet=st.quiet)  # the store in place: read, not made
+    st.model_cfg, st.train_cfg = _base_configs(cfg, st.data_dir)
     st.synthetic = syn = synthetic_check(out, cfg.seed)
     st.say(
         f"      synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "

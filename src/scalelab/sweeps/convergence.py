@@ -4,8 +4,9 @@ An exponent fitted to runs that had not converged is biased: large runs stopped 
 held up by a constant learning rate's noise, flatten a data slope. The check perturbs the
 `largest` runs of a sweep in three ways and refits the exponent with each:
 
-- `stricter`: the stopping rule made `factor` times stricter (patience and patience fraction
-  times `factor`) with `factor` times the step budget. Until the original run stopped, a run
+- `stricter`: the stopping rule made `factor` times stricter (patience times `factor`, and
+  the wait after the best that the patience fraction allows times `factor`) with `factor`
+  times the step budget. Until the original run stopped, a run
   under the stricter rule trains the same steps, so where the learning-rate schedule does not
   depend on the budget the run folder is copied and resumed from its last checkpoint
   (identical to a fresh run, tested bit for bit); otherwise it is trained from step 0.
@@ -61,9 +62,18 @@ def stricter(spec: RunSpec, factor: int = FACTOR) -> RunSpec:
     t = t.replace(
         max_steps=steps,
         patience=None if t.patience is None else t.patience * factor,
-        patience_fraction=min(1.0, t.patience_fraction * factor),
+        patience_fraction=_longer_window(t.patience_fraction, factor),
     )
     return _with_train(spec, t)
+
+
+def _longer_window(fraction: float, factor: int) -> float:
+    """The patience fraction whose wait after the best validation is `factor` times longer.
+
+    A run under fraction f whose best is at validation b stops near b / (1 - f), a wait of
+    b·f/(1 - f); multiplying that wait by `factor` gives factor·f / (1 - f + factor·f).
+    (Multiplying f itself would wait (1 - f)/(1 - 3f) times longer: unbounded at f = 1/3.)"""
+    return factor * fraction / (1 - fraction + factor * fraction) if fraction < 1 else 1.0
 
 
 def cooldown(spec: RunSpec, run_dir: Path, fraction: float = COOLDOWN_FRACTION) -> RunSpec:
@@ -99,9 +109,11 @@ def _with_train(spec: RunSpec, t: TrainConfig) -> RunSpec:
 
 def check_name(perturbation: str, spec: RunSpec) -> str:
     """The check run's folder name: the perturbation and a hash of the full run config, so
-    identical runs of two sweeps share one folder."""
-    keys = ("model", "train", "data_dir")
-    blob = json.dumps({k: spec.params[k] for k in keys}, sort_keys=True).encode()
+    identical runs of two sweeps share one folder. A cooldown's source folder is left out of
+    the hash: the same config trains the same weights wherever its folder lies."""
+    params = {k: spec.params[k] for k in ("model", "train", "data_dir")}
+    params["train"] = {**params["train"], "init_from": bool(params["train"].get("init_from"))}
+    blob = json.dumps(params, sort_keys=True).encode()
     return f"{perturbation}-{hashlib.sha256(blob).hexdigest()[:12]}"
 
 

@@ -33,7 +33,7 @@ class Schedule(Config):
 
     policy: str = "converge"
     patience: int = 4  # converge: validations without improvement before stopping
-    patience_fraction: float = 0.0  # converge: ... or this share of validations so far
+    patience_fraction: float = 0.25  # converge: ... or this share of validations so far
     min_delta_sd: float = 0.0  # converge: improvements count from this many validation SEs
     max_epochs: float = 40.0  # converge: step budget in passes over the run's tokens
     min_steps: int = 200  # converge: step budget floor (tiny data sets)
