@@ -123,7 +123,13 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
     labels = [r["label"] for r in summary["model_runs"]]
     assert sorted(labels) == ["L1-W16-H1", "L1-W32-H1", "L1-W8-H1"]
     html = Path(summary["report_html"]).read_text(encoding="utf-8")
-    for words in ("Verdict", "d along the data sweep", "Validation curves of every", "random-hf"):
+    for words in (
+        "Verdict",
+        "d along the data sweep",
+        "Validation curves of every",
+        "random-hf",
+        "constant 0.095 (ignores d)",
+    ):
         assert words in html
     assert html.count("<img") >= 5
     assert any(line.startswith("[7/7]") for line in lines)
@@ -183,3 +189,20 @@ def test_bad_corpora_are_one_line_before_anything_is_written(
     if found:  # the suggested batch size is the largest power of two that the points fill
         n, b = int(found[1]), int(found[2])
         assert b <= n < 2 * b and b & (b - 1) == 0
+
+
+def test_report_scores_each_source_against_the_constant() -> None:
+    """The validate page puts each predicted alpha_D beside the constant 0.095, which ignores
+    d: a source is 'closer' only when its miss is strictly below the constant's."""
+    from scalelab.report.validate import baseline_rows
+
+    fits = {
+        "data": {"power": {"exponent": 0.086}},
+        "sources": [{"label": "near", "alpha_D": 0.090}, {"label": "far", "alpha_D": 0.2}],
+    }
+    rows = {r["predictor"]: r for r in baseline_rows(fits)}
+    assert rows["near (2/(2+d))"]["miss |pred - obs|"] == pytest.approx(0.004)
+    assert rows["near (2/(2+d))"]["beats the constant"] is True
+    assert rows["far (2/(2+d))"]["beats the constant"] is False
+    assert rows["constant 0.095 (ignores d)"]["miss |pred - obs|"] == pytest.approx(0.009)
+    assert baseline_rows({"data": None, "sources": []}) == []
