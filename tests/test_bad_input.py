@@ -649,7 +649,10 @@ CASES: dict[str, tuple[list[str], str]] = {
         ],
         "--id-batch-size",
     ),
-    "validate-max-tokens": (["validate", "--corpus", "{store}", "--out", "{out}"], "--max-tokens"),
+    "validate-max-tokens": (
+        ["validate", "--corpus", "{store}", "--max-tokens", "100000", "--out", "{out}"],
+        "--max-tokens",
+    ),
     "validate-text-too-small": (  # tokenized outside --out, refused before --out exists
         ["validate", "--corpus", "{text}", "--vocab-size", "260", "--quiet", "--out", "{out}"],
         "the val split has",

@@ -148,7 +148,8 @@ def _cpu_s(pid: int) -> float:
 
 def _progress(out: Path, pid: int, data: Path | None, floor: float) -> int:
     """Units of work visible from outside: 1 once the process has started working (it has the
-    token store `data` mapped, or has used more CPU than `floor`, what a bare start takes),
+    token store `data` mapped, has used more CPU than `floor`, what a bare start takes, or has
+    written anything under `out`: a short command may finish before it passes the floor),
     plus one per line of every *.jsonl file under `out` (evaluations logged), plus one per
     result.json / estimate.json (runs finished)."""
     mapped = False
@@ -157,7 +158,8 @@ def _progress(out: Path, pid: int, data: Path | None, floor: float) -> int:
             mapped = str(data) in Path(f"/proc/{pid}/maps").read_text()
     lines = sum(f.read_bytes().count(b"\n") for f in out.rglob("*.jsonl"))
     done = len([*out.rglob("result.json"), *out.rglob("estimate.json")])
-    return int(mapped or _cpu_s(pid) > floor) + lines + done
+    wrote = out.is_dir() and any(out.iterdir())
+    return int(mapped or wrote or _cpu_s(pid) > floor) + lines + done
 
 
 def _stopped(pid: int) -> bool:
@@ -207,7 +209,7 @@ def test_kill_mid_work_then_rerun(
     ref = run_cli(*_argv(args, work, ref_out))
     assert ref.returncode == 0, ref.stderr
     data = work["store"] if "{store}" in args or "{run_a}" in args else None
-    total = _progress(ref_out, os.getpid(), None, math.inf) + 1
+    total = _progress(ref_out, os.getpid(), None, math.inf)  # the finished reference
     finished = len([*ref_out.rglob("result.json"), *ref_out.rglob("estimate.json")])
     level = random.Random(name).randint(1, total - 1)  # started, not done
     victim = subprocess.Popen(

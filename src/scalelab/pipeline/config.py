@@ -46,22 +46,22 @@ class PipelineConfig(Config):
     batch_size: int = 16
     lr: float = 2e-3
     min_lr: float = 2e-3  # = lr: constant after warm-up (a decayed rate left runs crawling)
-    min_tokens: int = 2_500
-    max_tokens: int = 250_000
+    min_tokens: int = 500  # two decades below max_tokens
+    max_tokens: int = 50_000  # the demo's time (docs/sweeps.md#how-the-defaults-were-chosen)
     points: int = 7
     eval_interval: int = 25
     eval_batches: int = 8
     test_tokens: int | None = 100_000
     schedule: dict[str, Any] = dataclasses.field(default_factory=_schedule)
-    model_sweep: tuple[str, ...] = ("1x16", "1x32", "2x32", "2x48", "3x64")
+    model_sweep: tuple[str, ...] = ("1x16", "1x32", "2x48")
     model_tokens: int | None = None  # the model sweep's data (None: max_tokens)
-    check_largest: int = 2  # convergence check: the largest runs of each sweep
+    check_largest: int = 1  # convergence check: the largest runs of each sweep
     check_factor: int = 3  # ... with a stopping rule (and budget) this many times stricter
     id_per_doc: int = 32
     id_max_documents: int | None = None
     # given reference models read only this many test documents (a declared subset, chosen
     # by the seed): a 135M model's forward pass is most of validate's time on a CPU
-    id_reference_documents: int | None = None
+    id_reference_documents: int | None = 320
     id_k: int = PAPER_K
     id_batch_size: int = PAPER_BATCH_SIZE
     id_precision: str = "auto"  # forward pass of every model that measures d
@@ -120,6 +120,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "max_tokens": 500_000,
         "points": 7,
         "model_sweep": ("1x32", "2x48", "3x64", "4x96"),
+        "check_largest": 2,
+        "id_reference_documents": None,
     },
     # One H200-class GPU: 4.93M-85.1M non-embedding parameters, 10M-100M tokens (a corpus with
     # at least 100M training tokens); its data sweep is bench/gpu_validate.py's 8 minutes.
