@@ -201,8 +201,8 @@ def test_report_scores_each_source_against_the_constant() -> None:
         "sources": [{"label": "near", "alpha_D": 0.090}, {"label": "far", "alpha_D": 0.2}],
     }
     rows = {r["predictor"]: r for r in baseline_rows(fits)}
-    assert rows["near (2/(2+d))"]["miss |pred - obs|"] == pytest.approx(0.004)
+    assert rows["near (2/(2+d))"]["miss = abs(pred - obs)"] == pytest.approx(0.004)
     assert rows["near (2/(2+d))"]["beats the constant"] is True
     assert rows["far (2/(2+d))"]["beats the constant"] is False
-    assert rows["constant 0.095 (ignores d)"]["miss |pred - obs|"] == pytest.approx(0.009)
+    assert rows["constant 0.095 (ignores d)"]["miss = abs(pred - obs)"] == pytest.approx(0.009)
     assert baseline_rows({"data": None, "sources": []}) == []

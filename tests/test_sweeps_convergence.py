@@ -159,3 +159,20 @@ def test_verdict_by_hand() -> None:
     capped = [{"run": "x", "perturbation": "stricter", "stop_reason_perturbed": "max_steps"}]
     v = convergence.verdict(0.10, {"stricter": 0.10, "cooldown": 0.10, "seed": 0.10}, capped)
     assert "ended at their budget" in v["text"] and v["budget_ended"] == ["x"]
+
+
+def test_stricter_rule_waits_three_times_longer_after_the_best() -> None:
+    """The stricter rule's patience fraction makes the wait after the best validation 3x
+    longer (not the fraction 3x larger, which would wait forever from f = 1/3 on)."""
+    from scalelab.lm.stopping import StopRule, replay
+
+    val = [10.0 - 0.01 * i for i in range(60)] + [9.5] * 400  # best at validation 59
+    rule = StopRule(patience=4, patience_fraction=0.25)
+    spec = RunSpec("r", {"train": TrainConfig(patience=4, patience_fraction=0.25).to_dict()})
+    strict = TrainConfig.from_dict(convergence.stricter(spec).params["train"])
+    assert strict.patience == 12 and strict.patience_fraction == pytest.approx(0.5)
+    stop, best = replay(val, rule)
+    stop_strict, best_strict = replay(val, StopRule(12, strict.patience_fraction))
+    assert best == best_strict == 59
+    wait, wait_strict = stop - best, stop_strict - best_strict
+    assert (wait, wait_strict) == (20, 60)  # stops at validations 79 and 119

@@ -83,7 +83,7 @@ def baseline_rows(fits: dict[str, Any]) -> list[dict[str, Any]]:
         {
             "predictor": s["label"] + " (2/(2+d))",
             "alpha_D": round(float(s["alpha_D"]), 4),
-            "miss |pred - obs|": round(abs(float(s["alpha_D"]) - observed), 4),
+            "miss = abs(pred - obs)": round(abs(float(s["alpha_D"]) - observed), 4),
             "beats the constant": abs(float(s["alpha_D"]) - observed) < const,
         }
         for s in fits["sources"]
@@ -92,7 +92,7 @@ def baseline_rows(fits: dict[str, Any]) -> list[dict[str, Any]]:
         {
             "predictor": f"constant {KAPLAN_ALPHA_D} (ignores d)",
             "alpha_D": KAPLAN_ALPHA_D,
-            "miss |pred - obs|": round(const, 4),
+            "miss = abs(pred - obs)": round(const, 4),
             "beats the constant": None,
         }
     )
