@@ -39,6 +39,7 @@ import torch
 from scalelab.errors import ScalelabError
 from scalelab.io import atomic_write_json, provenance
 from scalelab.pipeline.config import PipelineConfig
+from scalelab.pipeline.run import base_configs
 from scalelab.sweeps.schedule import Schedule
 
 NOMINAL_BF16_FLOPS = 790e12  # H200 dense bf16 peak (NVIDIA's figure, without sparsity)
@@ -121,26 +122,6 @@ def matmul_flops(device: str, dtype: torch.dtype, n: int, seconds: float) -> flo
             sync()
     sync()
     return 2.0 * n**3 * reps / (time.perf_counter() - start)
-
-
-def base_configs(cfg: PipelineConfig, data_dir: Path):
-    """The data sweep's model and training configs, as `scalelab validate` builds them."""
-    from scalelab.lm.config import configs_for_preset
-    from scalelab.sweeps.model import parse_model
-
-    model_cfg, train_cfg = configs_for_preset(
-        "tiny",
-        data_dir,
-        block_size=cfg.context_len,
-        batch_size=cfg.batch_size,
-        lr=cfg.lr,
-        min_lr=cfg.min_lr,
-        seed=cfg.seed,
-        eval_interval=cfg.eval_interval,
-        eval_batches=cfg.eval_batches,
-        test_tokens=cfg.test_tokens,
-    )
-    return parse_model(cfg.model, model_cfg)[1], train_cfg
 
 
 def plan_rows(specs: list) -> list[dict]:

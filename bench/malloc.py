@@ -25,12 +25,12 @@ from pathlib import Path
 import torch
 import scalelab.lm.train as lm_train
 from scalelab.pipeline.config import PipelineConfig
-from scalelab.pipeline.run import _base_configs
+from scalelab.pipeline.run import base_configs
 mode, data, out, steps = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
 if mode == "plain":
     lm_train.keep_freed_memory = lambda: False
 torch.set_num_threads(1)
-model, train = _base_configs(PipelineConfig(), data)
+model, train = base_configs(PipelineConfig(), data)
 train = train.replace(max_steps=steps, patience=None, warmup_steps=10, train_tokens=250_000)
 r0 = resource.getrusage(resource.RUSAGE_SELF)
 result = lm_train.train(model, train, data, out, quiet=True)

@@ -20,6 +20,7 @@ over the whole cap: the improvement it gave up by stopping early.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -35,7 +36,7 @@ from scalelab.lm.data import tiling_starts, windows
 from scalelab.lm.stopping import StopRule, replay
 from scalelab.lm.train import train
 from scalelab.pipeline.config import PipelineConfig
-from scalelab.sweeps.model import parse_model
+from scalelab.pipeline.run import base_configs
 from scalelab.sweeps.schedule import Schedule
 from scalelab.text.store import TokenStore, prepare_corpus
 
@@ -50,18 +51,13 @@ def _store(out: Path, cfg: PipelineConfig) -> Path:
 
 
 def _configs(cfg: PipelineConfig, data: Path, model: str, size: int):
-    from scalelab.lm.config import configs_for_preset
-
-    model_cfg, base = configs_for_preset(
-        "tiny", data, block_size=cfg.context_len, batch_size=cfg.batch_size, lr=cfg.lr,
-        min_lr=cfg.min_lr, seed=cfg.seed, eval_interval=cfg.eval_interval,
-        eval_batches=cfg.eval_batches, test_tokens=cfg.test_tokens,
-    )  # fmt: skip
-    model_cfg = parse_model(model, model_cfg)[1]
+    model_cfg, base = base_configs(dataclasses.replace(cfg, model=model), data)
     schedule = Schedule.from_dict(cfg.schedule)
     train_cfg = schedule.train_config(base, size, model_cfg.block_size)
     cap = schedule.step_cap
-    return model_cfg, train_cfg.replace(max_steps=cap, patience=None, decay_steps=None)
+    return model_cfg, train_cfg.replace(
+        max_steps=cap, patience=None, patience_fraction=0.0, min_delta_sd=0.0, decay_steps=None
+    )
 
 
 def _sampling_se(run: Path, data: Path, train_cfg) -> float:

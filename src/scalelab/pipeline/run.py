@@ -184,7 +184,7 @@ def _prepare(st: Stages, request: dict) -> None:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
     st.data_dir = prepare_data(cfg, out, quiet=st.quiet)  # the store in place: read, not made
-    st.model_cfg, st.train_cfg = _base_configs(cfg, st.data_dir)
+    st.model_cfg, st.train_cfg = base_configs(cfg, st.data_dir)
     st.synthetic = syn = synthetic_check(out, cfg.seed)
     st.say(
         f"      synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
@@ -228,7 +228,8 @@ def _measure(
     return row
 
 
-def _base_configs(cfg: PipelineConfig, data_dir: Path) -> tuple[Any, Any]:
+def base_configs(cfg: PipelineConfig, data_dir: Path) -> tuple[Any, Any]:
+    """The data sweep's model and training configs for `cfg` on the store `data_dir`."""
     from scalelab.lm.config import configs_for_preset
     from scalelab.sweeps.model import parse_model
 
