@@ -72,7 +72,7 @@ def _longer_window(fraction: float, factor: int) -> float:
 
     A run under fraction f whose best is at validation b stops near b / (1 - f), a wait of
     b·f/(1 - f); multiplying that wait by `factor` gives factor·f / (1 - f + factor·f).
-    (Multiplying f itself would wait (1 - f)/(1 - 3f) times longer: unbounded at f = 1/3.)"""
+    (Multiplying f by 3 instead would wait 3(1 - f)/(1 - 3f) times longer: no end at f = 1/3.)"""
     return factor * fraction / (1 - fraction + factor * fraction) if fraction < 1 else 1.0
 
 
