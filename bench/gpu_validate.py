@@ -39,7 +39,7 @@ import torch
 from scalelab.errors import ScalelabError
 from scalelab.io import atomic_write_json, provenance
 from scalelab.pipeline.config import PipelineConfig
-from scalelab.pipeline.run import base_configs
+from scalelab.pipeline.run import base_configs, estimate_config
 from scalelab.sweeps.schedule import Schedule
 
 NOMINAL_BF16_FLOPS = 790e12  # H200 dense bf16 peak (NVIDIA's figure, without sparsity)
@@ -163,7 +163,7 @@ def prepare(cfg: PipelineConfig, work: Path, say) -> tuple:
 
 def train_and_measure(cfg, work: Path, sweep_cfg, specs: list, device: str, say) -> tuple:
     """The data sweep (one process: the GPU's), then d of its largest model."""
-    from scalelab.probe.estimate import EstimateConfig, estimate
+    from scalelab.probe.estimate import estimate
     from scalelab.runs.sweep import open_sweep
     from scalelab.sweeps import data as data_sweep
     from scalelab.sweeps.worker import run_specs
@@ -172,14 +172,7 @@ def train_and_measure(cfg, work: Path, sweep_cfg, specs: list, device: str, say)
     t0 = time.perf_counter()
     table = run_specs(sweep_dir, specs, workers=1, only=None, quiet=True)
     sweep_s = time.perf_counter() - t0
-    est_cfg = EstimateConfig(
-        per_doc=cfg.id_per_doc,
-        max_documents=cfg.id_max_documents,
-        k=cfg.id_k,
-        batch_size=cfg.id_batch_size,
-        precision=cfg.id_precision,
-        seed=cfg.seed,
-    )
+    est_cfg = estimate_config(cfg)
     t1 = time.perf_counter()
     run_dir = sweep_dir / "runs" / specs[-1].name
     doc = estimate(run_dir, None, est_cfg, work / "d-largest", device=device, quiet=True)

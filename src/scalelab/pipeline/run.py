@@ -107,7 +107,7 @@ def _run(st: Stages, references: list[str] | tuple[str, ...]) -> dict[str, Any]:
     try:
         _prepare(st, request)
         clock.lap("prepare")
-        st.est_cfg = _estimate_config(cfg)
+        st.est_cfg = estimate_config(cfg)
         say(f"[2/7] d from {len(sources)} given reference model(s), before any training")
         given = [
             _measure(st, s, st.data_dir, out / "d" / f"{i + 1:02d}-{s.label}", reference=True)
@@ -248,7 +248,8 @@ def base_configs(cfg: PipelineConfig, data_dir: Path) -> tuple[Any, Any]:
     return parse_model(cfg.model, model_cfg)[1], train_cfg
 
 
-def _estimate_config(cfg: PipelineConfig) -> Any:
+def estimate_config(cfg: PipelineConfig) -> Any:
+    """The EstimateConfig with which `cfg` measures d of its own models."""
     from scalelab.probe.estimate import EstimateConfig
 
     return EstimateConfig(
