@@ -1,4 +1,4 @@
-"""The named validate presets (gpu, cpu-hour) and bench/gpu_validate.py at toy size on the CPU."""
+"""The named validate presets (gpu, cpu-hour, model-side); bench/gpu_validate.py at toy size."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import torch
 from test_sweeps_data import make_store
 
 import scalelab.pipeline.run as pipeline_run
-from scalelab.errors import ConfigError
+from scalelab.errors import ConfigError, InputError
 from scalelab.lm.model import GPT, GPTConfig
 from scalelab.pipeline import PipelineConfig
 from scalelab.pipeline.config import PRESETS
@@ -55,6 +55,32 @@ def test_cpu_hour_preset_resolves_and_fits_shakespeare() -> None:
     sizes = sorted(_non_embedding(cfg, s) for s in cfg.model_sweep)
     assert math.log10(sizes[-1] / sizes[0]) >= 1.5  # widths over >= 1.5 decades
     assert cfg.model in cfg.model_sweep
+
+
+def test_model_side_preset_is_dominated_by_non_embedding_and_never_data_limited(
+    tmp_path: Path,
+) -> None:
+    from scalelab.pipeline.checks import check_store
+    from scalelab.pipeline.run import MAX_PASSES
+    from scalelab.sweeps.schedule import Schedule
+
+    cfg = PipelineConfig.from_preset("model-side")
+    base = GPTConfig(vocab_size=cfg.vocab_size, block_size=cfg.context_len)
+    for shape in cfg.model_sweep:
+        with torch.device("meta"):
+            model = GPT(parse_model(shape, base)[1])
+        total = sum(p.numel() for p in model.parameters())
+        non_emb = model.num_params(non_embedding=True)
+        assert non_emb > total - non_emb, shape  # more than half of every model
+    sizes = sorted(_non_embedding(cfg, s) for s in cfg.model_sweep)
+    assert math.log10(sizes[-1] / sizes[0]) >= 1.5
+    # The step cap bounds the passes at the best step: at most MAX_PASSES for every model.
+    cap = Schedule.from_dict(cfg.schedule).step_cap
+    assert cap * cfg.batch_size * cfg.context_len <= MAX_PASSES * cfg.model_tokens
+    # A store smaller than the model sweep's tokens is refused, with the fix.
+    store = make_store(tmp_path / "store")
+    with pytest.raises(InputError, match="fewer than the model sweep's 2,048,000"):
+        check_store(store, cfg.replace(id_batch_size=64), 64, [200, 400])
 
 
 def test_from_preset_overrides_and_refuses_unknown_names() -> None:

@@ -206,3 +206,34 @@ def test_report_scores_each_source_against_the_constant() -> None:
     assert rows["far (2/(2+d))"]["beats the constant"] is False
     assert rows["constant 0.095 (ignores d)"]["miss = abs(pred - obs)"] == pytest.approx(0.009)
     assert baseline_rows({"data": None, "sources": []}) == []
+
+
+def test_forecast_range_extends_a_validation_reusing_its_runs(world: dict[str, Path]) -> None:
+    """bench/forecast_range.py: the validation's finished runs are copied (same losses, not
+    retrained), the larger size is trained and checked, and the table is forecast input."""
+    import importlib.util
+
+    from scalelab.laws.forecast_inputs import load_corpora
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "forecast_range.py"
+    spec = importlib.util.spec_from_file_location("forecast_range", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = world["root"] / "validate"
+    summary = run_pipeline(
+        out, toy_config(world["text"]), references=[str(world["hf"])], workers=1, quiet=True
+    )
+    rows, check = bench.extend(out, [12_000], world["root"] / "extended", workers=1)
+    assert rows["train_tokens"].tolist() == [1000, 3000, 9000, 12_000]
+    before = [r["test_loss_nats"] for r in summary["runs"]]
+    assert rows["test_loss_nats"].tolist()[:3] == before  # copied, bit for bit
+    trained = world["root"] / "extended" / "sweep" / "runs"
+    assert (trained / "n0000012000" / "result.json").exists()
+    assert [r["run"] for r in check["runs"]] == ["n0000012000"] * 3
+    csv = world["root"] / "range.csv"
+    rows.to_csv(csv, index=False)
+    (runs,) = load_corpora([csv])
+    labels = {s.label for s in runs.sources}
+    assert "own" in labels and len(labels) == 2
+    own = next(s for s in runs.sources if s.label == "own")
+    assert own.d == pytest.approx(summary["sources"][0]["dimension"])

@@ -193,8 +193,9 @@ def _explicit(ctx: typer.Context) -> frozenset[str]:
 _PRESET = typer.Option(
     None,
     "--preset",
-    help="Named sizes: gpu (one H200-class GPU, 4.9M-85M parameters, 10M-100M tokens) or "
-    "cpu-hour (2 cores, one hour); options given here override its values (docs/sweeps.md).",
+    help="Named sizes: gpu (one H200-class GPU, 4.9M-85M parameters, 10M-100M tokens), "
+    "cpu-hour (2 cores, one hour) or model-side (a model sweep of 4.6k-295k non-embedding "
+    "parameters, none data-limited); options given here override its values (docs/sweeps.md).",
 )
 
 

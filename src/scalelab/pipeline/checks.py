@@ -84,6 +84,13 @@ def check_store(data_dir: Path, cfg, context_len: int, sizes: list[int]) -> None
             f"which scale) or use --max-tokens {train} or less (and --min-tokens below it)"
         )
     check_sizes(sizes, train, context_len)
+    model_tokens = cfg.model_tokens if cfg.model_sweep else None
+    if model_tokens is not None and model_tokens > train:
+        raise InputError(
+            f"the corpus's train split has {train:,} tokens, fewer than the model sweep's "
+            f"{model_tokens:,}: give a larger corpus (docs/sweeps.md#presets says which reach "
+            "which scale) or a preset without that model sweep"
+        )
     n_points = id_points(data_dir, cfg, context_len)
     if n_points < cfg.id_batch_size:
         fix = 2 ** int(math.log2(n_points)) if n_points > 1 else 0

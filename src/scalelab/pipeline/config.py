@@ -122,6 +122,17 @@ PRESETS: dict[str, dict[str, Any]] = {
         "model_sweep": ("1x32", "2x48", "3x64", "4x96"),
         "id_reference_documents": None,
     },
+    # The model side where it can be read: a vocabulary of 320 (the 256 bytes, end-of-text and
+    # 63 merges) so that non-embedding parameters are the larger part of every model
+    # (56-93%), four widths at depth 6 (4,608 ... 294,912 non-embedding parameters, 1.8
+    # decades), each on 2,048,000 tokens so that the 4,000-step cap is at most 4 passes:
+    # no model can be data-limited by the report's rule. Corpora: >= 2,048,000 train tokens
+    # with BPE 320 (shakespeare has 2.5M).
+    "model-side": {
+        "vocab_size": 320,
+        "model_sweep": ("6x8", "6x16", "6x32", "6x64"),
+        "model_tokens": 2_048_000,
+    },
     # One H200-class GPU: 4.93M-85.1M non-embedding parameters, 10M-100M tokens (a corpus with
     # at least 100M training tokens); its data sweep is bench/gpu_validate.py's 8 minutes.
     "gpu": {

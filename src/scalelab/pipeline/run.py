@@ -309,19 +309,41 @@ def _exponent(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def _check(st: Stages, sweep_dir: Path, specs: list, table: Any, size: str) -> dict[str, Any]:
-    """The perturbations of the largest runs (one check folder for both sweeps, so a run
-    they share is checked once); the log-log exponent refitted with each."""
-    from scalelab.sweeps import convergence
-
+    """The convergence check of one sweep, in the validation's one check folder (shared by
+    both sweeps, so a run they share is checked once)."""
     cfg = st.cfg
-    rows = convergence.run_check(
+    return check_sweep(
         sweep_dir,
         st.out / "check",
         specs,
+        table,
+        size,
         largest=cfg.check_largest,
         factor=cfg.check_factor,
-        **st.pool,
+        pool=st.pool,
         quiet=st.quiet,
+    )
+
+
+def check_sweep(
+    sweep_dir: Path,
+    check_dir: Path,
+    specs: list,
+    table: Any,
+    size: str,
+    *,
+    largest: int,
+    factor: int,
+    pool: dict[str, Any],
+    quiet: bool = True,
+) -> dict[str, Any]:
+    """Train the perturbations of the `largest` runs of a finished sweep (`table`, its
+    runs.csv) under `check_dir`, refit the log-log exponent over `size` with each, and give
+    the verdict (systematic interval, BUDGET-/PROTOCOL-LIMITED)."""
+    from scalelab.sweeps import convergence
+
+    rows = convergence.run_check(
+        sweep_dir, check_dir, specs, largest=largest, factor=factor, **pool, quiet=quiet
     )
     names = [s.name for s in specs]
     ordered = table.set_index("run").loc[names]
