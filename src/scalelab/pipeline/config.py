@@ -124,7 +124,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # The model side where it can be read: a vocabulary of 320 (the 256 bytes, end-of-text and
     # 63 merges) so that non-embedding parameters are the larger part of every model
-    # (56-93%), four widths at depth 6 (4,608 ... 294,912 non-embedding parameters, 1.8
+    # (59-91%), four widths at depth 6 (5,248 ... 300,032 non-embedding parameters, 1.76
     # decades), each on 2,048,000 tokens so that the 4,000-step cap is at most 4 passes:
     # no model can be data-limited by the report's rule. Corpora: >= 2,048,000 train tokens
     # with BPE 320 (shakespeare has 2.5M).
