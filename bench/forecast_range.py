@@ -16,7 +16,6 @@ runs and checks.
 from __future__ import annotations
 
 import argparse
-import shutil
 import time
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import pandas as pd
 
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.pipeline.config import PipelineConfig
-from scalelab.pipeline.run import CONFIG, base_configs, check_sweep
+from scalelab.pipeline.run import CONFIG, base_configs, check_sweep, reuse_runs
 from scalelab.runs import outdir
 from scalelab.runs.sweep import open_sweep
 from scalelab.sweeps import data as data_sweep
@@ -41,22 +40,6 @@ def _specs(cfg: PipelineConfig, data: Path, sizes: list[int]) -> list:
     model_cfg, train_cfg = base_configs(cfg, data)
     schedule = Schedule.from_dict(cfg.schedule)
     return data_sweep.specs(data_sweep.make_config(data, model_cfg, train_cfg, schedule, sizes))
-
-
-def _copy_finished(src_dir: Path, src_specs: list, dst_dir: Path, specs: list) -> int:
-    """Copy each finished run of the validation whose spec equals one of `specs`."""
-    same = {s.name: s.params for s in src_specs}
-    copied = 0
-    for spec in specs:
-        src, dst = src_dir / "runs" / spec.name, dst_dir / "runs" / spec.name
-        if same.get(spec.name) == spec.params and (src / "result.json").exists():
-            if not dst.exists():
-                tmp = dst.with_name(f".{dst.name}.tmp")
-                shutil.rmtree(tmp, ignore_errors=True)
-                shutil.copytree(src, tmp, ignore=shutil.ignore_patterns(outdir.LOCK))
-                tmp.rename(dst)
-            copied += 1
-    return copied
 
 
 def _sources(folder: Path) -> dict[str, float]:
@@ -81,7 +64,7 @@ def extend(folder: Path, extra: list[int], out: Path, workers: int) -> tuple[pd.
         out / "sweep", data_sweep.KIND, {"validate": cfg.to_dict(), "sizes": sizes}
     )
     try:
-        copied = _copy_finished(folder / "sweep", _specs(cfg, data, old), sweep_dir, specs)
+        copied = reuse_runs(folder / "sweep", _specs(cfg, data, old), sweep_dir, specs)
         print(f"{folder.name}: {copied} run(s) reused, {len(specs) - copied} to train", flush=True)
         table = run_specs(sweep_dir, specs, workers=workers, only=None, quiet=True)
         pool = {"workers": workers, "backend": None}

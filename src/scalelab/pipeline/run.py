@@ -382,7 +382,7 @@ def _model_side(st: Stages) -> dict[str, Any] | None:
         f"[6/7] model-size sweep: {', '.join(cfg.model_sweep)} on {tokens:,} tokens; then "
         f"the convergence check of its {cfg.check_largest} largest"
     )
-    _reuse_run(st.sweep_dir / "runs" / st.specs[-1].name, st.specs[-1], mdir, specs)
+    reuse_runs(st.sweep_dir, [st.specs[-1]], mdir, specs)
     table = run_specs(mdir, specs, **st.pool, only=None, quiet=st.quiet)
     table["passes_at_best"] = table["best_step"] * _tokens_per_step(specs[0]) / tokens
     for row in table.set_index("run").loc[[s.name for s in specs]].itertuples():
@@ -410,19 +410,27 @@ def _size_key(spec: Any) -> int:
     return 12 * m["n_layer"] * m["n_embd"] ** 2
 
 
-def _reuse_run(src: Path, src_spec: Any, mdir: Path, specs: list) -> None:
-    """Copy the finished run `src` (of `src_spec`) into the sweep folder `mdir` as the run of
-    `specs` that has exactly the same configuration (shape, data, budget), if any: training
-    it again would repeat the same steps."""
-    for spec in specs:
-        same = spec.params["model"] == src_spec.params["model"]
-        same = same and spec.params["train"] == src_spec.params["train"]
-        dst = mdir / "runs" / spec.name
-        if same and (src / "result.json").exists() and not dst.exists():
-            tmp = dst.with_name(f".{dst.name}.tmp")
-            shutil.rmtree(tmp, ignore_errors=True)
-            shutil.copytree(src, tmp, ignore=shutil.ignore_patterns(outdir.LOCK))
-            tmp.rename(dst)
+def reuse_runs(src_dir: Path, src_specs: list, dst_dir: Path, specs: list) -> int:
+    """Copy each finished run of `src_specs` (under the sweep folder `src_dir`) into the sweep
+    folder `dst_dir` as every run of `specs` with exactly the same configuration (shape, data,
+    budget): training it again would repeat the same steps. Returns the runs matched."""
+    matched = 0
+    for src_spec in src_specs:
+        src = src_dir / "runs" / src_spec.name
+        if not (src / "result.json").exists():
+            continue
+        for spec in specs:
+            same = spec.params["model"] == src_spec.params["model"]
+            if not (same and spec.params["train"] == src_spec.params["train"]):
+                continue
+            matched += 1
+            dst = dst_dir / "runs" / spec.name
+            if not dst.exists():
+                tmp = dst.with_name(f".{dst.name}.tmp")
+                shutil.rmtree(tmp, ignore_errors=True)
+                shutil.copytree(src, tmp, ignore=shutil.ignore_patterns(outdir.LOCK))
+                tmp.rename(dst)
+    return matched
 
 
 def _fits(table, model, sources, cfg) -> dict[str, Any]:
