@@ -278,6 +278,28 @@ def test_cli_missing_data_and_bad_resume(
     (run / "state.pt").write_bytes((run / "state.pt").read_bytes()[:200])
     code, err = _cli(_train_args(store, run, "--max-steps", "4", "--eval-interval", "2"), capsys)
     assert code == 2 and "state.pt is corrupted or truncated" in err
+
+
+def test_folder_from_before_newer_fields_resumes_or_names_the_cause(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run folder saved before `patience_fraction`, `min_delta_sd` and `init_from` existed
+    resumes with the options that reproduce it; a field with no such value is named."""
+    run = tmp_path / "run"
+    args = _train_args(store, run, "--max-steps", "4", "--eval-interval", "2")
+    assert _cli(args, capsys)[0] == 0
+    result = (run / "result.json").read_bytes()
+    config = json.loads((run / "config.json").read_text())
+    for name in ("patience_fraction", "min_delta_sd", "init_from"):
+        del config["train"][name]
+    (run / "config.json").write_text(json.dumps(config))
+    assert _cli(args, capsys)[0] == 0  # resumed: the finished result, untouched
+    assert (run / "result.json").read_bytes() == result
+    config["train"].pop("dtype")  # no value reproduces a missing dtype: refused, named
+    (run / "config.json").write_text(json.dumps(config))
+    code, err = _cli(args, capsys)
+    assert code == 2 and "train.dtype: saved=(none)" in err and "older scalelab" in err
+    assert len(err.strip().splitlines()) == 1
     assert len(err.strip().splitlines()) == 1
 
 

@@ -216,7 +216,7 @@ def _run_folder(
         return
     run_cfg = {"model": model_cfg.to_dict(), "train": train_cfg.to_dict()}
     # A folder with another config is refused; this one is redone.
-    with outdir.claimed(out_dir, "config.json", run_cfg, flat=True) as out:
+    with outdir.claimed(out_dir, "config.json", run_cfg) as out:
         (out / "metrics.jsonl").unlink(missing_ok=True)
         yield out
 

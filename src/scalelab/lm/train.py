@@ -153,7 +153,7 @@ def train(
         "train": train_cfg.to_dict(),
         "data_dir": str(data_dir),
     }
-    if outdir.check(out_dir, ckpt.CONFIG, run_cfg, flat=True) is not None:
+    if outdir.check(out_dir, ckpt.CONFIG, run_cfg) is not None:
         ckpt.read_run_config(out_dir)
         if (out_dir / "result.json").exists():
             return read_json(out_dir / "result.json")
@@ -161,9 +161,7 @@ def train(
     data = _open_data(data_dir, model_cfg, train_cfg)
     # Everything is checked: only now is the folder created (by rank 0, which holds its lock).
     with (
-        outdir.claimed(out_dir, ckpt.CONFIG, run_cfg, flat=True)
-        if ctx.is_main
-        else (contextlib.nullcontext())
+        outdir.claimed(out_dir, ckpt.CONFIG, run_cfg) if ctx.is_main else (contextlib.nullcontext())
     ):
         if ctx.is_main and not (out_dir / "provenance.json").exists():
             atomic_write_json(out_dir / "provenance.json", provenance())

@@ -33,21 +33,43 @@ MARKERS = {
 _held: dict[Path, int] = {}  # folder -> open lock file descriptor, for this process
 
 
+# Fields added after runs were first saved, by name (the last part of a dotted key): the value
+# that reproduces what scalelab did before the field existed. A saved config without such a
+# field resumes when the field is asked for with this value. A new field whose default
+# changes what a run does gets an entry here with the old behaviour's value.
+ABSENT: dict[str, Any] = {
+    "patience_fraction": 0.0,  # before the noise-aware stopping rule: patience alone
+    "min_delta_sd": 0.0,  # ... and any improvement counted
+    "init_from": None,  # runs started from scratch
+    "model_tokens": None,  # validate's model sweep trained on max_tokens
+    "id_reference_documents": None,  # reference models read every test document
+    "id_precision": "auto",  # the models that measure d ran at the device's precision
+    "precision": "auto",
+}
+
+
 def same_config(saved: dict[str, Any], wanted: dict[str, Any], where: str | Path) -> None:
-    """Refuse to resume a folder whose saved config differs from the one asked for (compared
-    as JSON: tuples and lists are the same)."""
-    saved, wanted = json.loads(to_json(saved)), json.loads(to_json(wanted))
-    diffs = [
-        f"{k}: saved={saved.get(k)!r} now={wanted.get(k)!r}"
-        for k in sorted(set(saved) | set(wanted))
-        if saved.get(k) != wanted.get(k)
-    ]
-    if diffs:
-        shown = "; ".join(diffs[:4]) + (" ..." if len(diffs) > 4 else "")
-        raise ConfigError(
-            f"{where} holds a run with a different config ({shown}); "
-            "use a new --out folder or repeat the original options"
-        )
+    """Refuse to resume a folder whose saved config differs from the one asked for, key by key
+    (compared as JSON: tuples and lists are the same). A key the saved config lacks reads as
+    its `ABSENT` value, or None."""
+    saved, wanted = _flat(json.loads(to_json(saved))), _flat(json.loads(to_json(wanted)))
+    lacking = {k for k in set(wanted) - set(saved) if k.rsplit(".", 1)[-1] not in ABSENT}
+    for key in set(wanted) - set(saved):
+        saved[key] = ABSENT.get(key.rsplit(".", 1)[-1])
+    diffs = [k for k in sorted(set(saved) | set(wanted)) if saved.get(k) != wanted.get(k)]
+    if not diffs:
+        return
+    shown = "; ".join(
+        f"{k}: saved={'(none)' if k in lacking else repr(saved[k])} now={wanted.get(k)!r}"
+        for k in diffs[:4]
+    ) + (" ..." if len(diffs) > 4 else "")
+    fix = (
+        "use a new --out folder (a saved config without these keys comes from an older "
+        "scalelab or other options; this version cannot resume it)"
+        if lacking & set(diffs)
+        else "use a new --out folder or repeat the original options"
+    )
+    raise ConfigError(f"{where} holds a run with a different config ({shown}); {fix}")
 
 
 def read_meta(path: Path) -> dict[str, Any]:
@@ -71,7 +93,6 @@ def check(
     config: dict[str, Any],
     *,
     kind: str | None = None,
-    flat: bool = False,
 ) -> dict[str, Any] | None:
     """Read-only half of `claim`: the saved description (None for a new folder), after
     checking that `folder` is not a file, holds no other kind of run, and has this config."""
@@ -97,10 +118,7 @@ def check(
         saved_cfg = saved
     if not isinstance(saved_cfg, dict):
         raise InputError(f"{path} has no config section; restore it or use a new --out")
-    if flat:
-        same_config(_flat(saved_cfg), _flat(config), folder)
-    else:
-        same_config(saved_cfg, config, folder)
+    same_config(saved_cfg, config, folder)
     return saved
 
 
@@ -116,17 +134,16 @@ def claim(
     config: dict[str, Any],
     *,
     kind: str | None = None,
-    flat: bool = False,
     extra: dict[str, Any] | None = None,
 ) -> Path:
     """Resume `folder` or refuse; lock it; write `meta` for a new folder.
 
     `meta` holds `config` itself, or `{"kind", "config", **extra}` when `kind` is given.
-    `flat` compares nested sections key by key (clearer messages). Returns the folder."""
+    Returns the folder."""
     folder = Path(folder)
-    check(folder, meta, config, kind=kind, flat=flat)
+    check(folder, meta, config, kind=kind)
     lock(folder)
-    if check(folder, meta, config, kind=kind, flat=flat) is None:  # again, under the lock
+    if check(folder, meta, config, kind=kind) is None:  # again, under the lock
         body = config if kind is None else {"kind": kind, "config": config, **(extra or {})}
         atomic_write_json(folder / meta, body)
     return folder
@@ -203,9 +220,10 @@ def locked(folder: str | Path) -> Iterator[Path]:
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested sections as dotted keys (`train.lr`); an empty section stays a value."""
     out: dict[str, Any] = {}
     for k, v in d.items():
-        if isinstance(v, dict):
+        if isinstance(v, dict) and v:
             out.update(_flat(v, f"{prefix}{k}."))
         else:
             out[f"{prefix}{k}"] = v
