@@ -160,9 +160,7 @@ def train(
     check_world_size(train_cfg, ctx.world_size)
     data = _open_data(data_dir, model_cfg, train_cfg)
     # Everything is checked: only now is the folder created (by rank 0, which holds its lock).
-    with (
-        outdir.claimed(out_dir, ckpt.CONFIG, run_cfg) if ctx.is_main else (contextlib.nullcontext())
-    ):
+    with outdir.claimed(out_dir, ckpt.CONFIG, run_cfg) if ctx.is_main else contextlib.nullcontext():
         if ctx.is_main and not (out_dir / "provenance.json").exists():
             atomic_write_json(out_dir / "provenance.json", provenance())
         ctx.barrier()
