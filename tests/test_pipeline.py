@@ -113,6 +113,15 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
             assert check["perturbed"][r["perturbation"]] == pytest.approx(want, rel=1e-12)
         lo, hi = check["systematic_interval"]
         assert lo <= check["exponent"] <= hi
+        # runs the check did not perturb that ended at their budget are named in the verdict
+        ended = [
+            row["run"]
+            for row in rows
+            if row["stop_reason"] != "patience"
+            and row["run"] not in {r["run"] for r in check["runs"]}
+        ]
+        assert check["unchecked_budget_ended"] == ended
+        assert ("Not checked" in check["text"]) == bool(ended)
         assert lo == pytest.approx(min(check["exponent"], *check["perturbed"].values()))
     # The shared shape (the data sweep's largest run is one of the model sweep's) is checked
     # once: both sides name the same check runs.

@@ -159,6 +159,11 @@ def test_verdict_by_hand() -> None:
     capped = [{"run": "x", "perturbation": "stricter", "stop_reason_perturbed": "max_steps"}]
     v = convergence.verdict(0.10, {"stricter": 0.10, "cooldown": 0.10, "seed": 0.10}, capped)
     assert "ended at their budget" in v["text"] and v["budget_ended"] == ["x"]
+    assert "Not checked" not in v["text"] and v["unchecked_budget_ended"] == []
+    v = convergence.verdict(0.10, {"stricter": 0.10}, rows, unchecked_ended=["a", "b"])
+    assert v["labels"] == [] and v["unchecked_budget_ended"] == ["a", "b"]
+    assert "Not checked: 2 smaller run(s) ended at their step budget" in v["text"]
+    assert "(a, b)" in v["text"]
 
 
 def test_stricter_rule_waits_three_times_longer_after_the_best() -> None:

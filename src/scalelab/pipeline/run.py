@@ -356,7 +356,13 @@ def check_sweep(
             if r["perturbation"] == p:
                 y_p[names.index(r["run"])] = r["test_loss_nats_perturbed"]
         perturbed[p] = _exponent(x, y_p)
-    return convergence.verdict(_exponent(x, y), perturbed, rows)
+    checked = {r["run"] for r in rows}
+    ended = [
+        n
+        for n, why in zip(names, ordered["stop_reason"], strict=True)
+        if n not in checked and why != "patience"
+    ]
+    return convergence.verdict(_exponent(x, y), perturbed, rows, unchecked_ended=ended)
 
 
 def _model_side(st: Stages) -> dict[str, Any] | None:

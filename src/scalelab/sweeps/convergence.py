@@ -222,9 +222,12 @@ def verdict(
     perturbed: dict[str, float],
     rows: list[dict[str, Any]],
     threshold: float = THRESHOLD,
+    unchecked_ended: Sequence[str] = (),
 ) -> dict[str, Any]:
     """How far each perturbation moved the fitted exponent, the systematic interval they
-    span, and a verdict in words."""
+    span, and a verdict in words. `unchecked_ended`: runs of the sweep the check did not
+    perturb that ended at their step budget, not by the stopping rule; the verdict names
+    them, since the check says nothing about them."""
     shifts = {p: perturbed[p] - exponent for p in PERTURBATIONS if p in perturbed}
     budget = [p for p in ("stricter", "cooldown") if abs(shifts.get(p, 0.0)) > threshold]
     protocol = abs(shifts.get("seed", 0.0)) > threshold
@@ -260,6 +263,12 @@ def verdict(
             f" {len(stuck)} run(s) under the stricter rule ended at their budget, not by "
             "patience: longer runs may move the exponent further."
         )
+    if unchecked_ended:
+        text += (
+            f" Not checked: {len(unchecked_ended)} smaller run(s) ended at their step budget, "
+            f"not by the stopping rule ({', '.join(unchecked_ended)}): their losses are upper "
+            "bounds, and training them longer may move the exponent."
+        )
     return {
         "labels": labels,
         "budget_limited": bool(budget),
@@ -270,6 +279,7 @@ def verdict(
         "systematic_interval": [lo, hi],
         "threshold": threshold,
         "budget_ended": stuck,
+        "unchecked_budget_ended": list(unchecked_ended),
         "text": text,
         "runs": rows,
     }
