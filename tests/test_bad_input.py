@@ -775,7 +775,7 @@ FIXES = {
     "induction-sweep-heads": "change one or set d_head",
     "induction-sweep-layers": "n_layer must be >= 1",
     "induction-sweep-ns": "induction sweeps need n >= 3 and alphabet sizes >= 3",
-    "induction-sweep-other-config": "use a new --out folder or repeat the original options",
+    "induction-sweep-other-config": "use a new --out folder (a saved config without these keys",
     "induction-sweep-out-other-kind": "use a new --out",
     "induction-train-heads": "change one or set d_head",
     "induction-train-layers": "n_layer must be >= 1",
