@@ -26,8 +26,8 @@ import pandas as pd
 from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
-from scalelab.runs.outdir import claim, claimed
 from scalelab.progress import progress
+from scalelab.runs.outdir import claim, claimed
 from scalelab.runs.ray_backend import run_on_ray
 
 Worker = Callable[[dict[str, Any], Path], dict[str, Any]]
