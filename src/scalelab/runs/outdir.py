@@ -44,7 +44,7 @@ ABSENT: dict[str, Any] = {
     "model_tokens": None,  # validate's model sweep trained on max_tokens
     "id_reference_documents": None,  # reference models read every test document
     "id_precision": "auto",  # the models that measure d ran at the device's precision
-    "precision": "auto",
+    "precision": "auto",  # the same, for `scalelab estimate` (EstimateConfig)
 }
 
 
