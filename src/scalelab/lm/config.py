@@ -183,16 +183,25 @@ def configs_for_preset(
     return model_cfg, train_cfg
 
 
+def warmup_cosine(step: int, *, lr: float, min_lr: float, warmup_steps: int, horizon: int) -> float:
+    """The one learning-rate schedule of scalelab's training loops (language models,
+    induction, manifold regressors): linear warm-up over `warmup_steps` steps to `lr`, then
+    cosine decay that reaches `min_lr` at step `horizon - 1`, flat after it."""
+    if step < warmup_steps:
+        return lr * (step + 1) / (warmup_steps + 1)
+    span = max(horizon - warmup_steps - 1, 1)
+    frac = min((step - warmup_steps) / span, 1.0)
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * frac)) * (lr - min_lr)
+
+
 def lr_at(step: int, cfg: TrainConfig, total_steps: int) -> float:
-    """Linear warm-up to `lr`, then cosine decay reaching `min_lr` at the last step, or at
-    step `decay_steps` when set, flat after it. With `decay_steps` set the schedule does not
+    """`warmup_cosine` for a language-model run: the decay ends at the last step, or at step
+    `decay_steps` when set, flat after it. With `decay_steps` set the schedule does not
     depend on the step budget: a longer budget replays the same steps, then continues."""
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / (cfg.warmup_steps + 1)
     horizon = cfg.decay_steps if cfg.decay_steps is not None else total_steps
-    span = max(horizon - cfg.warmup_steps - 1, 1)
-    frac = min((step - cfg.warmup_steps) / span, 1.0)
-    return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * frac)) * (cfg.lr - cfg.min_lr)
+    return warmup_cosine(
+        step, lr=cfg.lr, min_lr=cfg.min_lr, warmup_steps=cfg.warmup_steps, horizon=horizon
+    )
 
 
 def planned_steps(cfg: TrainConfig, block_size: int) -> tuple[int, str]:
