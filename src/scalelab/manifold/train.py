@@ -6,8 +6,9 @@ without improvement, training stops after `patience` such checks (or at `max_ste
 the best weights are restored. The counting is the language models' stopping rule
 (`scalelab.lm.stopping`, fraction 0: a fixed patience). The learning rate is not the
 warm-up-cosine schedule of the other loops: it halves on the same plateau counter, which is
-what the regressor's error floor was measured with (docs/benchmarks/manifold.md). Stopping by patience, not by the cap, is what "trained to
-convergence" means here: the result records which one happened.
+what the regressor's error floor was measured with (docs/benchmarks/manifold.md). Stopping
+by patience, not by the cap, is what "trained to convergence" means here: the result records
+which one happened.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from scalelab.errors import ScalelabError
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.pipeline import steps
 from scalelab.pipeline.config import PipelineConfig
-from scalelab.pipeline.steps import CONFIG, Prepared
+from scalelab.pipeline.steps import Prepared
 from scalelab.runs import outdir
 from scalelab.runs.sweep import Backend, Pool
 from scalelab.sweeps.result import SweepResult

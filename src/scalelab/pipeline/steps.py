@@ -29,6 +29,7 @@ from scalelab.probe.estimate import EstimateConfig
 from scalelab.probe.sources import Source, measure, parse_source, unique_labels
 from scalelab.runs import outdir
 from scalelab.runs.sweep import Pool
+from scalelab.sweeps.data import DataSweepConfig
 from scalelab.sweeps.result import SweepResult
 
 CONFIG = "pipeline.json"
@@ -181,15 +182,23 @@ def measure_references(
     ]
 
 
+def data_sweep_config(prep: Prepared) -> DataSweepConfig:
+    """The data sweep `run_data_sweep` trains (its runs: `sweeps.data.specs`), without
+    training: the one assembly the pipeline and the benchmarks share."""
+    from scalelab.sweeps import data as data_sweep
+
+    return data_sweep.make_config(
+        prep.data_dir, prep.model, prep.train, prep.cfg.schedule, prep.grid
+    )
+
+
 def run_data_sweep(prep: Prepared, pool: Pool = Pool(), *, say: Say = _silent) -> SweepResult:
     """Step 3: claim the folder (pipeline.json), then train the data sweep: the data sweep's
     model on nested prefixes of the train split; its largest run is the own reference."""
     from scalelab.sweeps import data as data_sweep
 
     outdir.claim(prep.out, CONFIG, prep.request)
-    sweep_cfg = data_sweep.make_config(
-        prep.data_dir, prep.model, prep.train, prep.cfg.schedule, prep.grid
-    )
+    sweep_cfg = data_sweep_config(prep)
     m, grid = prep.model, prep.grid
     say(
         f"[3/7] data sweep: {m.n_layer} layers × {m.n_embd}, ctx {m.block_size}, "
@@ -279,8 +288,9 @@ def run_model_sweep(
         f"the convergence check of its {cfg.check.largest} largest"
     )
     reuse_runs(data.sweep_dir, [data.specs[-1]], mdir, specs)
-    table = run_specs(mdir, specs, workers=pool.workers, backend=pool.backend, only=None,
-                      quiet=prep.quiet)
+    table = run_specs(
+        mdir, specs, workers=pool.workers, backend=pool.backend, only=None, quiet=prep.quiet
+    )
     table["passes_at_best"] = table["best_step"] * _tokens_per_step(specs[0]) / tokens
     result = SweepResult(mdir, tuple(specs), table, "params_non_embedding")
     for row in result.ordered().itertuples():

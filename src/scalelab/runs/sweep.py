@@ -196,7 +196,9 @@ def run_sweep(
     return write_table(sweep_dir, specs)
 
 
-def reuse_runs(src_dir: Path, src_specs: Sequence[RunSpec], dst_dir: Path, specs: Sequence[RunSpec]) -> int:
+def reuse_runs(
+    src_dir: Path, src_specs: Sequence[RunSpec], dst_dir: Path, specs: Sequence[RunSpec]
+) -> int:
     """Copy each finished run of `src_specs` (under the sweep folder `src_dir`) into the sweep
     folder `dst_dir` as every run of `specs` with exactly the same configuration (shape, data,
     budget): training it again would repeat the same steps. Returns the runs matched."""

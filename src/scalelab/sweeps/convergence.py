@@ -318,5 +318,7 @@ def check_sweep(
         perturbed[p] = exponent(x, y_p)
     checked = {r["run"] for r in rows}
     reasons = sweep.ordered()["stop_reason"]
-    ended = [n for n, why in zip(names, reasons, strict=True) if n not in checked and why != "patience"]
+    ended = [
+        n for n, why in zip(names, reasons, strict=True) if n not in checked and why != "patience"
+    ]
     return verdict(exponent(x, y), perturbed, rows, unchecked_ended=ended)
