@@ -31,7 +31,11 @@ from scalelab.sweeps.schedule import Schedule
 @dataclasses.dataclass(frozen=True)
 class TrainPart(Config):
     """What every sweep run's `TrainConfig` (and the model's `block_size`) takes from the
-    validation; the rest is the `tiny` preset's."""
+    validation; the rest is the `tiny` preset's. `eval_interval` means what it means in
+    `TrainConfig` (steps between validations and checkpoints); its default differs by command,
+    each in one place: 100 for one `scalelab train` run (`TrainConfig`), 50 for `scalelab
+    sweep` (`sweeps.worker.EVAL_INTERVAL`), 25 here, where validate's small runs stop by a
+    patience counted in validations (docs/sweeps.md)."""
 
     block_size: int = 128  # the context length of every model, and of the probe of d
     batch_size: int = 16

@@ -87,7 +87,7 @@ def _run(
     try:
         prep = steps.prepare(out, cfg, references, quiet=quiet, say=say)
         clock.lap("prepare")
-        given = steps.measure_references(prep, references, say=say)
+        given = steps.measure_references(prep, say=say)
     except ScalelabError:
         if created and out.exists():  # refused before any training: leave nothing behind
             outdir.release(out)

@@ -1,8 +1,8 @@
 """The steps of `scalelab validate`, each a public function with typed inputs and outputs, so a
 notebook can run them one by one (docs/python.md) and `run_pipeline` composes them:
 
-    prep = prepare(out, cfg)                          # store, refusals, synthetic check
-    given = measure_references(prep, references)      # d before any training
+    prep = prepare(out, cfg, references)              # store, refusals, synthetic check
+    given = measure_references(prep)                  # d before any training
     data = run_data_sweep(prep, pool)                 # claims the folder, then trains
     own, along = measure_own(prep, data), measure_along(prep, data)
     data_check = check(prep, data, pool)              # the convergence check
@@ -56,6 +56,7 @@ class Prepared:
     grid: tuple[int, ...]
     estimate: EstimateConfig  # d of every model
     synthetic: dict[str, Any]
+    sources: tuple[Source, ...] = ()  # the given reference models, parsed
     quiet: bool = True
 
 
@@ -98,6 +99,7 @@ def prepare(
     from scalelab.sweeps.data import geometric_grid
 
     out = Path(out)
+    sources = tuple(unique_labels([parse_source(r) for r in references]))  # bad paths: first
     request = {**cfg.to_dict(), "references": [str(Path(r).resolve()) for r in references]}
     say(f"[1/7] corpus {cfg.corpus!r} → token store (BPE {cfg.vocab_size} unless a store)")
     if outdir.check(out, CONFIG, request) is None:  # a changed config is refused here
@@ -125,9 +127,8 @@ def prepare(
         f"      synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
         f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
     )
-    return Prepared(
-        out, cfg, request, data_dir, model, train, grid, estimate_config(cfg), syn, quiet
-    )
+    est = estimate_config(cfg)
+    return Prepared(out, cfg, request, data_dir, model, train, grid, est, syn, sources, quiet)
 
 
 def synthetic_check(out: Path, seed: int) -> dict[str, Any]:
@@ -169,16 +170,13 @@ def _measure(
     return row
 
 
-def measure_references(
-    prep: Prepared, references: Sequence[str], *, say: Say = _silent
-) -> list[dict[str, Any]]:
-    """Step 2: d from each given reference model (a run folder, a Hugging Face folder or a
-    .gguf file) on the test split, before any training: the prediction comes first."""
-    sources = unique_labels([parse_source(r) for r in references])
-    say(f"[2/7] d from {len(sources)} given reference model(s), before any training")
+def measure_references(prep: Prepared, *, say: Say = _silent) -> list[dict[str, Any]]:
+    """Step 2: d from each reference model given to `prepare` (a run folder, a Hugging Face
+    folder or a .gguf file) on the test split, before any training: the prediction first."""
+    say(f"[2/7] d from {len(prep.sources)} given reference model(s), before any training")
     return [
         _measure(prep, s, prep.out / "d" / f"{i + 1:02d}-{s.label}", say, reference=True)
-        for i, s in enumerate(sources)
+        for i, s in enumerate(prep.sources)
     ]
 
 
