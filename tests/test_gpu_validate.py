@@ -60,8 +60,8 @@ def test_cpu_hour_preset_resolves_and_fits_shakespeare() -> None:
 def test_model_side_preset_is_dominated_by_non_embedding_and_never_data_limited(
     tmp_path: Path,
 ) -> None:
-    from scalelab.pipeline.checks import check_store
     from scalelab.pipeline.steps import MAX_PASSES
+    from scalelab.pipeline.store import refuse_small_store
 
     cfg = PipelineConfig.from_preset("model-side")
     base = GPTConfig(vocab_size=cfg.vocab_size, block_size=cfg.train.block_size)
@@ -80,7 +80,7 @@ def test_model_side_preset_is_dominated_by_non_embedding_and_never_data_limited(
     store = make_store(tmp_path / "store")
     with pytest.raises(InputError, match="fewer than the model sweep's 2,048,000"):
         small = PipelineConfig.from_options(cfg, id_batch_size=64, train_block_size=64)
-        check_store(store, small, [200, 400])
+        refuse_small_store(store, small, [200, 400])
 
 
 def test_from_preset_overrides_and_refuses_unknown_names() -> None:

@@ -161,7 +161,7 @@ def predictions(rows: list[dict], cache: Path, seed: int = 0) -> list[dict[str, 
 
 
 def _store(e: Entry, summary: dict) -> Path:
-    from scalelab.pipeline.checks import is_token_store
+    from scalelab.pipeline.store import is_token_store
 
     corpus = summary.get("config", {}).get("corpus", "")
     return Path(corpus) if is_token_store(corpus) else e.folder / "data"

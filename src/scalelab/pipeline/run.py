@@ -106,29 +106,29 @@ def _run(
         f"[5/7] convergence check: the {cfg.check.largest} largest run(s), perturbed "
         f"(stopping {cfg.check.factor}x stricter, a cooldown, another seed)"
     )
-    data_check = steps.check(prep, data, pool, say=say)
+    data_check = steps.check_convergence(prep, data, pool, say=say)
     clock.lap("data_check")
 
-    model = steps.run_model_sweep(prep, data, pool, say=say)
-    model_check = steps.check(prep, model, pool, say=say) if model is not None else None
+    models = steps.run_model_sweep(prep, data, pool, say=say)
+    model_check = None if models is None else steps.check_convergence(prep, models, pool, say=say)
     clock.lap("model_sweep")
 
     say("[7/7] fits and report")
     sources = [own, *given]
-    fits = steps.fit(cfg, data, model, sources)
+    fits = steps.fit(cfg, data, models, sources)
     fits["convergence"] = {"data": data_check, "model": model_check}
     atomic_write_json(out / "fits.json", fits)
     from scalelab.report.validate import build_validate_report
 
     html, md = build_validate_report(out)
     clock.lap("report")
-    return _summary(prep, data, model, fits, along, sources, clock, html, md)
+    return _summary(prep, data, models, fits, along, sources, clock, html, md)
 
 
 def _summary(
     prep: Prepared,
     data: SweepResult,
-    model: SweepResult | None,
+    models: SweepResult | None,
     fits: dict[str, Any],
     along: dict[str, Any],
     sources: list[dict[str, Any]],
@@ -146,7 +146,7 @@ def _summary(
         "fits": {k: fits[k] for k in ("data", "model") if k in fits},
         "convergence": fits["convergence"],
         "runs": data.table[cols].to_dict("records"),
-        "model_runs": model.table[model_cols].to_dict("records") if model else [],
+        "model_runs": models.table[model_cols].to_dict("records") if models else [],
         "along": along["rows"],
         "along_trend": along["trend"],
         "stage_wall_s": clock.wall,

@@ -1,13 +1,13 @@
 """The steps of `scalelab validate`, each a public function with typed inputs and outputs, so a
 notebook can run them one by one (docs/python.md) and `run_pipeline` composes them:
 
-    prep = prepare(out, cfg, references)              # store, refusals, synthetic check
-    given = measure_references(prep)                  # d before any training
-    data = run_data_sweep(prep, pool)                 # claims the folder, then trains
+    prep = prepare(out, cfg, references)          # store, refusals, synthetic check
+    given = measure_references(prep)              # d before any training
+    data = run_data_sweep(prep, pool)             # claims the folder, then trains
     own, along = measure_own(prep, data), measure_along(prep, data)
-    data_check = check(prep, data, pool)              # the convergence check
-    model = run_model_sweep(prep, data, pool)         # and check(prep, model, pool)
-    fits = fit(prep.cfg, data, model, [own, *given])
+    data_check = check_convergence(prep, data, pool)
+    models = run_model_sweep(prep, data, pool)    # then check_convergence(prep, models, pool)
+    fits = fit(prep.cfg, data, models, [own, *given])
 
 Nothing is shared but what a step returns; every step leaves a finished artefact under
 `prep.out` that a re-run finds and skips.
@@ -51,8 +51,8 @@ class Prepared:
     cfg: PipelineConfig
     request: dict[str, Any]  # cfg and the reference models: pipeline.json
     data_dir: Path
-    model: GPTConfig  # the data sweep's model
-    train: TrainConfig  # every sweep run starts from it
+    model_cfg: GPTConfig  # the data sweep's model
+    train_cfg: TrainConfig  # every sweep run starts from it
     grid: tuple[int, ...]
     estimate: EstimateConfig  # d of every model
     synthetic: dict[str, Any]
@@ -95,7 +95,12 @@ def prepare(
     """Step 1: refuse a folder made with another config, a bad corpus or a store too small for
     the sweeps (before `out` exists); tokenize the corpus once; lock `out`; check the
     estimator on a manifold of known d."""
-    from scalelab.pipeline.checks import check_store, is_token_store, load_for_check, prepare_data
+    from scalelab.pipeline.store import (
+        is_token_store,
+        prepare_data,
+        refuse_small_store,
+        refuse_unreadable_corpus,
+    )
     from scalelab.sweeps.data import geometric_grid
 
     out = Path(out)
@@ -103,7 +108,7 @@ def prepare(
     request = {**cfg.to_dict(), "references": [str(Path(r).resolve()) for r in references]}
     say(f"[1/7] corpus {cfg.corpus!r} → token store (BPE {cfg.vocab_size} unless a store)")
     if outdir.check(out, CONFIG, request) is None:  # a changed config is refused here
-        load_for_check(cfg)  # missing, empty, non-UTF-8: refused before any folder exists
+        refuse_unreadable_corpus(cfg)  # missing, empty, non-UTF-8: refused before any folder exists
     grid = tuple(geometric_grid(cfg.min_tokens, cfg.max_tokens, cfg.points))
     # A new store is tokenized in a temporary folder outside `out` and checked there (too few
     # tokens or ID points is refused before `out` exists), then moved in.
@@ -112,7 +117,7 @@ def prepare(
         staging = Path(tempfile.mkdtemp(prefix="scalelab-store-"))
     try:
         data_dir = prepare_data(cfg, staging or out, quiet=quiet)
-        check_store(data_dir, cfg, list(grid))
+        refuse_small_store(data_dir, cfg, list(grid))
         outdir.lock(out)  # a second process on this folder is refused from here on
         if staging is not None:
             shutil.rmtree(out / "data", ignore_errors=True)  # an unfinished store, no meta.json
@@ -121,14 +126,16 @@ def prepare(
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
-    model, train = base_configs(cfg, data_dir)
+    model_cfg, train_cfg = base_configs(cfg, data_dir)
     syn = synthetic_check(out, cfg.seed)
     say(
         f"      synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
         f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
     )
     est = estimate_config(cfg)
-    return Prepared(out, cfg, request, data_dir, model, train, grid, est, syn, sources, quiet)
+    return Prepared(
+        out, cfg, request, data_dir, model_cfg, train_cfg, grid, est, syn, sources, quiet
+    )
 
 
 def synthetic_check(out: Path, seed: int) -> dict[str, Any]:
@@ -186,7 +193,7 @@ def data_sweep_config(prep: Prepared) -> DataSweepConfig:
     from scalelab.sweeps import data as data_sweep
 
     return data_sweep.make_config(
-        prep.data_dir, prep.model, prep.train, prep.cfg.schedule, prep.grid
+        prep.data_dir, prep.model_cfg, prep.train_cfg, prep.cfg.schedule, prep.grid
     )
 
 
@@ -197,7 +204,7 @@ def run_data_sweep(prep: Prepared, pool: Pool = Pool(), *, say: Say = _silent) -
 
     outdir.claim(prep.out, CONFIG, prep.request)
     sweep_cfg = data_sweep_config(prep)
-    m, grid = prep.model, prep.grid
+    m, grid = prep.model_cfg, prep.grid
     say(
         f"[3/7] data sweep: {m.n_layer} layers × {m.n_embd}, ctx {m.block_size}, "
         f"{len(grid)} nested training sets of {grid[0]:,} … {grid[-1]:,} tokens "
@@ -240,7 +247,7 @@ def measure_along(prep: Prepared, data: SweepResult) -> dict[str, Any]:
     return d_along_sweep(runs, prep.estimate, prep.out / "along", quiet=prep.quiet)
 
 
-def check(
+def check_convergence(
     prep: Prepared, sweep: SweepResult, pool: Pool = Pool(), *, say: Say = _silent
 ) -> dict[str, Any]:
     """Step 5 (and 6's end): the convergence check of one sweep, in the validation's one check
@@ -277,7 +284,7 @@ def run_model_sweep(
         return None
     tokens = cfg.model_sweep_tokens
     sweep_cfg = model_sweep.make_config(
-        prep.data_dir, shapes, prep.model, prep.train, cfg.schedule, train_tokens=tokens
+        prep.data_dir, shapes, prep.model_cfg, prep.train_cfg, cfg.schedule, train_tokens=tokens
     )
     mdir = open_sweep(prep.out / "model-sweep", model_sweep.KIND, sweep_cfg.to_dict())
     specs = sorted(model_sweep.specs(sweep_cfg), key=_size_key)
@@ -313,8 +320,8 @@ def _size_key(spec: Any) -> int:
 
 def fit(
     cfg: PipelineConfig,
-    data: SweepResult,
-    model: SweepResult | None,
+    data_runs: SweepResult,
+    model_runs: SweepResult | None,
     sources: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """Step 7: observed exponents of both sweeps (both forms, with bootstrap intervals) beside
@@ -322,7 +329,7 @@ def fit(
     from scalelab.laws.fit import fit_power_law
 
     out: dict[str, Any] = {"sources": sources}
-    sides = [("data", data)] + ([("model", model)] if model is not None else [])
+    sides = [("data", data_runs)] + ([("model", model_runs)] if model_runs is not None else [])
     for side, sweep in sides:
         t = sweep.table.sort_values(sweep.size)
         x, y = t[sweep.size].to_numpy(float), t["test_loss_nats"].to_numpy(float)

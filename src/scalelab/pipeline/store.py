@@ -36,7 +36,7 @@ def prepare_data(cfg, out: Path, *, quiet: bool = True) -> Path:
     return data_dir
 
 
-def load_for_check(cfg) -> None:
+def refuse_unreadable_corpus(cfg) -> None:
     """Read the corpus (not a store) once to refuse a missing, empty or non-UTF-8 input
     before any folder is created."""
     from scalelab.text.corpora import load_corpus
@@ -45,7 +45,7 @@ def load_for_check(cfg) -> None:
         load_corpus(cfg.corpus, split_on=cfg.split_on, glob=cfg.glob, text_field=cfg.text_field)
 
 
-def id_points(data_dir: Path, cfg) -> int:
+def count_id_points(data_dir: Path, cfg) -> int:
     """Points the protocol samples from the test split with the store's own tokenizer (the
     data sweep's models), without running a model."""
     from scalelab.probe.corpus import load_corpus_tokens
@@ -69,7 +69,7 @@ def id_points(data_dir: Path, cfg) -> int:
     return sample.n_points
 
 
-def check_store(data_dir: Path, cfg, sizes: list[int]) -> None:
+def refuse_small_store(data_dir: Path, cfg, sizes: list[int]) -> None:
     """Refuse, with the fix, a store too small for the sweep sizes, the validation/test
     windows, or one MLE batch of the test split."""
     from scalelab.sweeps.data import check_sizes
@@ -97,7 +97,7 @@ def check_store(data_dir: Path, cfg, sizes: list[int]) -> None:
             f"{model_tokens:,}: give a larger corpus (docs/sweeps.md#presets says which reach "
             "which scale) or a preset without that model sweep"
         )
-    n_points = id_points(data_dir, cfg)
+    n_points = count_id_points(data_dir, cfg)
     batch = cfg.id.batch_size
     if n_points < batch:
         fix = 2 ** int(math.log2(n_points)) if n_points > 1 else 0
