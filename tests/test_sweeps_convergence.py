@@ -162,7 +162,7 @@ def test_verdict_by_hand() -> None:
     assert "Not checked" not in v["text"] and v["unchecked_budget_ended"] == []
     v = convergence.verdict(0.10, {"stricter": 0.10}, rows, unchecked_ended=["a", "b"])
     assert v["labels"] == [] and v["unchecked_budget_ended"] == ["a", "b"]
-    assert "Not checked: 2 smaller run(s) ended at their step budget" in v["text"]
+    assert "Not checked: 2 run(s) ended at their step budget" in v["text"]
     assert "(a, b)" in v["text"]
 
 

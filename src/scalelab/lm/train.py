@@ -39,7 +39,7 @@ from scalelab.lm.data import (
     unigram_loss,
 )
 from scalelab.lm.distributed import DistContext, init_distributed
-from scalelab.lm.evaluate import _autocast, evaluate, evaluate_with_se
+from scalelab.lm.evaluate import _autocast, evaluate_with_se
 from scalelab.lm.model import GPT
 from scalelab.lm.stopping import StopRule, StopState
 from scalelab.malloc import keep_freed_memory
@@ -418,11 +418,14 @@ class _Trainer:
         cfg, ctx, s, data = self.cfg, self.ctx, self.s, self.data
         ckpt.load_weights(self.model, self.out_dir / ckpt.WEIGHTS)
         test_starts = tiling_starts(len(data.test), self.block, cfg.test_tokens)
-        test = evaluate(self.model, data.test, test_starts, cfg.batch_size, ctx, self.dtype)
+        test, test_se = evaluate_with_se(
+            self.model, data.test, test_starts, cfg.batch_size, ctx, self.dtype
+        )
         wall = s["wall_time_s"] + time.perf_counter() - self.session_start
         tokens_seen = s["step"] * self.tokens_per_step
         result = {
             "test_loss_nats": test,
+            "test_loss_se_nats": test_se,  # over the test windows: the loss's sampling noise
             "best_val_loss_nats": s["best_val"],
             "best_step": s["best_step"],
             "unigram_val_loss_nats": unigram_loss(data.train, data.val, data.vocab_size),
