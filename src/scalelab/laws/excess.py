@@ -24,6 +24,8 @@ from scalelab.errors import InputError
 from scalelab.laws import fit as laws_fit
 from scalelab.laws.regime import by_size
 
+#: How an estimated E is labelled (`ExcessFit.E_source`).
+ESTIMATED = "power+E fit over the fitted range (percentile residual bootstrap)"
 #: E within this fraction of its bounds (0 and min L) counts as at the bound.
 BOUND_FRACTION = 1e-3
 
@@ -96,7 +98,7 @@ def excess_exponent(
         exponent_ci95=alpha_ci if not at_bound else (math.nan, math.nan),
         E=float(fit.E),
         E_ci95=e_ci,
-        E_source="power+E fit over the fitted range (percentile residual bootstrap)",
+        E_source=ESTIMATED,
         estimable=not at_bound,
         n_points=int(sizes.size),
         x_range=x_range,

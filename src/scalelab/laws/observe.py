@@ -4,6 +4,7 @@ and the plain and excess exponents over the range (`scalelab fit` prints this)."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,8 @@ from scalelab.laws.regime import (
     local_slopes,
 )
 
+#: The label of the ideal learner's exponent over the fitted range among the predictions.
+IDEAL = "ideal learner, excess loss over the fitted range"
 #: Fewest sizes in the range for the plain log-log fit and for the power+E fit.
 _PLAIN_MIN, _POWER_E_MIN = 3, 4
 
@@ -31,6 +34,8 @@ class RegimeAnalysis:
 
     power_law: bool
     verdict: str
+    sizes: list[float]
+    losses: list[float]
     local_slopes: LocalSlopes
     fit_range: FitRange
     curvature: CurvatureTest | None
@@ -46,6 +51,8 @@ class RegimeAnalysis:
         return {
             "power_law": self.power_law,
             "verdict": self.verdict,
+            "sizes": list(self.sizes),
+            "losses": list(self.losses),
             "local_slopes": self.local_slopes.to_dict(),
             "fit_range": self.fit_range.to_dict(),
             "curvature": d(self.curvature),
@@ -65,17 +72,23 @@ def analyse_regime(
     floor: float | None = None,
     floor_source: str = "given",
     predictions: dict[str, float] | None = None,
+    ideal_exponent: Callable[[float, float], float] | None = None,
     config: RegimeConfig = RegimeConfig(),
     n_boot: int = 1000,
     seed: int = 0,
 ) -> RegimeAnalysis:
     """Local slopes over the whole table; range, test and exponents over the fitted range.
-    `floor`: the corpus's exact E when known (synthetic corpora), else the power+E fit's."""
+    `floor`: the corpus's exact E when known (synthetic corpora), else the power+E fit's.
+    `predictions`: theory exponents to show beside the observation; `ideal_exponent(lo, hi)`
+    adds one computed over the fitted range (the facts family's ideal learner)."""
     slopes = local_slopes(x, y, n_boot=n_boot, seed=seed)
+    sizes, loss, _ = by_size(x, y)
     rng = fit_range(
         x, y, unigram_entropy=unigram_entropy, limited=limited, margin=config.unigram_margin
     )
     common = {
+        "sizes": sizes.tolist(),
+        "losses": loss.tolist(),
         "local_slopes": slopes,
         "fit_range": rng,
         "predictions": dict(predictions or {}),
@@ -84,7 +97,8 @@ def analyse_regime(
     if rng.empty:
         verdict = f"{NO_REGIME} ({rng.lower_reason}; {rng.upper_reason})"
         return RegimeAnalysis(False, verdict, curvature=None, plain=None, excess=None, **common)
-    sizes, loss, _ = by_size(x, y)
+    if ideal_exponent is not None:
+        common["predictions"][IDEAL] = float(ideal_exponent(rng.x_lo, rng.x_hi))
     keep = rng.mask(sizes)
     xs, ys = sizes[keep], loss[keep]
     test = curvature_test(xs, ys, config=config, n_boot=n_boot, seed=seed)

@@ -355,7 +355,7 @@ def fit_range(
             f"first size with test loss {loss[start]:.3f} below the unigram entropy "
             f"{unigram_entropy:.3f} − {margin:g} nats"
         )
-    stop, upper = sizes.size - 1, "the largest size (none budget- or model-limited)"
+    stop, upper = sizes.size - 1, "the largest size (no run flagged budget- or model-limited)"
     stoppers = [i for i in range(start, sizes.size) if sizes[i] in set(limited_sizes)]
     if stoppers:
         stop = stoppers[0] - 1
