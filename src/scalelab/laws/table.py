@@ -4,7 +4,7 @@ that name the missing column or bad file instead of a pandas traceback."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -208,17 +208,20 @@ def table_regime(
 
 
 def fit_groups(df: pd.DataFrame, y: str, group: str, **kwargs: Any) -> dict[str, Any]:
-    """`fit_table` on each value of the `group` column (e.g. one fit per corpus)."""
+    """`fit_table` on each value of the `group` column (e.g. one fit per corpus); limited
+    run names are checked against the whole table, then each group gets its own."""
     if group not in df.columns:
         raise InputError(
             f"no column {group!r} to group by; available: {list(map(str, df.columns))}"
         )
     name = kwargs.pop("name", "table")
-    return {
-        "table": name,
-        "group": group,
-        "groups": {
-            str(key): fit_table(part, y, name=f"{name} [{group}={key}]", **kwargs)
-            for key, part in df.groupby(group, sort=False)
-        },
-    }
+    inputs: RegimeInputs = kwargs.pop("regime", None) or RegimeInputs()
+    flags = _limited_flags(df, replace(inputs, limited_col=None), name)
+    named = set(df[inputs.run_col].astype(str)[flags]) if inputs.limited else set()
+    groups = {}
+    for key, part in df.groupby(group, sort=False):
+        mine = tuple(r for r in part[inputs.run_col].astype(str) if r in named) if named else None
+        groups[str(key)] = fit_table(
+            part, y, name=f"{name} [{group}={key}]", regime=replace(inputs, limited=mine), **kwargs
+        )
+    return {"table": name, "group": group, "groups": groups}
