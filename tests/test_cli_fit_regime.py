@@ -67,7 +67,7 @@ def test_json_regime_is_the_librarys(tmp_path: Path, fit_cli) -> None:
     got = json.loads(out)["regime"]
     lib = analyse_regime(part.n, part.loss, unigram_entropy=8.0, n_boot=200, seed=0)
     assert got == json.loads(to_json(lib.to_dict()))
-    assert got["power_law"] and got["verdict"].startswith("power law over")
+    assert got["power_law"] and got["verdict"].startswith("power law: test loss over")
 
 
 def test_groups_and_limited_runs(tmp_path: Path, fit_cli) -> None:

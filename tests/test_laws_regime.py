@@ -12,7 +12,7 @@ import pytest
 from scalelab.errors import ConfigError, InputError
 from scalelab.laws.excess import excess_exponent
 from scalelab.laws.fit import fit_power_law
-from scalelab.laws.observe import analyse_regime
+from scalelab.laws.observe import IDEAL, analyse_regime
 from scalelab.laws.regime import (
     NO_REGIME,
     RegimeConfig,
@@ -131,7 +131,7 @@ def test_analysis_says_in_words_that_the_concave_table_holds_no_regime() -> None
     assert not a.power_law and a.verdict.startswith(NO_REGIME)
     assert a.plain is not None and a.excess is not None and not a.excess.estimable
     b = analyse_regime(*noisy_power_law(0), n_boot=300)
-    assert b.power_law and b.verdict.startswith("power law over 100 … 10,000")
+    assert b.power_law and b.verdict.startswith("power law: test loss over 100 … 10,000")
     assert b.plain is not None and abs(b.plain.exponent - 0.3) < 0.03
 
 
@@ -189,3 +189,22 @@ def test_estimated_exponent_interval_is_the_power_e_fits() -> None:
     assert ours.exponent == fit.exponent
     assert math.isclose(ours.E, fit.E or 0.0, rel_tol=1e-12)
     assert ours.exponent_ci95 == pytest.approx(fit.exponent_ci95, abs=1e-12)
+
+
+def test_ideal_facts_learner_total_loss_bends_but_its_excess_is_a_power_law() -> None:
+    # a = 1.0, one token per symbol, 500 … 50,000 tokens: the total loss is convex in
+    # log-log (local slopes fall 0.28 → 0.08), the excess over the exact E is straight.
+    th = facts_theory(1.0, 64, 4, 6, 16)
+    n = np.geomspace(500, 50_000, 7)
+    a = analyse_regime(
+        n,
+        th.loss_per_token(n),
+        floor=th.irreducible_nats_per_token,
+        ideal_exponent=th.effective_exponent,
+        n_boot=200,
+    )
+    assert not a.power_law and a.curvature is not None and a.curvature.relative_change < -1
+    assert a.excess_curvature is not None and a.excess_curvature.passed
+    assert a.excess is not None
+    assert a.excess.exponent == pytest.approx(a.predictions[IDEAL], abs=0.002)
+    assert "excess loss L − E" in a.verdict and a.to_dict()["excess_power_law"]

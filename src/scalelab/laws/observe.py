@@ -30,7 +30,9 @@ _PLAIN_MIN, _POWER_E_MIN = 3, 4
 
 @dataclass(frozen=True)
 class RegimeAnalysis:
-    """Everything `analyse_regime` measured; `power_law` is the verdict, `verdict` in words."""
+    """Everything `analyse_regime` measured. `power_law`: the curvature test passed on the
+    test loss; `excess_curvature`: the same test on L − E, run when E is given (exact);
+    `verdict`: both in words."""
 
     power_law: bool
     verdict: str
@@ -41,6 +43,7 @@ class RegimeAnalysis:
     curvature: CurvatureTest | None
     plain: PowerLawFit | None
     excess: ExcessFit | None
+    excess_curvature: CurvatureTest | None = None
     predictions: dict[str, float] = field(default_factory=dict)
     config: RegimeConfig = field(default_factory=RegimeConfig)
 
@@ -58,6 +61,8 @@ class RegimeAnalysis:
             "curvature": d(self.curvature),
             "plain": d(self.plain),
             "excess": d(self.excess),
+            "excess_curvature": d(self.excess_curvature),
+            "excess_power_law": bool(self.excess_curvature and self.excess_curvature.passed),
             "predictions": dict(self.predictions),
             "config": self.config.to_dict(),
         }
@@ -110,11 +115,27 @@ def analyse_regime(
         )
     elif floor is None and xs.size >= _POWER_E_MIN:
         excess = excess_exponent(xs, ys, n_boot=n_boot, seed=seed)
+    # The excess curve is tested only against a given E: the power+E fit makes L − Ê
+    # straight by construction, so the test would pass on any curve it can bend.
+    excess_test = None
+    if floor is not None and excess is not None:
+        excess_test = curvature_test(xs, ys - floor, config=config, n_boot=n_boot, seed=seed)
     where = f"{rng.x_lo:,.0f} … {rng.x_hi:,.0f} ({rng.decades:.2f} decades, {rng.n_points} sizes)"
-    if test.passed:
-        verdict = f"power law over {where}: {test.reason}"
-    else:
-        verdict = f"{NO_REGIME} (over {where}: {test.reason})"
+    verdict = _words(test, f"test loss over {where}")
+    if excess_test is not None:
+        verdict += f". {_words(excess_test, f'excess loss L − E (E = {floor:.4g}) over {where}')}"
     return RegimeAnalysis(
-        test.passed, verdict, curvature=test, plain=plain, excess=excess, **common
+        test.passed,
+        verdict,
+        curvature=test,
+        plain=plain,
+        excess=excess,
+        excess_curvature=excess_test,
+        **common,
     )
+
+
+def _words(test: CurvatureTest, what: str) -> str:
+    if test.passed:
+        return f"power law: {what}: {test.reason}"
+    return f"{NO_REGIME} ({what}: {test.reason})"
