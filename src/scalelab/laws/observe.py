@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from scalelab.laws.excess import ExcessFit, excess_exponent
 from scalelab.laws.fit import PowerLawFit, fit_power_law
 from scalelab.laws.regime import (
@@ -44,6 +46,7 @@ class RegimeAnalysis:
     plain: PowerLawFit | None
     excess: ExcessFit | None
     excess_curvature: CurvatureTest | None = None
+    excess_slopes: LocalSlopes | None = None
     predictions: dict[str, float] = field(default_factory=dict)
     config: RegimeConfig = field(default_factory=RegimeConfig)
 
@@ -62,6 +65,7 @@ class RegimeAnalysis:
             "plain": d(self.plain),
             "excess": d(self.excess),
             "excess_curvature": d(self.excess_curvature),
+            "excess_slopes": d(self.excess_slopes),
             "excess_power_law": bool(self.excess_curvature and self.excess_curvature.passed),
             "predictions": dict(self.predictions),
             "config": self.config.to_dict(),
@@ -120,6 +124,10 @@ def analyse_regime(
     excess_test = None
     if floor is not None and excess is not None:
         excess_test = curvature_test(xs, ys - floor, config=config, n_boot=n_boot, seed=seed)
+    excess_slopes = None
+    above = loss > (excess.E if excess is not None else np.inf)
+    if excess is not None and excess.estimable and above.sum() >= 2:  # every size above E
+        excess_slopes = local_slopes(sizes[above], loss[above] - excess.E, n_boot=n_boot, seed=seed)
     where = f"{rng.x_lo:,.0f} … {rng.x_hi:,.0f} ({rng.decades:.2f} decades, {rng.n_points} sizes)"
     verdict = _words(test, f"test loss over {where}")
     if excess_test is not None:
@@ -131,6 +139,7 @@ def analyse_regime(
         plain=plain,
         excess=excess,
         excess_curvature=excess_test,
+        excess_slopes=excess_slopes,
         **common,
     )
 

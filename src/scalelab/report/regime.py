@@ -23,6 +23,9 @@ def _shade_range(ax: Any, regime: dict[str, Any]) -> None:
     rng = regime["fit_range"]
     if rng["n_points"] > 0:
         verdict = "power law" if regime["power_law"] else "no power-law regime"
+        if regime.get("excess_curvature"):
+            ex = "power law" if regime["excess_power_law"] else "no power-law regime"
+            verdict = f"L: {verdict}; L − E: {ex}"
         label = f"fitted range ({verdict})"
         ax.axvspan(
             rng["x_lo"],
@@ -96,6 +99,24 @@ def slopes_figure(regime: dict[str, Any], *, title: str, xlabel: str = "training
         zorder=3,
     )
     ax.plot(mid[~has_band], slope[~has_band], "o", color="k", zorder=3)
+    ex = regime.get("excess_slopes")
+    if ex:
+        ex_mid = np.sqrt(np.asarray(ex["x_lo"]) * np.asarray(ex["x_hi"]))
+        ex_slope = np.asarray(ex["slope"], dtype=float)
+        ex_lo = np.asarray([np.nan if v is None else v for v in ex["lo"]], dtype=float)
+        ex_hi = np.asarray([np.nan if v is None else v for v in ex["hi"]], dtype=float)
+        err = np.nan_to_num(np.vstack([ex_slope - ex_lo, ex_hi - ex_slope]))
+        ax.errorbar(
+            ex_mid,
+            ex_slope,
+            yerr=err,
+            fmt="s",
+            mfc="none",
+            color="C3",
+            capsize=3,
+            label="local slope of L − E",
+            zorder=3,
+        )
     lines = []
     if regime.get("plain"):
         lines.append(("observed, plain log-log", regime["plain"]["exponent"], "C0", "-"))
@@ -112,7 +133,7 @@ def slopes_figure(regime: dict[str, Any], *, title: str, xlabel: str = "training
     ax.set_ylabel("local slope −Δlog L / Δlog n")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="best", framealpha=0.8)
     return fig
 
 
