@@ -208,3 +208,5 @@ def test_ideal_facts_learner_total_loss_bends_but_its_excess_is_a_power_law() ->
     assert a.excess is not None
     assert a.excess.exponent == pytest.approx(a.predictions[IDEAL], abs=0.002)
     assert "excess loss L − E" in a.verdict and a.to_dict()["excess_power_law"]
+    assert a.excess_slopes is not None
+    assert np.allclose(a.excess_slopes.slope, 0.5, atol=0.01)  # near a/(1+a) pointwise
