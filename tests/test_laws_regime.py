@@ -210,3 +210,16 @@ def test_ideal_facts_learner_total_loss_bends_but_its_excess_is_a_power_law() ->
     assert "excess loss L − E" in a.verdict and a.to_dict()["excess_power_law"]
     assert a.excess_slopes is not None
     assert np.allclose(a.excess_slopes.slope, 0.5, atol=0.01)  # near a/(1+a) pointwise
+
+
+def test_without_resamples_the_interval_is_the_t_interval_of_least_squares() -> None:
+    x, y = noisy_power_law(2)
+    u = np.log(x) - np.log(x).mean()  # midpoint = mean for a symmetric grid
+    design = np.stack([np.ones_like(u), u, u * u], axis=1)
+    coef, res, *_ = np.linalg.lstsq(design, np.log(y), rcond=None)
+    cov = np.linalg.inv(design.T @ design) * res[0] / (x.size - 3)
+    span = u.max() - u.min()
+    change, se = -2 * coef[2] * span, 2 * span * np.sqrt(cov[2, 2])
+    t = 1.943180281  # t_{0.95} with 6 degrees of freedom (tables)
+    lo, hi = curvature_test(x, y, n_boot=0).relative_change_interval
+    assert (lo, hi) == pytest.approx(((change - t * se) / -coef[1], (change + t * se) / -coef[1]))

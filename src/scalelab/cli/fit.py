@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -249,6 +250,10 @@ def _print(
         _print_regime(result["regime"])
 
 
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
 def _print_regime(regime: dict[str, Any]) -> None:
     """Local slopes with bands, then the range, the test, the verdict and the exponents."""
     from scalelab.io import format_interval
@@ -277,7 +282,7 @@ def _print_regime(regime: dict[str, Any]) -> None:
         "lower end": rng["lower_reason"],
         "upper end": rng["upper_reason"],
     }
-    if test is not None and test["exponent_mid"] is not None:
+    if test is not None and _finite(test["exponent_mid"]):
         record["exponent at the ends"] = (
             f"{test['exponent_lo_end']:.3f} → {test['exponent_hi_end']:.3f} (quadratic fit)"
         )

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy.stats import t as student_t
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError, InputError
@@ -279,7 +280,8 @@ def _change_interval(
     seed: int,
 ) -> tuple[float, float]:
     """Studentized residual-bootstrap interval of the exponent change Δ = −2·b2·span
-    (a percentile interval is too narrow at 5–9 points, which would make passing easy)."""
+    (a percentile interval is too narrow at 5–9 points, which would make passing easy);
+    without resamples, the t interval of least squares."""
     n = u.size
     design = np.stack([np.ones_like(u), u, u * u], axis=1)
     xtx_inv = np.linalg.inv(design.T @ design)
@@ -289,8 +291,12 @@ def _change_interval(
         return np.sqrt((r * r).sum(-1) / (n - 3))
 
     se = float(sd(resid)) * se_of
-    if n_boot <= 0 or se == 0.0:
+    q = (1.0 - level) / 2.0
+    if se == 0.0:
         return change, change
+    if n_boot <= 0:  # no resamples: the normal-theory interval, t with n − 3 d.o.f.
+        t_q = float(student_t.ppf(1.0 - q, n - 3))
+        return change - t_q * se, change + t_q * se
     fitted = ly - resid
     draws = fitted + _resampled_residuals(u, resid, n_boot, np.random.default_rng(seed))
     coef, _, r = _quadratic(u, draws)
@@ -298,7 +304,6 @@ def _change_interval(
     se_star = sd(r) * se_of
     ok = se_star > 0
     t = (d_star[ok] - change) / se_star[ok]
-    q = (1.0 - level) / 2.0
     t_lo, t_hi = np.quantile(t, [q, 1.0 - q])
     return float(change - t_hi * se), float(change - t_lo * se)
 
