@@ -140,3 +140,14 @@ def test_bad_regime_input_is_one_line_exit_2(tmp_path: Path, fit_cli, extra, mes
     code, _, err = fit_cli(target, "--x", "n", "--y", "loss", "--n-boot", "0", *extra)
     assert code == 2, err
     assert message in err and err.count("\n") == 1
+
+
+def test_figures_without_groups_are_named_by_the_table(tmp_path: Path, fit_cli) -> None:
+    _, df = table(tmp_path)
+    df[df.corpus == "bent"].to_csv(tmp_path / "bent-runs.csv", index=False)
+    code, _, err = fit_cli(tmp_path / "bent-runs.csv", *ARGS, "--figures", tmp_path / "f")
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "f").iterdir()) == [
+        "bent-runs-loss.png",
+        "bent-runs-slopes.png",
+    ]

@@ -151,7 +151,7 @@ def _emit(
     """Figures, then the result as JSON or as tables (one set per group)."""
     parts = result["groups"] if group else {"": result}
     if figures is not None:
-        _figures(parts, figures, shown["y"])
+        _figures(parts, figures, shown["y"], Path(result["table"]).stem)
     if json_out:
         print_json(result)
         return
@@ -197,13 +197,14 @@ def _regime_inputs(opts: dict[str, Any]) -> Any:
     return RegimeInputs(config=config, ideal_exponent=theory.effective_exponent, **given)
 
 
-def _figures(parts: dict[str, dict[str, Any]], folder: Path, y: str) -> None:
+def _figures(parts: dict[str, dict[str, Any]], folder: Path, y: str, stem: str) -> None:
+    """Two PNGs per group, named by the group (by the table's file name without groups)."""
     from scalelab.report.regime import write_regime_figures
 
     for key, part in parts.items():
         if "regime" in part:
-            title = f"{y}{f' ({key})' if key else ''}"
-            write_regime_figures(part["regime"], folder, key or "fit", title=title)
+            title = f"{y} ({key or stem})"
+            write_regime_figures(part["regime"], folder, key or stem, title=title)
 
 
 def _rows(result: dict[str, Any]) -> list[dict[str, Any]]:
