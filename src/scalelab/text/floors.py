@@ -56,7 +56,9 @@ def facts_store_theory(data_dir: str | Path) -> FactsTheory:
     The key law's entropy is the only uncertainty in a fact (the value, separators and
     end-of-text follow from the key, and a byte-level BPE spells distinct keys differently),
     so the floor per token is `facts × H(key) / tokens` over the test split, with the
-    tokens the store's tokenizer actually made (a word may be several tokens)."""
+    tokens the store's tokenizer actually made (a word may be several tokens). It is the
+    floor of an unbounded context: a run scoring windows also loses the fact cut at each
+    window start, which this leaves out (docs/fitting.md)."""
     store = TokenStore(data_dir, "test")
     spec = str(store.meta.get("corpus", {}).get("source", ""))
     if not spec.startswith(synth.PREFIX + "facts"):
