@@ -28,7 +28,7 @@ from scalelab.laws.theory import predict_exponents
 from scalelab.lm.config import TrainConfig
 from scalelab.manifold.problem import ProblemConfig
 from scalelab.manifold.sweep import run_manifold_sweep
-from scalelab.pipeline.config import PipelineConfig
+from scalelab.pipeline.config import flat_defaults
 from scalelab.pipeline.many import validate_many
 from scalelab.pipeline.run import run_pipeline
 from scalelab.probe.ablate import measure_positions
@@ -64,8 +64,8 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
     "ablate models": ([EstimateConfig()], {"max_docs": "max_documents"}, set()),
     "ablate batch-size": ([EstimateConfig(), {"batch_sizes": DEFAULT_BATCH_SIZES}], {}, set()),
     "fit": ([fit_table, RegimeConfig(), RegimeInputs()], {}, set()),
-    "validate": ([PipelineConfig(), run_pipeline], {}, set()),
-    "demo": ([PipelineConfig(), run_pipeline], {}, set()),
+    "validate": ([flat_defaults(), run_pipeline], {}, set()),
+    "demo": ([flat_defaults(), run_pipeline], {}, set()),
     "validate-many": ([validate_many], {"inputs": None}, set()),  # positional: none given
     "forecast": ([ForecastConfig()], {}, set()),
     "corpus prepare": ([prepare_corpus, load_corpus], {}, set()),

@@ -31,15 +31,15 @@ def toy_config(corpus: Path, **changes: object) -> PipelineConfig:
         corpus=str(corpus),
         vocab_size=384,
         model="1x32x1",
-        context_len=32,
-        batch_size=4,
+        train_block_size=32,
+        train_batch_size=4,
         min_tokens=1000,
         max_tokens=9000,
         points=3,
-        eval_interval=10,
-        eval_batches=2,
-        test_tokens=1024,
-        schedule=schedule.to_dict(),
+        train_eval_interval=10,
+        train_eval_batches=2,
+        train_test_tokens=1024,
+        schedule=schedule,
         model_sweep=("1x8x1", "1x16x1", "1x32x1"),
         check_largest=1,
         id_per_doc=8,
@@ -47,7 +47,7 @@ def toy_config(corpus: Path, **changes: object) -> PipelineConfig:
         id_precision="float32",  # exact comparisons across model formats below
         n_boot=20,
     )
-    return PipelineConfig(**{**base, **changes})
+    return PipelineConfig.from_options(**{**base, **changes})
 
 
 @pytest.fixture(scope="module")
@@ -151,10 +151,10 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
 
 def _est(cfg: PipelineConfig) -> EstimateConfig:
     return EstimateConfig(
-        per_doc=cfg.id_per_doc,
-        k=cfg.id_k,
-        batch_size=cfg.id_batch_size,
-        precision=cfg.id_precision,
+        per_doc=cfg.id.per_doc,
+        k=cfg.id.k,
+        batch_size=cfg.id.batch_size,
+        precision=cfg.id.precision,
     )
 
 

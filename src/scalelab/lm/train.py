@@ -218,7 +218,7 @@ class _Trainer:
             "loss_sum": 0.0,
             "loss_count": 0,
         }
-        self.rule = StopRule(cfg.patience or 0, cfg.patience_fraction, cfg.min_delta_sd)
+        self.rule = StopRule(cfg.patience, cfg.patience_fraction, cfg.min_delta_sd)
         if (out_dir / ckpt.STATE).exists():
             self._restore()
         elif cfg.init_from is not None:
@@ -240,7 +240,8 @@ class _Trainer:
             raise CheckpointError(
                 f"{path} does not match this run ({err}); delete it to restart from step 0"
             ) from err
-        if self.s["stop_reason"] == "patience" and not self._should_stop():
+        stop = StopState(**{k: self.s[k] for k in STOP_KEYS})
+        if self.s["stop_reason"] == "patience" and not stop.stopped(self.rule):
             self.s["stop_reason"] = None  # a stricter rule than the one that stopped it: go on
         _log(self.ctx, f"resuming {self.out_dir} at step {self.s['step']}")
 
@@ -254,10 +255,6 @@ class _Trainer:
             raise CheckpointError(
                 f"cannot start from {run} ({err}); give a finished run folder as init_from"
             ) from err
-
-    def _should_stop(self) -> bool:
-        s = self.s
-        return self.cfg.patience is not None and s["bad_evals"] >= self.rule.patience_at(s["evals"])
 
     def _restore_rng(self, saved: dict[str, Any]) -> None:
         """Each rank gets back its own dropout RNG state (saved by rank 0 for all ranks)."""
@@ -379,9 +376,9 @@ class _Trainer:
                 row.update(self.on_eval(self.model))
             self.model.train()
         stop = StopState(**{k: s[k] for k in STOP_KEYS})
-        improved, _ = stop.update(val, s["step"], val_se, self.rule)
+        improved, stopped = stop.update(val, s["step"], val_se, self.rule)
         s.update(dataclasses.asdict(stop))
-        if self._should_stop():
+        if stopped:
             s["stop_reason"] = "patience"
         _log(
             ctx,

@@ -71,7 +71,7 @@ def validated(e: Entry, refs: list[tuple[str, str]], run: bool, pool: dict, say:
 
     paths = [p for _, p in refs]
     if e.corpus is not None:
-        cfg = PipelineConfig.from_dict({**e.options, "corpus": e.corpus})
+        cfg = PipelineConfig.from_options(**e.options, corpus=e.corpus)
     elif (e.folder / CONFIG).is_file():
         request = read_json(e.folder / CONFIG)
         paths = request.pop("references", [])

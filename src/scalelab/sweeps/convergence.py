@@ -37,8 +37,10 @@ from typing import Any
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json, read_json
 from scalelab.lm import checkpoint as ckpt
+from scalelab.lm.stopping import StopRule
 from scalelab.lm.train import METRICS, TrainConfig
 from scalelab.runs.sweep import RunSpec
+from scalelab.sweeps.result import SweepResult
 
 FACTOR = 3
 COOLDOWN_FRACTION = 0.2
@@ -58,22 +60,13 @@ def stricter(spec: RunSpec, factor: int = FACTOR) -> RunSpec:
     if not isinstance(factor, int) or factor < 2:
         raise ConfigError(f"the check factor must be an integer >= 2, got {factor!r}")
     t = TrainConfig.from_dict(spec.params["train"])
-    steps = t.max_steps * factor
+    rule = StopRule(t.patience, t.patience_fraction, t.min_delta_sd).stricter(factor)
     t = t.replace(
-        max_steps=steps,
-        patience=None if t.patience is None else t.patience * factor,
-        patience_fraction=_longer_window(t.patience_fraction, factor),
+        max_steps=t.max_steps * factor,
+        patience=rule.patience,
+        patience_fraction=rule.patience_fraction,
     )
     return _with_train(spec, t)
-
-
-def _longer_window(fraction: float, factor: int) -> float:
-    """The patience fraction whose wait after the best validation is `factor` times longer.
-
-    A run under fraction f whose best is at validation b stops near b / (1 - f), a wait of
-    b·f/(1 - f); multiplying that wait by `factor` gives factor·f / (1 - f + factor·f).
-    (Multiplying f by 3 instead would wait 3(1 - f)/(1 - 3f) times longer: no end at f = 1/3.)"""
-    return factor * fraction / (1 - fraction + factor * fraction) if fraction < 1 else 1.0
 
 
 def cooldown(spec: RunSpec, run_dir: Path, fraction: float = COOLDOWN_FRACTION) -> RunSpec:
@@ -283,3 +276,49 @@ def verdict(
         "text": text,
         "runs": rows,
     }
+
+
+def exponent(x: Sequence[float], y: Sequence[float]) -> float:
+    """The plain log-log slope the check moves (`laws.fit.fit_power_law`, form `power`)."""
+    from scalelab.laws.fit import fit_power_law
+
+    return fit_power_law(x, y, form="power", n_boot=0).exponent
+
+
+def check_sweep(
+    sweep: SweepResult,
+    check_dir: Path,
+    *,
+    largest: int,
+    factor: int = FACTOR,
+    workers: int = 1,
+    backend: Any = None,
+    quiet: bool = True,
+) -> dict[str, Any]:
+    """Train the perturbations of the `largest` runs of a finished sweep under `check_dir`,
+    refit the exponent over `sweep.size` with each, and give the `verdict`."""
+    rows = run_check(
+        sweep.sweep_dir,
+        check_dir,
+        sweep.specs,
+        largest=largest,
+        factor=factor,
+        workers=workers,
+        backend=backend,
+        quiet=quiet,
+    )
+    names = sweep.names
+    x, y = sweep.curve()
+    perturbed = {}
+    for p in PERTURBATIONS:
+        y_p = y.copy()
+        for r in rows:
+            if r["perturbation"] == p:
+                y_p[names.index(r["run"])] = r["test_loss_nats_perturbed"]
+        perturbed[p] = exponent(x, y_p)
+    checked = {r["run"] for r in rows}
+    reasons = sweep.ordered()["stop_reason"]
+    ended = [
+        n for n, why in zip(names, reasons, strict=True) if n not in checked and why != "patience"
+    ]
+    return verdict(exponent(x, y), perturbed, rows, unchecked_ended=ended)
