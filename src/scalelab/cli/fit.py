@@ -61,6 +61,7 @@ _FIGURES = typer.Option(
 
 
 def fit_command(
+    ctx: typer.Context,
     table: Path = typer.Argument(..., help="Results table: .csv, .tsv, .parquet or .jsonl."),
     x: str | None = typer.Option(None, "--x", help="Size column (power, power+E)."),
     y: str = typer.Option(..., "--y", help="Loss column (positive)."),
@@ -115,7 +116,7 @@ def fit_command(
     from scalelab.laws.table import fit_groups, fit_table, read_table
 
     check_file(out)
-    opts = dict(locals())
+    opts = ctx.params
     kwargs = {
         k: opts[k] for k in ("form", "x", "n_col", "d_col", "c_col", "holdout", "n_boot", "seed")
     }
@@ -163,9 +164,9 @@ def _emit(
 
 
 def _regime_inputs(opts: dict[str, Any]) -> Any:
-    """The regime inputs from the command's options; a store gives its test split's unigram
-    entropy and, when it holds a facts corpus, the exact floor and the ideal learner's
-    exponent."""
+    """The regime inputs from the command's options (`ctx.params`); a store gives its test
+    split's unigram entropy and, when it holds a facts corpus, the exact floor and the ideal
+    learner's exponent."""
     from scalelab.errors import InputError
     from scalelab.laws.regime import RegimeConfig
     from scalelab.laws.table import RegimeInputs
