@@ -22,7 +22,8 @@ from scalelab.induction.sweep import InductionSweepConfig, run_induction_sweep
 from scalelab.induction.train import InductionTrainConfig
 from scalelab.intrinsic.protocol import make_estimator
 from scalelab.laws.forecast_config import ForecastConfig
-from scalelab.laws.table import fit_table
+from scalelab.laws.regime import RegimeConfig
+from scalelab.laws.table import RegimeInputs, fit_table
 from scalelab.laws.theory import predict_exponents
 from scalelab.lm.config import TrainConfig
 from scalelab.manifold.problem import ProblemConfig
@@ -62,7 +63,7 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
     ),
     "ablate models": ([EstimateConfig()], {"max_docs": "max_documents"}, set()),
     "ablate batch-size": ([EstimateConfig(), {"batch_sizes": DEFAULT_BATCH_SIZES}], {}, set()),
-    "fit": ([fit_table], {}, set()),
+    "fit": ([fit_table, RegimeConfig(), RegimeInputs()], {}, set()),
     "validate": ([flat_defaults(), run_pipeline], {}, set()),
     "demo": ([flat_defaults(), run_pipeline], {}, set()),
     "validate-many": ([validate_many], {"inputs": None}, set()),  # positional: none given
