@@ -93,6 +93,9 @@ def print_summary(summary: dict) -> None:
     for side, check in summary["convergence"].items():
         if check:
             typer.echo(f"{side} sweep: {check['text']}")
+    from scalelab.report.validate import regime_words
+
+    typer.echo(regime_words(summary["fits"]["data"].get("regime")))
     typer.echo(
         f"this invocation: {summary['wall_s']:.0f} s wall, {summary['cpu_s']:.0f} CPU-s "
         f"(stages, wall s: {summary['stage_wall_s']})"
@@ -175,6 +178,14 @@ _IDREF = _opt(
 )
 _CHECKL = _opt("--check-largest", "Convergence check: perturb this many largest runs per sweep.")
 _CHECKF = _opt("--check-factor", "Convergence check: the stricter stopping rule's factor.")
+_CHECKS = _opt(
+    "--check-smallest", "Convergence check: perturb this many smallest runs too (both ends)."
+)
+_CHECKW = _opt(
+    "--check-width-factor",
+    "Convergence check: train the data sweep's largest size with a model this many times "
+    "wider (is it model-limited?).",
+)
 _IDPREC = _opt(
     "--id-precision", "Forward pass of the models that measure d: auto|float32|bfloat16."
 )
@@ -223,6 +234,8 @@ def validate_command(
     id_reference_documents: int | None = _IDREF,
     check_largest: int = _CHECKL,
     check_factor: int = _CHECKF,
+    check_smallest: int = _CHECKS,
+    check_width_factor: int | None = _CHECKW,
     seed: int = SEED,
     backend: str = BACKEND,
     ray_address: str | None = RAY_ADDRESS,

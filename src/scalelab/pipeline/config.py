@@ -1,9 +1,10 @@
 """The options of `scalelab validate` (and `scalelab demo`, which is validate on a built-in
 corpus with these defaults). One default, one place: the CLI reads them from here.
 
-The config is nested: `PipelineConfig` holds its parts (`train`, `schedule`, `check`, `id`,
-`model_sweep`), each a frozen dataclass whose field names are the names of the settings they
-become (`TrainConfig`, `Schedule`, the convergence check, `EstimateConfig`, the model sweep),
+The config is nested: `PipelineConfig` holds its parts (`train`, `schedule`, `check`,
+`regime`, `id`, `model_sweep`), each a frozen dataclass whose field names are the names of the
+settings they become (`TrainConfig`, `Schedule`, the convergence check, the regime rules of
+`laws.regime`, `EstimateConfig`, the model sweep),
 so a name keeps one meaning from the CLI to the trainer. Flattening happens only at the edge:
 `FLAT` maps each command-line option (and each key of a validate-many declaration) to its
 place, `from_options` builds a config from flat options, `flat_defaults` lists them.
@@ -24,6 +25,7 @@ from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.fields import choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
+from scalelab.laws.regime import RegimeConfig
 from scalelab.probe.config import PRECISIONS
 from scalelab.sweeps.schedule import Schedule
 
@@ -59,11 +61,17 @@ class CheckPart(Config):
 
     largest: int = 1  # the largest runs of each sweep that are perturbed
     factor: int = 3  # ... with a stopping rule (and budget) this many times stricter
+    smallest: int = 1  # the smallest runs, perturbed too (stricter, another seed): both ends
+    width_factor: int | None = 2  # the data sweep's largest size with a model this much wider
 
     def validate(self) -> None:
         positive_int(self.largest, "largest")
         if not isinstance(self.factor, int) or self.factor < 2:
             raise ConfigError(f"the check factor must be an integer >= 2, got {self.factor!r}")
+        if not isinstance(self.smallest, int) or self.smallest < 0:
+            raise ConfigError(f"check smallest must be an integer >= 0, got {self.smallest!r}")
+        if self.width_factor is not None and self.width_factor < 2:
+            raise ConfigError(f"the width factor must be >= 2 (or None), got {self.width_factor}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +133,7 @@ PARTS: dict[str, type[Config]] = {
     "train": TrainPart,
     "schedule": Schedule,
     "check": CheckPart,
+    "regime": RegimeConfig,
     "id": IdPart,
     "model_sweep": ModelSweepPart,
 }
@@ -146,6 +155,7 @@ class PipelineConfig(Config):
     train: TrainPart = dataclasses.field(default_factory=TrainPart)
     schedule: Schedule = dataclasses.field(default_factory=_schedule)
     check: CheckPart = dataclasses.field(default_factory=CheckPart)
+    regime: RegimeConfig = dataclasses.field(default_factory=RegimeConfig)  # the fit range
     id: IdPart = dataclasses.field(default_factory=IdPart)
     model_sweep: ModelSweepPart = dataclasses.field(default_factory=ModelSweepPart)
     n_boot: int = 1000
@@ -163,6 +173,8 @@ class PipelineConfig(Config):
             raise ConfigError(f"points must be >= 3 to fit an exponent, got {self.points}")
         if not 1 <= self.check.largest <= self.points:
             raise ConfigError(f"check largest must be in [1, points], got {self.check.largest}")
+        if self.check.smallest > self.points:
+            raise ConfigError(f"check smallest must be in [0, points], got {self.check.smallest}")
 
     @property
     def model_sweep_tokens(self) -> int:
@@ -224,7 +236,7 @@ def _flat() -> dict[str, tuple[str | None, str | None]]:
     flat: dict[str, tuple[str | None, str | None]] = {}
     for f in dataclasses.fields(PipelineConfig):
         flat[f.name] = (f.name, None) if f.name in PARTS else (None, f.name)
-    for part in ("train", "check", "id"):
+    for part in ("train", "check", "regime", "id"):
         for f in dataclasses.fields(PARTS[part]):
             flat[f"{part}_{f.name}"] = (part, f.name)
     flat["model_sweep"] = ("model_sweep", "models")

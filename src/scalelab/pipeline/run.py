@@ -115,7 +115,7 @@ def _run(
 
     say("[7/7] fits and report")
     sources = [own, *given]
-    fits = steps.fit(cfg, data, models, sources)
+    fits = steps.fit(prep, data, models, sources, data_check)
     fits["convergence"] = {"data": data_check, "model": model_check}
     atomic_write_json(out / "fits.json", fits)
     from scalelab.report.validate import build_validate_report

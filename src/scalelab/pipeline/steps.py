@@ -7,7 +7,7 @@ notebook can run them one by one (docs/python.md) and `run_pipeline` composes th
     own, along = measure_own(prep, data), measure_along(prep, data)
     data_check = check_convergence(prep, data, pool)
     models = run_model_sweep(prep, data, pool)    # then check_convergence(prep, models, pool)
-    fits = fit(prep.cfg, data, models, [own, *given])
+    fits = fit(prep, data, models, [own, *given], data_check)
 
 Nothing is shared but what a step returns; every step leaves a finished artefact under
 `prep.out` that a re-run finds and skips.
@@ -21,6 +21,8 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from scalelab.io import atomic_write_json, read_json
 from scalelab.lm.config import GPTConfig, TrainConfig
@@ -254,11 +256,15 @@ def check_convergence(
     folder (shared by both sweeps, so a run they share is checked once)."""
     from scalelab.sweeps.convergence import check_sweep
 
+    part = prep.cfg.check
     verdict = check_sweep(
         sweep,
         prep.out / "check",
-        largest=prep.cfg.check.largest,
-        factor=prep.cfg.check.factor,
+        largest=part.largest,
+        factor=part.factor,
+        smallest=part.smallest,
+        # a wider model at the largest size: the data sweep's question (is it model-limited?)
+        width_factor=part.width_factor if sweep.size == "train_tokens" else None,
         workers=pool.workers,
         backend=pool.backend,
         quiet=prep.quiet,
@@ -319,17 +325,22 @@ def _size_key(spec: Any) -> int:
 
 
 def fit(
-    cfg: PipelineConfig,
-    data_runs: SweepResult,
-    model_runs: SweepResult | None,
+    prep: Prepared,
+    data: SweepResult,
+    models: SweepResult | None,
     sources: list[dict[str, Any]],
+    data_check: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Step 7: observed exponents of both sweeps (both forms, with bootstrap intervals) beside
-    every source of d."""
+    every source of d, and the data side's regime (`laws.observe.analyse_regime`): local
+    slopes, the fit range by rule (from the first size below the unigram entropy of the
+    scored test tokens, up to the largest run that is neither budget- nor model-limited by
+    `data_check`), the curvature test over it, and the plain and excess exponents."""
     from scalelab.laws.fit import fit_power_law
 
+    cfg = prep.cfg
     out: dict[str, Any] = {"sources": sources}
-    sides = [("data", data_runs)] + ([("model", model_runs)] if model_runs is not None else [])
+    sides = [("data", data)] + ([("model", models)] if models is not None else [])
     for side, sweep in sides:
         t = sweep.table.sort_values(sweep.size)
         x, y = t[sweep.size].to_numpy(float), t["test_loss_nats"].to_numpy(float)
@@ -341,4 +352,72 @@ def fit(
             out[side][form] = fit_power_law(
                 x, y, form=form, n_boot=cfg.n_boot, seed=cfg.seed
             ).to_dict()
+    out["data"]["regime"] = regime(prep, data, sources, data_check)
     return out
+
+
+def limited_runs(data: SweepResult, data_check: dict[str, Any] | None) -> dict[str, str]:
+    """Runs of the data sweep a fit must stop below, with why: those that ended at their step
+    budget (not by the stopping rule), and the largest when the check found it model-limited."""
+    rows = data.ordered()
+    out = {
+        name: f"ended at its step budget ({why})"
+        for name, why in rows["stop_reason"].items()
+        if why != "patience"
+    }
+    width = (data_check or {}).get("width_check")
+    if width and width["limited"]:
+        out[width["run"]] = (
+            f"model-limited (a wider model lowers its loss by {width['gain_nats']:.4f} nats)"
+        )
+    return out
+
+
+def regime(
+    prep: Prepared,
+    data: SweepResult,
+    sources: list[dict[str, Any]],
+    data_check: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The data sweep's regime analysis (a dict; see `fit`), with the unigram entropy, the
+    floor E and how each was obtained. E: the exact floor for a synthetic facts corpus (per
+    token of this store's tokens), else the power+E fit's over the fitted range."""
+    from scalelab.errors import InputError
+    from scalelab.laws.observe import analyse_regime
+    from scalelab.text.floors import facts_store_theory, store_unigram_entropy
+
+    cfg = prep.cfg
+    unigram = store_unigram_entropy(prep.data_dir, cfg.train.block_size, cfg.train.test_tokens)
+    x, y = data.curve()
+    limited = limited_runs(data, data_check)
+    flags = np.array([name in limited for name in data.names])
+    floor, floor_source, ideal = None, "the power+E fit over the fitted range", None
+    try:
+        theory = facts_store_theory(prep.data_dir)
+        floor = theory.irreducible_nats_per_token
+        floor_source = "exact: the facts generator's floor per token of this store's tokens"
+        ideal = theory.effective_exponent
+    except InputError:
+        pass  # not a facts corpus: E from the fit
+    predictions = {f"alpha_D from {s['label']}": s["alpha_D"] for s in sources}
+    analysis = analyse_regime(
+        x,
+        y,
+        unigram_entropy=unigram,
+        limited=flags,
+        floor=floor,
+        floor_source="given" if floor is not None else "power+E",
+        predictions=predictions,
+        ideal_exponent=ideal,
+        config=cfg.regime,
+        n_boot=cfg.n_boot,
+        seed=cfg.seed,
+    ).to_dict()
+    analysis.update(
+        unigram_entropy_nats=unigram,
+        unigram_source="the test tokens the runs are scored on (their unigram distribution)",
+        floor_nats=floor,
+        floor_source=floor_source,
+        limited_runs=limited,
+    )
+    return analysis
