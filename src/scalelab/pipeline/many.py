@@ -36,7 +36,6 @@ STATISTICS = "Cagnetta γ/(2β)"
 EXTRAPOLATED = " (batch → ∞)"
 CALIBRATED = " (calibrated MLE)"
 TABLE_COLUMNS = [
-    "excluded",
     "corpus",
     "kind",
     "source",
@@ -48,6 +47,7 @@ TABLE_COLUMNS = [
     "observed_lo",
     "observed_hi",
     "error",
+    "excluded",
 ]
 
 

@@ -263,29 +263,17 @@ def model_limited(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {"run": wide["run"], "gain_nats": gain, "noise_nats": noise, "limited": gain > noise}
 
 
-def verdict(
-    exponent: float,
-    perturbed: dict[str, float],
-    rows: list[dict[str, Any]],
-    threshold: float = THRESHOLD,
-    unchecked_ended: Sequence[str] = (),
-) -> dict[str, Any]:
-    """How far each perturbation moved the fitted exponent, the systematic interval they
-    span, and a verdict in words. `perturbed`: the exponent refitted with each perturbation
-    (by shift name: `stricter`, `seed (smallest)`, ...). `unchecked_ended`: runs of the sweep
-    the check did not perturb that ended at their step budget, not by the stopping rule; the
-    verdict names them, since the check says nothing about them."""
-    shifts = {p: v - exponent for p, v in perturbed.items()}
-    kind = {p: p.removesuffix(SMALLEST) for p in shifts}
-    moved = [p for p in shifts if abs(shifts[p]) > threshold]
-    budget = [p for p in moved if kind[p] in ("stricter", "cooldown")]
-    protocol = any(kind[p] == "seed" for p in moved)
-    width = model_limited(rows)
-    lo = exponent + min(0.0, *shifts.values())
-    hi = exponent + max(0.0, *shifts.values())
-    moves = ", ".join(f"{p} {s:+.4f}" for p, s in shifts.items())
-    labels = (["BUDGET-LIMITED"] if budget else []) + (["PROTOCOL-LIMITED"] if protocol else [])
-    labels += ["MODEL-LIMITED"] if width and width["limited"] else []
+def _words(
+    labels: list[str],
+    moves: str,
+    budget: list[str],
+    protocol: bool,
+    width: dict[str, Any] | None,
+    threshold: float,
+    interval: tuple[float, float],
+) -> str:
+    """The verdict's first sentences: the labels and why, or converged; the wider model."""
+    lo, hi = interval
     why = []
     if budget:
         why.append(
@@ -315,6 +303,33 @@ def verdict(
             f" Not model-limited: a wider model changes the largest run's test "
             f"loss by {-width['gain_nats']:+.4f} nats, within the noise {width['noise_nats']:.4f}."
         )
+    return text
+
+
+def verdict(
+    exponent: float,
+    perturbed: dict[str, float],
+    rows: list[dict[str, Any]],
+    threshold: float = THRESHOLD,
+    unchecked_ended: Sequence[str] = (),
+) -> dict[str, Any]:
+    """How far each perturbation moved the fitted exponent, the systematic interval they
+    span, and a verdict in words. `perturbed`: the exponent refitted with each perturbation
+    (by shift name: `stricter`, `seed (smallest)`, ...). `unchecked_ended`: runs of the sweep
+    the check did not perturb that ended at their step budget, not by the stopping rule; the
+    verdict names them, since the check says nothing about them."""
+    shifts = {p: v - exponent for p, v in perturbed.items()}
+    kind = {p: p.removesuffix(SMALLEST) for p in shifts}
+    moved = [p for p in shifts if abs(shifts[p]) > threshold]
+    budget = [p for p in moved if kind[p] in ("stricter", "cooldown")]
+    protocol = any(kind[p] == "seed" for p in moved)
+    width = model_limited(rows)
+    lo = exponent + min(0.0, *shifts.values())
+    hi = exponent + max(0.0, *shifts.values())
+    moves = ", ".join(f"{p} {s:+.4f}" for p, s in shifts.items())
+    labels = (["BUDGET-LIMITED"] if budget else []) + (["PROTOCOL-LIMITED"] if protocol else [])
+    labels += ["MODEL-LIMITED"] if width and width["limited"] else []
+    text = _words(labels, moves, budget, protocol, width, threshold, (lo, hi))
     stuck = [
         r["run"]
         for r in rows
