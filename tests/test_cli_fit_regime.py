@@ -5,7 +5,6 @@ figures, and bad input as one line and exit code 2."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,15 +23,12 @@ SIZES = np.geomspace(500, 107_722, 8)
 
 
 @pytest.fixture
-def fit_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
-    from scalelab.cli import main
+def fit_cli(run_cli):
+    """`scalelab fit ARGS` through conftest's `run_cli`: (code, out, err)."""
 
     def call(*args: object) -> tuple[int, str, str]:
-        monkeypatch.setattr(sys, "argv", ["scalelab", "fit", *map(str, args)])
-        with pytest.raises(SystemExit) as info:
-            main()
-        out, err = capsys.readouterr()
-        return info.value.code or 0, out, err
+        result = run_cli("fit", *map(str, args))
+        return result.returncode, result.stdout, result.stderr
 
     return call
 
