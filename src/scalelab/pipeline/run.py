@@ -102,9 +102,12 @@ def _run(
     along = steps.measure_along(prep, data)
     clock.lap("dimension")
 
+    c = cfg.check
+    wider = f", a {c.width_factor}x wider model" if c.width_factor else ""
     say(
-        f"[5/7] convergence check: the {cfg.check.largest} largest run(s), perturbed "
-        f"(stopping {cfg.check.factor}x stricter, a cooldown, another seed)"
+        f"[5/7] convergence check: the {c.largest} largest run(s), perturbed (stopping "
+        f"{c.factor}x stricter, a cooldown, another seed{wider}), and the {c.smallest} "
+        "smallest (stricter, another seed)"
     )
     data_check = steps.check_convergence(prep, data, pool, say=say)
     clock.lap("data_check")
