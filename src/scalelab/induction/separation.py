@@ -34,12 +34,12 @@ from scalelab.induction.construction import two_layer_construction
 from scalelab.induction.model import InductionConfig
 from scalelab.induction.one_layer import GatherLayout, one_layer_construction
 from scalelab.induction.precision import MODES, Precision
+from scalelab.induction.protocol import MESSAGE_BITS_PER_HMP
 from scalelab.induction.task import hard_instances
 from scalelab.induction.train import InductionTrainConfig, load_induction_model, train_induction
 from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.runs import outdir
 
-MESSAGE_BITS_PER_HMP = 4.0  # C: Alice's bits per h·m·p at leading order (fixed point)
 CONFIG = "separation-config.json"  # a separation folder's marker and saved config
 
 
@@ -136,14 +136,21 @@ def gather_rows(cfg: SeparationConfig) -> list[dict[str, Any]]:
 
 
 def two_layer_rows(cfg: SeparationConfig) -> list[dict[str, Any]]:
-    """The two-layer construction at the smallest p (scanned upward from 2·log2 n − 4) at
-    which every hard instance checked is right; h counts heads per layer (1)."""
+    """The constant-width two-layer construction at the smallest p at which every hard
+    instance checked is right (from a guess of log2 n bits: down while exact, then up);
+    h counts heads per layer (1)."""
     rows = []
     count = min(cfg.eval_instances, 128)  # T² attention at n = 4097: keep the scan cheap
     for n in cfg.two_layer_ns:
         model = two_layer_construction(3, n)
-        p = max(1, 2 * math.ceil(math.log2(n)) - 4)
-        while _acc_hard(model, n, Precision(p, cfg.mode), count, cfg.seed) < 1:
+
+        def exact(p: int, model=model, n=n) -> bool:
+            return _acc_hard(model, n, Precision(p, cfg.mode), count, cfg.seed) == 1
+
+        p = max(1, math.ceil(math.log2(n)))
+        while p > 1 and exact(p - 1):
+            p -= 1
+        while not exact(p):
             p += 1
         rows.append(_row("construction", 2, n, 1, model.cfg.d_model, p, 1.0))
         rows[-1]["instances"] = count
