@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from scalelab.cli import COMMANDS, load_command
+from scalelab.induction.bound_trained import BoundTrainedConfig
 from scalelab.induction.formation import FormationConfig
 from scalelab.induction.model import InductionConfig
 from scalelab.induction.separation import SeparationConfig
@@ -114,6 +115,7 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
     "induction separation": ([SeparationConfig()], {}, set()),
     "induction size": ([SizeConfig()], {}, set()),
     "induction formation": ([FormationConfig()], {}, set()),
+    "induction bound": ([BoundTrainedConfig()], {}, set()),
 }
 # Commands with no config behind their options (every option a preset override, or a
 # small check whose settings are its own).

@@ -1,6 +1,7 @@
-"""`scalelab induction gather | heads | compare-depth | separation | size | formation`: the
-one-layer construction, induction heads in language models, the depth separation in
-training, the sizes of the solutions against n, and induction heads forming in training."""
+"""`scalelab induction gather | heads | compare-depth | separation | size | formation |
+bound`: the one-layer construction, induction heads in language models, the depth
+separation in training, the sizes of the solutions against n, induction heads forming in
+training, and trained one-layer models where the lower bound applies."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from scalelab.cli.common import (
     threads_option,
 )
 from scalelab.errors import ConfigError
+from scalelab.induction.bound_trained import BoundTrainedConfig
 from scalelab.induction.formation import FormationConfig
 from scalelab.induction.separation import SeparationConfig
 from scalelab.induction.size import SizeConfig
@@ -29,7 +31,7 @@ from scalelab.probe.heads import HeadScoreConfig
 
 # The CLI's defaults are the configs'.
 _H, _DEP, _SEP, _SZ = HeadScoreConfig(), DepthConfig(), SeparationConfig(), SizeConfig()
-_F = FormationConfig()
+_F, _B = FormationConfig(), BoundTrainedConfig()
 
 
 def _csv(values: tuple) -> str:
@@ -323,6 +325,37 @@ def formation_command(
         print_table(f"induction heads forming ({out}/formation.png)", rows)
 
 
+def bound_command(
+    out: Path = typer.Option(..., help="Folder for bound.csv/.json/.png and trained runs."),
+    ns: str = typer.Option(_csv(_B.ns), help="Sequence lengths n."),
+    widths: str = typer.Option(_csv(_B.widths), help="Widths m (h = 1)."),
+    bits: int = typer.Option(_B.bits, help="One-layer training and evaluation precision p."),
+    mode: str = typer.Option(_B.mode, help="Rounding: fixed (the paper's appendix) | float."),
+    steps: int = typer.Option(_B.steps, help="Training step cap per model."),
+    seed: int = SEED,
+    json_out: bool = JSON,
+) -> None:
+    """Trained 1-layer models below the bound (p-bit training) vs 2 layers: hard accuracy."""
+    from scalelab.induction.bound_trained import run_bound_trained
+    from scalelab.report.separation import write_bound_figure
+
+    try:
+        grid = tuple(int(v) for v in ns.split(",") if v.strip())
+        ms = tuple(int(v) for v in widths.split(",") if v.strip())
+    except ValueError as err:
+        raise ConfigError("--ns and --widths must be comma-separated integers") from err
+    cfg = _B.replace(ns=grid, widths=ms, bits=bits, mode=mode, steps=steps, seed=seed)
+    _check_out(out)
+    torch.set_num_threads(1)
+    rows = run_bound_trained(cfg, out)
+    write_bound_figure(rows, out)
+    if json_out:
+        print_json(rows)
+    else:
+        keys = ("n_layer", "n", "m", "p", "message_bits", "k", "acc_hard", "steps")
+        print_table("trained models against the bound", [{k: r[k] for k in keys} for r in rows])
+
+
 def register(group: typer.Typer) -> None:
     """Add these commands to the `induction` group."""
     group.command("gather")(gather_command)
@@ -331,3 +364,4 @@ def register(group: typer.Typer) -> None:
     group.command("separation")(separation_command)
     group.command("size")(size_command)
     group.command("formation")(formation_command)
+    group.command("bound")(bound_command)

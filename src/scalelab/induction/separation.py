@@ -99,7 +99,7 @@ class SeparationConfig(Config):
         )
 
 
-def _acc_hard(model: Any, n: int, precision: Precision, count: int, seed: int) -> float:
+def acc_hard(model: Any, n: int, precision: Precision, count: int, seed: int) -> float:
     """Last-position accuracy on `count` INDEX hard instances of length n."""
     inst = hard_instances(count, n, np.random.default_rng([seed, n, 7]))
     correct = 0
@@ -130,7 +130,7 @@ def gather_rows(cfg: SeparationConfig) -> list[dict[str, Any]]:
         p_build = GatherLayout.least_bits(n, 3, cfg.mode)
         model = one_layer_construction(3, n, p_build, cfg.mode)
         for p in range(1, p_build + 1):
-            acc = _acc_hard(model, n, Precision(p, cfg.mode), cfg.eval_instances, cfg.seed)
+            acc = acc_hard(model, n, Precision(p, cfg.mode), cfg.eval_instances, cfg.seed)
             rows.append(_row("construction", 1, n, 1, model.layout.width, p, acc))
     return rows
 
@@ -145,7 +145,7 @@ def two_layer_rows(cfg: SeparationConfig) -> list[dict[str, Any]]:
         model = two_layer_construction(3, n)
 
         def exact(p: int, model=model, n=n) -> bool:
-            return _acc_hard(model, n, Precision(p, cfg.mode), count, cfg.seed) == 1
+            return acc_hard(model, n, Precision(p, cfg.mode), count, cfg.seed) == 1
 
         p = max(1, math.ceil(math.log2(n)))
         while p > 1 and exact(p - 1):
@@ -182,7 +182,7 @@ def trained_rows(cfg: SeparationConfig, out: Path) -> list[dict[str, Any]]:
                 target_acc=0.99,
             )
             model, _ = train_induction(mcfg, tcfg, run)
-        acc = _acc_hard(model.double(), n, Precision(p, cfg.mode), cfg.eval_instances, cfg.seed)
+        acc = acc_hard(model.double(), n, Precision(p, cfg.mode), cfg.eval_instances, cfg.seed)
         rows.append(_row("trained", layers, n, h, m, p, acc))
         rows[-1]["steps"] = read_json(run / "result.json")["steps"]
     return rows

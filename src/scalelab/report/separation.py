@@ -140,3 +140,54 @@ def size_figure(rows: list[dict[str, Any]]) -> Figure:
 def write_size_figure(rows: list[dict[str, Any]], out: str | Path) -> Path:
     """Draw `run_size`'s rows into `out/size.png`."""
     return _save(size_figure(rows), Path(out) / "size.png")
+
+
+def bound_figure(rows: list[dict[str, Any]]) -> Figure:
+    """Trained models' hard-instance accuracy against (protocol message bits) / n: one
+    layer (h = 1, p-bit straight-through training) by width, two layers at the same h, m
+    and p = 2·⌈log2 n⌉ + 1; the proven one-layer ceiling from INDEX drawn for the
+    smallest and largest n (k = (n − 1)/2 bits must cross the message)."""
+    fig = Figure(figsize=(7.5, 4.6), layout="constrained")
+    ax = fig.subplots()
+    xs = np.array([r["message_over_n"] for r in rows])
+    grid = np.geomspace(xs.min() / 1.5, xs.max() * 1.5, 300)
+    ns = sorted({r["n"] for r in rows})
+    for n, ls in ((ns[0], ":"), (ns[-1], "--")):
+        ax.plot(
+            grid,
+            index_ceiling(grid / MESSAGE_BITS_PER_HMP, n),
+            "k" + ls,
+            lw=1,
+            label=f"proven 1-layer ceiling, n = {n}",
+        )
+    ax.axhline(0.5, color="0.6", ls=":", lw=1, label="chance")
+    widths = sorted({r["m"] for r in rows})
+    for layers, marker in ((1, "o"), (2, "s")):
+        for i, m in enumerate(widths):
+            sel = sorted(
+                (r for r in rows if r["n_layer"] == layers and r["m"] == m), key=lambda r: r["n"]
+            )
+            if not sel:
+                continue
+            ax.plot(
+                [r["message_over_n"] for r in sel],
+                [r["acc_hard"] for r in sel],
+                "-" if layers == 1 else "--",
+                marker=marker,
+                color=f"C{i}",
+                mfc=f"C{i}" if layers == 1 else "none",
+                lw=0.8,
+                label=f"{layers} layer{'s' * (layers > 1)}, h = 1, m = {m}, p = "
+                + (f"{sel[0]['p']}" if layers == 1 else "2⌈log2 n⌉+1"),
+            )
+    ax.set_xscale("log")
+    ax.set_ylim(0.3, 1.03)
+    ax.set_xlabel(f"message bits / n   ({MESSAGE_BITS_PER_HMP:g}·h·m·p / n; n grows to the left)")
+    ax.set_ylabel("accuracy on INDEX hard instances")
+    ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def write_bound_figure(rows: list[dict[str, Any]], out: str | Path) -> Path:
+    """Draw `run_bound_trained`'s rows into `out/bound.png`."""
+    return _save(bound_figure(rows), Path(out) / "bound.png")
