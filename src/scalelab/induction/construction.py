@@ -23,10 +23,12 @@ and b_j into ⊥; the read-out scores class s by ⟨A, (cos θ_s, sin θ_s)⟩ a
 Constants: margin M = ln n + ln S + 4 (a leak of e^−M per key moves A by well under the
 π/S that separates neighbouring tokens), γ = M, β₂ = 2(γn + M)/g, and β₁ such that the
 previous-token leak changes no layer-2 score by more than ≈ 1/4: β₁(1 − cos 2π/N) =
-ln n + ln(4β₂) + 2. So β₂ ≈ S²n·M/π² and β₁ ≈ n²·log(n)/π². Precision: a score of size β₂
-must be right to within ≈ 1, so p ≈ log2 β₂ ≈ 2·log2 S + log2 n bits — at most 3·log2 n for
-|Σ| ≤ n, i.e. O(log n) — and the width stays 12 (h·m·p = O(log n), against the one-layer
-Ω(n)). `smallest_exact_bits` measures p.
+ln n + ln(4β₂) + 2. So β₂ ≈ S²n·M/π² and β₁ ≈ n²·log(n)/π². Precision: a layer-2 score of
+size β₂ must be right to within ≈ γ and a layer-1 score of size β₁ to within half its
+margin, so p ≈ max(log2(β₂/γ), log2(2β₁/margin₁)) (`CircleConstants.predicted_bits`):
+≈ 2·log2 S + log2 n − 3 or ≈ 2·log2 n − 3, at most ≈ 3·log2 n for |Σ| ≤ n, i.e. O(log n),
+and the width stays 12 (h·m·p = O(log n), against the one-layer Ω(n)).
+`smallest_exact_bits` measures p.
 
 The one-hot construction (width 3S + 5, `induction.one_hot`) is the easier-to-read
 version of the same two heads; it needs only 2·log2 n bits but its width grows with |Σ|.
@@ -74,6 +76,15 @@ class CircleConstants:
         gap1 = 1.0 - math.cos(2 * math.pi / steps)
         beta1 = (math.log(n) + math.log(4.0 * beta2) + 2.0) / gap1
         return cls(n, alphabet_size, beta1, beta2, gamma, beta2 * (1.0 - gap2 / 2), steps)
+
+    @property
+    def predicted_bits(self) -> int:
+        """The p at which p-bit rounding errors (relative 2^−p) reach about half of each
+        layer's margin: layer 1's scores (size β₁) must keep the previous position ahead by
+        half of β₁(1 − cos 2π/N), layer 2's (size β₂) the rightmost match ahead by γ."""
+        margin1 = self.beta1 * (1.0 - math.cos(2 * math.pi / self.steps))
+        need = max(math.log2(2 * self.beta1 / margin1), math.log2(self.beta2 / self.gamma))
+        return math.ceil(need)
 
 
 def two_layer_construction(alphabet_size: int, max_len: int) -> InductionTransformer:

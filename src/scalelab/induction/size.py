@@ -88,22 +88,18 @@ class SizeConfig(Config):
         )
 
 
-def _guess_bits(n: int, s: int) -> int:
-    """Where the scan starts: a little under log2 β₂ ≈ 2·log2 S + log2 n (the scan steps down
-    first if this is already exact, so the guess changes the cost, not the answer)."""
-    return max(1, int(2 * math.log2(s) + math.log2(n)) - 8)
-
-
 def two_layer_row(n: int, s: int, cfg: SizeConfig) -> dict[str, Any]:
-    """The constant-width construction at (n, |Σ|): its least exact p, beside log2(β₂/γ),
-    the precision at which rounding moves a match's score by about the recency step γ."""
+    """The constant-width construction at (n, |Σ|): its least exact p, beside the
+    predicted p (`CircleConstants.predicted_bits`)."""
     t0 = time.perf_counter()
     each = max(1, min(cfg.n_random, cfg.n_hard, cfg.positions // (2 * n)))
+    consts = CircleConstants.for_task(n, s)
+    # the scan starts just under the prediction and steps down while exact, so the guess
+    # changes the cost, not the answer
     scan = smallest_exact_bits(  # refuses if not exact at full float64 precision
-        n, s, cfg.mode, each, each, cfg.seed, start_bits=_guess_bits(n, s)
+        n, s, cfg.mode, each, each, cfg.seed, start_bits=max(1, consts.predicted_bits - 1)
     )
     p = scan["smallest_exact_bits"]
-    consts = CircleConstants.for_task(n, s)
     return {
         "kind": "two-layer",
         "n": n,
@@ -112,7 +108,7 @@ def two_layer_row(n: int, s: int, cfg: SizeConfig) -> dict[str, Any]:
         "m": scan["width"],
         "p": p,
         "hmp": None if p is None else scan["width"] * p,
-        "p_scale": math.log2(consts.beta2 / consts.gamma),
+        "p_predicted": consts.predicted_bits,
         "exact_up_to": scan.get("exact_up_to"),
         "instances": 2 * each,
         "positions": 2 * each * n,
