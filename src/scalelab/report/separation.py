@@ -147,7 +147,7 @@ def bound_figure(rows: list[dict[str, Any]]) -> Figure:
     layer (h = 1, p-bit straight-through training) by width, two layers at the same h, m
     and p = 2·⌈log2 n⌉ + 1; the proven one-layer ceiling from INDEX drawn for the
     smallest and largest n (k = (n − 1)/2 bits must cross the message)."""
-    fig = Figure(figsize=(7.5, 4.6), layout="constrained")
+    fig = Figure(figsize=(9.5, 4.6), layout="constrained")
     ax = fig.subplots()
     xs = np.array([r["message_over_n"] for r in rows])
     grid = np.geomspace(xs.min() / 1.5, xs.max() * 1.5, 300)
@@ -181,10 +181,10 @@ def bound_figure(rows: list[dict[str, Any]]) -> Figure:
                 + (f"{sel[0]['p']}" if layers == 1 else "2⌈log2 n⌉+1"),
             )
     ax.set_xscale("log")
-    ax.set_ylim(0.3, 1.03)
+    ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel(f"message bits / n   ({MESSAGE_BITS_PER_HMP:g}·h·m·p / n; n grows to the left)")
     ax.set_ylabel("accuracy on INDEX hard instances")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
 
 
