@@ -21,7 +21,6 @@ Rows: kind (construction / trained), n_layer, n, h, m, p, hmp_over_n, acc_hard.
 from __future__ import annotations
 
 import dataclasses
-import math
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ import torch
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
-from scalelab.induction.construction import two_layer_construction
+from scalelab.induction.construction import CircleConstants, two_layer_construction
 from scalelab.induction.model import InductionConfig
 from scalelab.induction.one_layer import GatherLayout, one_layer_construction
 from scalelab.induction.precision import MODES, Precision
@@ -137,8 +136,8 @@ def gather_rows(cfg: SeparationConfig) -> list[dict[str, Any]]:
 
 def two_layer_rows(cfg: SeparationConfig) -> list[dict[str, Any]]:
     """The constant-width two-layer construction at the smallest p at which every hard
-    instance checked is right (from a guess of log2 n bits: down while exact, then up);
-    h counts heads per layer (1)."""
+    instance checked is right (from one bit under `CircleConstants.predicted_bits`: down
+    while exact, then up); h counts heads per layer (1)."""
     rows = []
     count = min(cfg.eval_instances, 128)  # T² attention at n = 4097: keep the scan cheap
     for n in cfg.two_layer_ns:
@@ -147,7 +146,7 @@ def two_layer_rows(cfg: SeparationConfig) -> list[dict[str, Any]]:
         def exact(p: int, model=model, n=n) -> bool:
             return acc_hard(model, n, Precision(p, cfg.mode), count, cfg.seed) == 1
 
-        p = max(1, math.ceil(math.log2(n)))
+        p = max(1, CircleConstants.for_task(n, 3).predicted_bits - 1)
         while p > 1 and exact(p - 1):
             p -= 1
         while not exact(p):
