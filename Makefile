@@ -35,7 +35,10 @@ smollm: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
-	$(BIN)/python -m pytest -q
+	# On every core (pytest-xdist; a module's tests stay on one worker, so its fixtures are
+	# built once), then, one at a time, the tests marked `alone` (they measure the machine).
+	$(BIN)/python -m pytest -q -n auto --dist loadfile -m "not alone"
+	$(BIN)/python -m pytest -q -m alone
 
 bench: $(STAMP)
 	@for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

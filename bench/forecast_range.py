@@ -23,11 +23,12 @@ import pandas as pd
 
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.pipeline.config import PipelineConfig
-from scalelab.pipeline.run import CONFIG, base_configs, check_sweep, reuse_runs
+from scalelab.pipeline.steps import CONFIG, base_configs
 from scalelab.runs import outdir
-from scalelab.runs.sweep import open_sweep
+from scalelab.runs.sweep import open_sweep, reuse_runs
 from scalelab.sweeps import data as data_sweep
-from scalelab.sweeps.schedule import Schedule
+from scalelab.sweeps.convergence import check_sweep
+from scalelab.sweeps.result import SweepResult
 from scalelab.sweeps.worker import run_specs
 
 
@@ -38,7 +39,7 @@ def _config(folder: Path) -> PipelineConfig:
 
 def _specs(cfg: PipelineConfig, data: Path, sizes: list[int]) -> list:
     model_cfg, train_cfg = base_configs(cfg, data)
-    schedule = Schedule.from_dict(cfg.schedule)
+    schedule = cfg.schedule
     return data_sweep.specs(data_sweep.make_config(data, model_cfg, train_cfg, schedule, sizes))
 
 
@@ -67,16 +68,9 @@ def extend(folder: Path, extra: list[int], out: Path, workers: int) -> tuple[pd.
         copied = reuse_runs(folder / "sweep", _specs(cfg, data, old), sweep_dir, specs)
         print(f"{folder.name}: {copied} run(s) reused, {len(specs) - copied} to train", flush=True)
         table = run_specs(sweep_dir, specs, workers=workers, only=None, quiet=True)
-        pool = {"workers": workers, "backend": None}
+        result = SweepResult(sweep_dir, tuple(specs), table, "train_tokens")
         check = check_sweep(
-            sweep_dir,
-            out / "check",
-            specs,
-            table,
-            "train_tokens",
-            largest=1,
-            factor=cfg.check_factor,
-            pool=pool,
+            result, out / "check", largest=1, factor=cfg.check.factor, workers=workers
         )
     finally:
         outdir.release_under(out)

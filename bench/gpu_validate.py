@@ -38,8 +38,9 @@ import torch
 
 from scalelab.errors import ScalelabError
 from scalelab.io import atomic_write_json, provenance
+from scalelab.pipeline import steps
 from scalelab.pipeline.config import PipelineConfig
-from scalelab.pipeline.run import base_configs, estimate_config
+from scalelab.runs.sweep import Pool
 from scalelab.sweeps.schedule import Schedule
 
 NOMINAL_BF16_FLOPS = 790e12  # H200 dense bf16 peak (NVIDIA's figure, without sparsity)
@@ -48,19 +49,17 @@ BUDGET_S = 480.0  # the data sweep must fit 8 minutes on one H200-class GPU
 TOY = {
     "vocab_size": 512,
     "model": "1x32x1",
-    "context_len": 32,
-    "batch_size": 8,
-    "lr": 2e-3,
-    "min_lr": 2e-3,
+    "train_block_size": 32,
+    "train_batch_size": 8,
+    "train_lr": 2e-3,
+    "train_min_lr": 2e-3,
     "min_tokens": 1_000,
     "max_tokens": 4_000,
     "points": 3,
-    "eval_interval": 20,
-    "eval_batches": 2,
-    "test_tokens": 4_000,
-    "schedule": Schedule(
-        patience=2, max_epochs=2.0, decay_epochs=2.0, min_steps=20, step_cap=40
-    ).to_dict(),
+    "train_eval_interval": 20,
+    "train_eval_batches": 2,
+    "train_test_tokens": 4_000,
+    "schedule": Schedule(patience=2, max_epochs=2.0, decay_epochs=2.0, min_steps=20, step_cap=40),
     "model_sweep": (),
     "id_per_doc": 64,
     "id_max_documents": 100,
@@ -142,43 +141,34 @@ def plan_rows(specs: list) -> list[dict]:
 
 
 def prepare(cfg: PipelineConfig, work: Path, say) -> tuple:
-    """Token store, checks, sweep specs (refusals raise before any training)."""
-    from scalelab.pipeline.checks import check_store, prepare_data
+    """validate's first step on `work` (token store, refusals before any training), and the
+    data sweep it will train."""
     from scalelab.sweeps import data as data_sweep
 
     t0 = time.perf_counter()
-    data_dir = prepare_data(cfg, work, quiet=True)
-    model_cfg, train_cfg = base_configs(cfg, data_dir)
-    grid = data_sweep.geometric_grid(cfg.min_tokens, cfg.max_tokens, cfg.points)
-    check_store(data_dir, cfg, model_cfg.block_size, grid)
-    schedule = Schedule.from_dict(cfg.schedule)
-    sweep_cfg = data_sweep.make_config(data_dir, model_cfg, train_cfg, schedule, grid)
-    meta = json.loads((data_dir / "meta.json").read_text(encoding="utf-8"))
+    prep = steps.prepare(work, cfg)
+    meta = json.loads((prep.data_dir / "meta.json").read_text(encoding="utf-8"))
     say(
-        f"token store {data_dir} ({time.perf_counter() - t0:.1f} s): "
+        f"token store {prep.data_dir} ({time.perf_counter() - t0:.1f} s): "
         f"{meta['splits']['train']['n_tokens']:,} train tokens, vocab {meta['vocab_size']}"
     )
-    return data_dir, sweep_cfg, data_sweep.specs(sweep_cfg), meta
+    return prep, data_sweep.specs(steps.data_sweep_config(prep)), meta
 
 
-def train_and_measure(cfg, work: Path, sweep_cfg, specs: list, device: str, say) -> tuple:
-    """The data sweep (one process: the GPU's), then d of its largest model."""
+def train_and_measure(prep: steps.Prepared, device: str, say) -> tuple:
+    """validate's data sweep (one process: the GPU's), then d of its largest model."""
     from scalelab.probe.estimate import estimate
-    from scalelab.runs.sweep import open_sweep
-    from scalelab.sweeps import data as data_sweep
-    from scalelab.sweeps.worker import run_specs
 
-    sweep_dir = open_sweep(work / "sweep", data_sweep.KIND, sweep_cfg.to_dict())
     t0 = time.perf_counter()
-    table = run_specs(sweep_dir, specs, workers=1, only=None, quiet=True)
+    data = steps.run_data_sweep(prep, Pool(workers=1))
     sweep_s = time.perf_counter() - t0
-    est_cfg = estimate_config(cfg)
     t1 = time.perf_counter()
-    run_dir = sweep_dir / "runs" / specs[-1].name
-    doc = estimate(run_dir, None, est_cfg, work / "d-largest", device=device, quiet=True)
+    doc = estimate(
+        data.run_dir(), None, prep.estimate, prep.out / "d-largest", device=device, quiet=True
+    )
     doc["wall_s"] = round(time.perf_counter() - t1, 2)
     say(f"d of the largest model: {doc['dimension']:.3f} ({doc['wall_s']:.1f} s on {device})")
-    return table.to_dict("records"), doc, sweep_s
+    return data.ordered().reset_index().to_dict("records"), doc, sweep_s
 
 
 def run(opts: argparse.Namespace, say=print) -> dict:
@@ -195,12 +185,13 @@ def run(opts: argparse.Namespace, say=print) -> dict:
     work = opts.out / "work"
     corpus = opts.corpus or python_code_corpus(work / "python-code.jsonl", code_roots(opts.toy))
     cfg = PipelineConfig.from_preset("gpu", corpus=str(corpus), **overrides)
-    data_dir, sweep_cfg, specs, meta = prepare(cfg, work, say)
+    prep, specs, meta = prepare(cfg, work, say)
     plan = plan_rows(specs)
     flops = sum(r["budget_flops"] for r in plan)
     estimated_s = flops / (ASSUMED_MFU * NOMINAL_BF16_FLOPS)
     say(
-        f"plan: {len(plan)} runs of {cfg.model} (ctx {cfg.context_len}, batch {cfg.batch_size}) "
+        f"plan: {len(plan)} runs of {cfg.model} (ctx {cfg.train.block_size}, batch "
+        f"{cfg.train.batch_size}) "
         f"on {plan[0]['train_tokens']:,} ... {plan[-1]['train_tokens']:,} tokens; budgets "
         f"{flops:.3g} FLOPs = {estimated_s:.0f} s at {ASSUMED_MFU:.0%} of "
         f"{NOMINAL_BF16_FLOPS / 1e12:.0f} TFLOP/s (limit {BUDGET_S:.0f} s)"
@@ -208,7 +199,7 @@ def run(opts: argparse.Namespace, say=print) -> dict:
     dtype = torch.float32 if opts.toy else torch.bfloat16
     peak = matmul_flops(device, dtype, 256 if opts.toy else 8192, 0.2 if opts.toy else 3.0)
     say(f"reference: {str(dtype)[6:]} matmul on {device}: {peak / 1e12:.3f} TFLOP/s (this run)")
-    runs, d_doc, sweep_s = train_and_measure(cfg, work, sweep_cfg, specs, device, say)
+    runs, d_doc, sweep_s = train_and_measure(prep, device, say)
     per_token = flops_per_token(specs[0].params["model"])
     for r in runs:
         achieved = r["tokens_per_s"] * per_token
@@ -232,7 +223,7 @@ def run(opts: argparse.Namespace, say=print) -> dict:
         "mode": "toy" if opts.toy else "gpu",
         "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
         "config": cfg.to_dict(),
-        "store": {"path": str(data_dir), "splits": meta["splits"], "corpus": meta["corpus"]},
+        "store": {"path": str(prep.data_dir), "splits": meta["splits"], "corpus": meta["corpus"]},
         "plan": plan,
         "assumed_mfu": ASSUMED_MFU,
         "nominal_bf16_flops": NOMINAL_BF16_FLOPS,

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 import scalelab.lm.train as lm_train
 from scalelab.pipeline.config import PipelineConfig
-from scalelab.pipeline.run import base_configs
+from scalelab.pipeline.steps import base_configs
 mode, data, out, steps = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
 if mode == "plain":
     lm_train.keep_freed_memory = lambda: False

@@ -36,8 +36,7 @@ from scalelab.lm.data import tiling_starts, windows
 from scalelab.lm.stopping import StopRule, replay
 from scalelab.lm.train import train
 from scalelab.pipeline.config import PipelineConfig
-from scalelab.pipeline.run import base_configs
-from scalelab.sweeps.schedule import Schedule
+from scalelab.pipeline.steps import base_configs
 from scalelab.text.store import TokenStore, prepare_corpus
 
 
@@ -52,7 +51,7 @@ def _store(out: Path, cfg: PipelineConfig) -> Path:
 
 def _configs(cfg: PipelineConfig, data: Path, model: str, size: int):
     model_cfg, base = base_configs(dataclasses.replace(cfg, model=model), data)
-    schedule = Schedule.from_dict(cfg.schedule)
+    schedule = cfg.schedule
     train_cfg = schedule.train_config(base, size, model_cfg.block_size)
     cap = schedule.step_cap
     return model_cfg, train_cfg.replace(

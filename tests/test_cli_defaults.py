@@ -23,12 +23,13 @@ from scalelab.induction.sweep import InductionSweepConfig, run_induction_sweep
 from scalelab.induction.train import InductionTrainConfig
 from scalelab.intrinsic.protocol import make_estimator
 from scalelab.laws.forecast_config import ForecastConfig
-from scalelab.laws.table import fit_table
+from scalelab.laws.regime import RegimeConfig
+from scalelab.laws.table import RegimeInputs, fit_table
 from scalelab.laws.theory import predict_exponents
 from scalelab.lm.config import TrainConfig
 from scalelab.manifold.problem import ProblemConfig
 from scalelab.manifold.sweep import run_manifold_sweep
-from scalelab.pipeline.config import PipelineConfig
+from scalelab.pipeline.config import flat_defaults
 from scalelab.pipeline.many import validate_many
 from scalelab.pipeline.run import run_pipeline
 from scalelab.probe.ablate import measure_positions
@@ -65,9 +66,9 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
     ),
     "ablate models": ([EstimateConfig()], {"max_docs": "max_documents"}, set()),
     "ablate batch-size": ([EstimateConfig(), {"batch_sizes": DEFAULT_BATCH_SIZES}], {}, set()),
-    "fit": ([fit_table], {}, set()),
-    "validate": ([PipelineConfig(), run_pipeline], {}, set()),
-    "demo": ([PipelineConfig(), run_pipeline], {}, set()),
+    "fit": ([fit_table, RegimeConfig(), RegimeInputs()], {}, set()),
+    "validate": ([flat_defaults(), run_pipeline], {}, set()),
+    "demo": ([flat_defaults(), run_pipeline], {}, set()),
     "validate-many": ([validate_many], {"inputs": None}, set()),  # positional: none given
     "forecast": ([ForecastConfig()], {}, set()),
     "corpus prepare": ([prepare_corpus, load_corpus], {}, set()),

@@ -1,6 +1,7 @@
 """docs/python.md's example runs as written, in an empty folder (its own asserts check the
 numbers: d of a known 6-manifold, a fitted exponent of a known law, the points' shape, the
-validation's sweep sizes)."""
+validation's sweep sizes, and that the pipeline's steps run one by one give
+`run_pipeline`'s numbers)."""
 
 import re
 from pathlib import Path
@@ -19,3 +20,6 @@ def test_python_md_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert namespace["points"].shape == (1600, 32)
     assert (tmp_path / "run" / "result.json").is_file()
     assert (tmp_path / "validate" / "summary.json").is_file()
+    # part 5: the steps one by one made their own folder, with the same runs
+    assert (tmp_path / "steps" / "pipeline.json").is_file()
+    assert len(namespace["data"].specs) == 3

@@ -18,7 +18,7 @@ import scalelab.pipeline.run as pipeline_run
 from scalelab.errors import ConfigError, InputError
 from scalelab.lm.model import GPT, GPTConfig
 from scalelab.pipeline import PipelineConfig
-from scalelab.pipeline.config import PRESETS
+from scalelab.pipeline.config import PRESETS, flat_defaults
 from scalelab.sweeps.model import parse_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,58 +34,58 @@ def _bench():
 
 def _non_embedding(cfg: PipelineConfig, shape: str) -> int:
     """Counted on the real model (on the meta device: no memory, no init cost)."""
-    base = GPTConfig(vocab_size=cfg.vocab_size, block_size=cfg.context_len)
+    base = GPTConfig(vocab_size=cfg.vocab_size, block_size=cfg.train.block_size)
     with torch.device("meta"):
         return GPT(parse_model(shape, base)[1]).num_params(non_embedding=True)
 
 
 def test_gpu_preset_spans_the_reliable_scale() -> None:
     cfg = PipelineConfig.from_preset("gpu")
-    sizes = [_non_embedding(cfg, s) for s in (cfg.model, *cfg.model_sweep)]
+    sizes = [_non_embedding(cfg, s) for s in (cfg.model, *cfg.model_sweep.models)]
     assert all(4e6 <= n <= 100e6 for n in sizes), sizes
     assert 10e6 <= cfg.min_tokens < cfg.max_tokens <= 1e9
-    assert 10e6 <= (cfg.model_tokens or cfg.max_tokens) <= 1e9
+    assert 10e6 <= cfg.model_sweep_tokens <= 1e9
     # The data sweep's model is one of the model sweep's (its run is reused, not retrained).
-    assert cfg.model in cfg.model_sweep
+    assert cfg.model in cfg.model_sweep.models
 
 
 def test_cpu_hour_preset_resolves_and_fits_shakespeare() -> None:
     cfg = PipelineConfig.from_preset("cpu-hour")
     assert cfg.max_tokens <= 1_577_799  # shakespeare's train split with BPE 2048
-    sizes = sorted(_non_embedding(cfg, s) for s in cfg.model_sweep)
+    sizes = sorted(_non_embedding(cfg, s) for s in cfg.model_sweep.models)
     assert math.log10(sizes[-1] / sizes[0]) >= 1.5  # widths over >= 1.5 decades
-    assert cfg.model in cfg.model_sweep
+    assert cfg.model in cfg.model_sweep.models
 
 
 def test_model_side_preset_is_dominated_by_non_embedding_and_never_data_limited(
     tmp_path: Path,
 ) -> None:
-    from scalelab.pipeline.checks import check_store
-    from scalelab.pipeline.run import MAX_PASSES
-    from scalelab.sweeps.schedule import Schedule
+    from scalelab.pipeline.steps import MAX_PASSES
+    from scalelab.pipeline.store import refuse_small_store
 
     cfg = PipelineConfig.from_preset("model-side")
-    base = GPTConfig(vocab_size=cfg.vocab_size, block_size=cfg.context_len)
-    for shape in cfg.model_sweep:
+    base = GPTConfig(vocab_size=cfg.vocab_size, block_size=cfg.train.block_size)
+    for shape in cfg.model_sweep.models:
         with torch.device("meta"):
             model = GPT(parse_model(shape, base)[1])
         total = sum(p.numel() for p in model.parameters())
         non_emb = model.num_params(non_embedding=True)
         assert non_emb > total - non_emb, shape  # more than half of every model
-    sizes = sorted(_non_embedding(cfg, s) for s in cfg.model_sweep)
+    sizes = sorted(_non_embedding(cfg, s) for s in cfg.model_sweep.models)
     assert math.log10(sizes[-1] / sizes[0]) >= 1.5
     # The step cap bounds the passes at the best step: at most MAX_PASSES for every model.
-    cap = Schedule.from_dict(cfg.schedule).step_cap
-    assert cap * cfg.batch_size * cfg.context_len <= MAX_PASSES * cfg.model_tokens
+    cap = cfg.schedule.step_cap
+    assert cap * cfg.train.batch_size * cfg.train.block_size <= MAX_PASSES * cfg.model_sweep_tokens
     # A store smaller than the model sweep's tokens is refused, with the fix.
     store = make_store(tmp_path / "store")
     with pytest.raises(InputError, match="fewer than the model sweep's 2,048,000"):
-        check_store(store, cfg.replace(id_batch_size=64), 64, [200, 400])
+        small = PipelineConfig.from_options(cfg, id_batch_size=64, train_block_size=64)
+        refuse_small_store(store, small, [200, 400])
 
 
 def test_from_preset_overrides_and_refuses_unknown_names() -> None:
     cfg = PipelineConfig.from_preset("gpu", max_tokens=50_000_000, points=5)
-    assert (cfg.max_tokens, cfg.points, cfg.context_len) == (50_000_000, 5, 512)
+    assert (cfg.max_tokens, cfg.points, cfg.train.block_size) == (50_000_000, 5, 512)
     assert PRESETS["gpu"]["max_tokens"] == 100_000_000  # the preset itself is unchanged
     with pytest.raises(ConfigError, match=r"unknown preset 'huge'.*cpu-hour"):
         PipelineConfig.from_preset("huge")
@@ -100,7 +100,7 @@ class _Stop(Exception):
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        ([], {"model": "4x320x5", "points": 4, "max_tokens": 100_000_000, "context_len": 512}),
+        ([], {"model": "4x320x5", "points": 4, "max_tokens": 100_000_000, "train_block_size": 512}),
         # Given on the command line, even at PipelineConfig's own default (7), it wins.
         (["--points", "7", "--model", "2x64"], {"points": 7, "model": "2x64", "vocab_size": 4096}),
         (["--model-sweep", ""], {"model_sweep": (), "min_tokens": 10_000_000}),
@@ -116,7 +116,7 @@ def test_cli_preset_with_explicit_options(monkeypatch, tmp_path, run_cli, args, 
     monkeypatch.setattr(pipeline_run, "run_pipeline", fake)
     with pytest.raises(_Stop):
         run_cli("validate", "--preset", "gpu", "--corpus", "x", "--out", tmp_path / "o", *args)
-    assert {k: getattr(seen["cfg"], k) for k in expected} == expected
+    assert {k: flat_defaults(seen["cfg"])[k] for k in expected} == expected
 
 
 def test_cli_refuses_a_corpus_too_small_for_the_gpu_preset(tmp_path, run_cli) -> None:

@@ -31,15 +31,15 @@ def toy_config(corpus: Path, **changes: object) -> PipelineConfig:
         corpus=str(corpus),
         vocab_size=384,
         model="1x32x1",
-        context_len=32,
-        batch_size=4,
+        train_block_size=32,
+        train_batch_size=4,
         min_tokens=1000,
         max_tokens=9000,
         points=3,
-        eval_interval=10,
-        eval_batches=2,
-        test_tokens=1024,
-        schedule=schedule.to_dict(),
+        train_eval_interval=10,
+        train_eval_batches=2,
+        train_test_tokens=1024,
+        schedule=schedule,
         model_sweep=("1x8x1", "1x16x1", "1x32x1"),
         check_largest=1,
         id_per_doc=8,
@@ -47,7 +47,7 @@ def toy_config(corpus: Path, **changes: object) -> PipelineConfig:
         id_precision="float32",  # exact comparisons across model formats below
         n_boot=20,
     )
-    return PipelineConfig(**{**base, **changes})
+    return PipelineConfig.from_options(**{**base, **changes})
 
 
 @pytest.fixture(scope="module")
@@ -95,35 +95,63 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
     y = np.array([r["test_loss_nats"] for r in summary["runs"]], float)
     ols = -np.polyfit(np.log(x), np.log(y), 1)[0]
     assert summary["fits"]["data"]["power"]["exponent"] == pytest.approx(ols, rel=1e-9)
-    # Convergence checks: three perturbations of the largest run per side; the refitted
-    # exponents are those of the runs with the perturbed losses put in, the shifts span the
-    # systematic interval around the observed exponent.
+    # Convergence checks: three perturbations of the largest run, two of the smallest (both
+    # ends), and a wider model at the largest size; the refitted exponents are those of the
+    # runs with the perturbed losses put in, the shifts span the systematic interval around
+    # the observed exponent.
     from scalelab.laws.fit import fit_power_law
 
     for side, size, rows in (("data", "train_tokens", summary["runs"]),):
         check = summary["convergence"][side]
-        assert [r["perturbation"] for r in check["runs"]] == ["stricter", "cooldown", "seed"]
+        done = [(r["run"], r["perturbation"]) for r in check["runs"]]
+        largest, smallest = rows[-1]["run"], rows[0]["run"]
+        assert done == [
+            *((largest, p) for p in ("stricter", "cooldown", "seed", "wider")),
+            *((smallest, p) for p in ("stricter", "seed")),
+        ]
+        assert list(check["perturbed"]) == [
+            "stricter", "cooldown", "seed", "stricter (smallest)", "seed (smallest)"
+        ]  # fmt: skip
         for r in check["runs"]:
+            if r["perturbation"] == "wider":  # moves no exponent: a loss against the noise
+                continue
             y_p = [
                 r["test_loss_nats_perturbed"] if row["run"] == r["run"] else row["test_loss_nats"]
                 for row in rows
             ]
             x = [row[size] for row in rows]
             want = fit_power_law(x, y_p, form="power", n_boot=0).exponent
-            assert check["perturbed"][r["perturbation"]] == pytest.approx(want, rel=1e-12)
+            assert check["perturbed"][r["key"]] == pytest.approx(want, rel=1e-12)
+        wide = next(r for r in check["runs"] if r["perturbation"] == "wider")
+        seed = next(r for r in check["runs"] if r["key"] == "seed")
+        width = check["width_check"]
+        assert width["gain_nats"] == wide["test_loss_nats"] - wide["test_loss_nats_perturbed"]
+        noise = max(abs(seed["test_loss_nats_perturbed"] - seed["test_loss_nats"]),
+                    2 * wide["test_loss_se_nats"])  # fmt: skip
+        assert width["noise_nats"] == pytest.approx(noise)
+        assert width["limited"] == (width["gain_nats"] > noise) == check["model_limited"]
         lo, hi = check["systematic_interval"]
         assert lo <= check["exponent"] <= hi
-        # The toy runs all end at their step budget; the check perturbs only the largest, so
-        # the verdict names the two smaller ones.
+        # The toy runs all end at their step budget; the check perturbs the largest and the
+        # smallest, so the verdict names the middle one.
         assert [row["stop_reason"] for row in rows] == ["max_steps"] * 3
-        assert check["unchecked_budget_ended"] == ["n0000001000", "n0000003000"]
-        assert "Not checked: 2 smaller run(s)" in check["text"]
+        assert check["unchecked_budget_ended"] == ["n0000003000"]
+        assert "Not checked: 1 run(s)" in check["text"]
         assert lo == pytest.approx(min(check["exponent"], *check["perturbed"].values()))
+    # The regime: every toy run ended at its budget, so the fit range is empty and the
+    # verdict says no power-law regime, in words, in the summary and the report.
+    regime = summary["fits"]["data"]["regime"]
+    assert not regime["power_law"] and "no power-law regime" in regime["verdict"]
+    assert set(regime["limited_runs"]) == {r["run"] for r in rows}
+    assert regime["unigram_entropy_nats"] > 0
     # The shared shape (the data sweep's largest run is one of the model sweep's) is checked
-    # once: both sides name the same check runs.
+    # once: both sides name the same check runs for its perturbations.
     data_runs = {r["check_run"] for r in summary["convergence"]["data"]["runs"]}
     model_runs = {r["check_run"] for r in summary["convergence"]["model"]["runs"]}
-    assert data_runs == model_runs  # check_largest=1 and the largest model is the shared shape
+    shared = {
+        r["check_run"] for r in summary["convergence"]["model"]["runs"] if r["end"] == "largest"
+    }
+    assert len(shared) == 3 and shared <= data_runs and shared <= model_runs
     # The model sweep reused the data sweep's largest run (same shape and data).
     labels = [r["label"] for r in summary["model_runs"]]
     assert sorted(labels) == ["L1-W16-H1", "L1-W32-H1", "L1-W8-H1"]
@@ -134,6 +162,7 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
         "Validation curves of every",
         "random-hf",
         "constant 0.095 (ignores d)",
+        "No power-law regime was reached at this budget",
     ):
         assert words in html
     assert html.count("<img") >= 5
@@ -151,10 +180,10 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
 
 def _est(cfg: PipelineConfig) -> EstimateConfig:
     return EstimateConfig(
-        per_doc=cfg.id_per_doc,
-        k=cfg.id_k,
-        batch_size=cfg.id_batch_size,
-        precision=cfg.id_precision,
+        per_doc=cfg.id.per_doc,
+        k=cfg.id.k,
+        batch_size=cfg.id.batch_size,
+        precision=cfg.id.precision,
     )
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from scalelab.errors import ConfigError
+from scalelab.lm.config import TrainConfig
 from scalelab.pipeline.config import PipelineConfig
+from scalelab.probe.config import EstimateConfig
 from scalelab.runs.outdir import ABSENT, same_config
 
 
@@ -16,11 +18,18 @@ def _older(config: dict, *names: str) -> dict:
 
 
 def test_missing_fields_read_as_their_absent_value() -> None:
-    wanted = PipelineConfig(id_reference_documents=None).to_dict()
-    saved = _older(wanted, "model_tokens", "id_reference_documents", "id_precision")
-    same_config(saved, wanted, "old")  # model_tokens None, all documents, auto: resumes
-    with pytest.raises(ConfigError, match=r"id_reference_documents: saved=None now=320"):
-        same_config(saved, PipelineConfig().to_dict(), "old")
+    wanted = {
+        "train": TrainConfig(patience=4).to_dict(),
+        "estimate": EstimateConfig(precision="auto").to_dict(),
+    }
+    saved = {
+        "train": _older(wanted["train"], "patience_fraction", "min_delta_sd", "init_from"),
+        "estimate": _older(wanted["estimate"], "precision"),
+    }
+    same_config(saved, wanted, "old")  # patience alone, from scratch, auto: resumes
+    stricter = {**wanted, "train": {**wanted["train"], "patience_fraction": 0.25}}
+    with pytest.raises(ConfigError, match=r"train\.patience_fraction: saved=0\.0 now=0\.25"):
+        same_config(saved, stricter, "old")
 
 
 def test_nested_fields_are_compared_and_named_by_dotted_key() -> None:
@@ -30,16 +39,16 @@ def test_nested_fields_are_compared_and_named_by_dotted_key() -> None:
     assert wanted["schedule"]["patience_fraction"] != ABSENT["patience_fraction"]
     with pytest.raises(ConfigError, match=r"schedule\.patience_fraction: saved=0\.0 now=0\.25"):
         same_config({**wanted, "schedule": schedule}, wanted, "old")
-    lr = {**wanted, "lr": 1e-3}
-    with pytest.raises(ConfigError, match=r"different config \(lr: saved=0\.001 now=0\.002\)"):
+    lr = {**wanted, "train": {**wanted["train"], "lr": 1e-3}}
+    with pytest.raises(ConfigError, match=r"config \(train\.lr: saved=0\.001 now=0\.002\)"):
         same_config(lr, wanted, "f")
 
 
 def test_a_field_without_an_absent_value_names_the_older_version() -> None:
     wanted = PipelineConfig().to_dict()
-    fix = r"check_factor: saved=\(none\) now=3\); use a new --out folder \(.*older scalelab"
+    fix = r"check\.factor: saved=\(none\) now=3\); use a new --out folder \(.*older scalelab"
     with pytest.raises(ConfigError, match=fix):
-        same_config(_older(wanted, "check_factor"), wanted, "old")
+        same_config({**wanted, "check": _older(wanted["check"], "factor")}, wanted, "old")
     # tuples and lists are the same; an empty section is a value, not nothing
     same_config({"shape": [1, 2], "params": {}}, {"shape": (1, 2), "params": {}}, "f")
     with pytest.raises(ConfigError, match=r"params: saved=\{\} now=None; params\.a: saved=\(none"):

@@ -162,7 +162,7 @@ def test_verdict_by_hand() -> None:
     assert "Not checked" not in v["text"] and v["unchecked_budget_ended"] == []
     v = convergence.verdict(0.10, {"stricter": 0.10}, rows, unchecked_ended=["a", "b"])
     assert v["labels"] == [] and v["unchecked_budget_ended"] == ["a", "b"]
-    assert "Not checked: 2 smaller run(s) ended at their step budget" in v["text"]
+    assert "Not checked: 2 run(s) ended at their step budget" in v["text"]
     assert "(a, b)" in v["text"]
 
 
@@ -181,3 +181,69 @@ def test_stricter_rule_waits_three_times_longer_after_the_best() -> None:
     assert best == best_strict == 59
     wait, wait_strict = stop - best, stop_strict - best_strict
     assert (wait, wait_strict) == (20, 60)  # stops at validations 79 and 119
+
+
+def _lone_run(store: Path, where: Path, width: int, tokens: int) -> list[RunSpec]:
+    """One trained run of a width-`width` model on `tokens` tokens (stopped by patience)."""
+    model = GPTConfig(block_size=32, n_layer=1, n_head=1, n_embd=width, vocab_size=384)
+    cfg = _cfg(train_tokens=tokens, max_steps=400, patience=3, min_lr=3e-3, decay_steps=None)
+    spec = RunSpec(f"n{tokens}", run_params(model, cfg, store, train_tokens=tokens))
+    train(model, cfg, store, where / "runs" / spec.name, quiet=True)
+    return [spec]
+
+
+def test_model_limited_fires_on_a_too_small_model_and_not_on_a_data_limited_one(
+    store: Path, tmp_path: Path
+) -> None:
+    """A 4-wide model on 20,000 tokens is held back by its size: a 4x wider one gains about a
+    nat, far above another seed's change. A 48-wide model on 1,500 tokens is held back by the
+    data: the wider model does no better (it over-fits sooner)."""
+    small = _lone_run(store, tmp_path / "small", width=4, tokens=20_000)
+    rows = convergence.run_check(
+        tmp_path / "small", tmp_path / "c1", small, largest=1, width_factor=4
+    )
+    fired = convergence.model_limited(rows)
+    assert fired["limited"] and fired["gain_nats"] > 5 * fired["noise_nats"], fired
+    v = convergence.verdict(0.1, {"stricter": 0.1}, rows)
+    assert v["model_limited"] and "MODEL-LIMITED" in v["labels"] and "wider model" in v["text"]
+    big = _lone_run(store, tmp_path / "big", width=48, tokens=1_500)
+    rows = convergence.run_check(tmp_path / "big", tmp_path / "c2", big, largest=1, width_factor=4)
+    quiet = convergence.model_limited(rows)
+    assert not quiet["limited"] and quiet["gain_nats"] < quiet["noise_nats"], quiet
+    v = convergence.verdict(0.1, {"stricter": 0.1}, rows)
+    assert not v["model_limited"] and "Not model-limited" in v["text"]
+    wide = GPTConfig.from_dict(convergence.wider(big[0], 4).params["model"])
+    assert (wide.n_embd, wide.n_head) == (192, 4)  # heads of the same width
+
+
+def test_model_limited_by_hand() -> None:
+    """The noise is the larger of another seed's change and 2 SE of the test loss."""
+    base = {"run": "r", "test_loss_nats": 3.0, "test_loss_se_nats": 0.01}
+    seed = {**base, "perturbation": "seed", "test_loss_nats_perturbed": 3.02}
+    for wide_loss, limited in ((2.97, True), (2.99, False)):
+        wide = {**base, "perturbation": "wider", "test_loss_nats_perturbed": wide_loss}
+        got = convergence.model_limited([seed, wide])
+        assert got["noise_nats"] == pytest.approx(0.02) and got["limited"] is limited
+    wide = {**base, "perturbation": "wider", "test_loss_nats_perturbed": 2.97}
+    assert convergence.model_limited([wide])["noise_nats"] == pytest.approx(0.02)  # 2 SE
+    assert convergence.model_limited([seed]) is None
+
+
+def test_both_ends_are_perturbed(store: Path, tmp_path: Path) -> None:
+    """With `smallest`, the smallest run gets the stricter and seed perturbations, named apart
+    from the largest's; a run among the largest is not perturbed twice."""
+    sweep = tmp_path / "sweep"
+    specs = [
+        _spec(f"n{n}", _cfg(train_tokens=n, max_steps=20, patience=2), store)
+        for n in (2_000, 6_000)
+    ]
+    for s in specs:
+        _train(s, store, sweep)
+    rows = convergence.plan(sweep, specs, largest=1, smallest=1)
+    assert [(r["run"], r["key"]) for r in rows] == [
+        ("n6000", "stricter"), ("n6000", "cooldown"), ("n6000", "seed"),
+        ("n2000", "stricter (smallest)"), ("n2000", "seed (smallest)"),
+    ]  # fmt: skip
+    assert len(convergence.plan(sweep, specs, largest=2, smallest=1)) == 6  # no repeats
+    with pytest.raises(ConfigError, match="smallest runs must be 0 to 2"):
+        convergence.plan(sweep, specs, largest=1, smallest=3)

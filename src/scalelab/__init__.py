@@ -72,6 +72,9 @@ _EXPORTS: dict[str, str] = {
     # the whole validation: corpus -> d -> sweeps -> checks -> fits -> report
     "PipelineConfig": "scalelab.pipeline.config",
     "run_pipeline": "scalelab.pipeline.run",
+    # ... whose steps, one by one, are scalelab.pipeline.steps (docs/python.md)
+    "Pool": "scalelab.runs.sweep",
+    "SweepResult": "scalelab.sweeps.result",
     # errors
     "ScalelabError": "scalelab.errors",
     "ConfigError": "scalelab.errors",

@@ -251,7 +251,7 @@ def layers_command(
     )
     wanted = parse_list(layers, str, "--layers") if layers else None
     out = out or _default_out("ablations/layers", model, corpus)
-    from scalelab.report.ablations import ablate_layers
+    from scalelab.pipeline.ablations import ablate_layers
 
     doc = ablate_layers(
         model, corpus, cfg, out, layers=wanted, device=device, weights=weights, quiet=quiet
@@ -303,7 +303,7 @@ def positions_command(
         precision=precision,
     )
     out = out or _default_out("ablations/positions", model, corpus)
-    from scalelab.report.ablations import ablate_positions
+    from scalelab.pipeline.ablations import ablate_positions
 
     doc = ablate_positions(
         model, corpus, cfg, out, groups=groups, device=device, weights=weights, quiet=quiet
@@ -358,7 +358,7 @@ def models_command(
         precision=precision,
     )
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
-    from scalelab.report.ablations import ablate_models
+    from scalelab.pipeline.ablations import ablate_models
 
     doc = ablate_models(
         model, corpus, cfg, out, device=device, weights=weights, backend=where, quiet=quiet
@@ -398,7 +398,7 @@ def batch_size_command(
     quiet: bool = QUIET,
 ) -> None:
     """d against the number of points per MLE batch, on one set of embeddings."""
-    from scalelab.report.ablations import ablate_batch_size
+    from scalelab.pipeline.ablations import ablate_batch_size
 
     sizes = parse_list(batch_sizes, int, "--batch-sizes")
     set_threads(threads)

@@ -2,16 +2,66 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from scalelab.cli.common import JSON, SEED, parse_list, print_json, print_table
+from scalelab.cli.common import JSON, SEED, parse_list, print_json, print_record, print_table
 from scalelab.runs.outdir import check_file
+
+# The regime options (defaults: RegimeConfig and RegimeInputs, tests/test_cli_defaults.py).
+_UNIGRAM_ENTROPY = typer.Option(
+    None,
+    "--unigram-entropy",
+    help="Unigram entropy of the test tokens (nats/token): the fit range starts at the "
+    "first size whose loss is --unigram-margin below it.",
+)
+_UNIGRAM_COL = typer.Option(
+    None, "--unigram-col", help="Column holding the unigram entropy (one value per group)."
+)
+_STORE = typer.Option(
+    None,
+    "--store",
+    help="Token store the runs trained on: its test split's unigram entropy and, for a "
+    "synth:facts store, the exact floor E and the ideal learner's exponent.",
+)
+_CONTEXT_LEN = typer.Option(
+    None, "--context-len", help="With --store: the runs' context (scored test windows)."
+)
+_TEST_TOKENS = typer.Option(
+    None, "--test-tokens", help="With --store: the runs' cap on scored test tokens."
+)
+_FLOOR = typer.Option(
+    None, "--floor", help="Known irreducible loss E (default: the power+E fit's)."
+)
+_FLOOR_COL = typer.Option(None, "--floor-col", help="Column holding E (one value per group).")
+_LIMITED_COL = typer.Option(
+    None, "--limited-col", help="Column true for budget- or model-limited runs."
+)
+_LIMITED = typer.Option(
+    None, "--limited", help="Comma-separated names (in --run-col) of limited runs."
+)
+_RUN_COL = typer.Option("run", "--run-col", help="Column of run names for --limited.")
+_GROUP = typer.Option(None, "--group", help="Fit each value of this column apart (e.g. corpus).")
+_TOLERANCE = typer.Option(
+    0.5, "--tolerance", help="Largest change of the exponent across the range, relative."
+)
+_LEVEL = typer.Option(0.9, "--level", help="Interval level of the curvature test.")
+_MIN_DECADES = typer.Option(
+    1.5, "--min-decades", help="Decades the range must span to be called a power law."
+)
+_UNIGRAM_MARGIN = typer.Option(
+    0.1, "--unigram-margin", help="Nats below the unigram entropy where the range starts."
+)
+_FIGURES = typer.Option(
+    None, "--figures", help="Write the loss and local-slope figures (PNG) to this folder."
+)
 
 
 def fit_command(
+    ctx: typer.Context,
     table: Path = typer.Argument(..., help="Results table: .csv, .tsv, .parquet or .jsonl."),
     x: str | None = typer.Option(None, "--x", help="Size column (power, power+E)."),
     y: str = typer.Option(..., "--y", help="Loss column (positive)."),
@@ -38,37 +88,124 @@ def fit_command(
         1000, "--n-boot", help="Bootstrap resamples for the intervals (0: none)."
     ),
     seed: int = SEED,
+    unigram_entropy: float | None = _UNIGRAM_ENTROPY,
+    unigram_col: str | None = _UNIGRAM_COL,
+    store: Path | None = _STORE,
+    context_len: int | None = _CONTEXT_LEN,
+    test_tokens: int | None = _TEST_TOKENS,
+    floor: float | None = _FLOOR,
+    floor_col: str | None = _FLOOR_COL,
+    limited_col: str | None = _LIMITED_COL,
+    limited: str | None = _LIMITED,
+    run_col: str = _RUN_COL,
+    group: str | None = _GROUP,
+    tolerance: float = _TOLERANCE,
+    level: float = _LEVEL,
+    min_decades: float = _MIN_DECADES,
+    unigram_margin: float = _UNIGRAM_MARGIN,
+    figures: Path | None = _FIGURES,
     out: Path | None = typer.Option(None, "--out", help="Also write the result as JSON here."),
     json_out: bool = JSON,
 ) -> None:
-    """Fit a scaling law to a table, with bootstrap 95% intervals. The printed form is
+    """Fit a scaling law to a table, with bootstrap 95% intervals.
+
+    Also says where the curve is a power law: local slopes, the fit range by rule, a
+    curvature test, the plain and excess exponents (docs/fitting.md). The printed form is
     always named: 'power' has no irreducible term, 'power+E' and 'chinchilla' do."""
     from scalelab.io import atomic_write_json, provenance
-    from scalelab.laws.table import fit_table, read_table
+    from scalelab.laws.table import fit_groups, fit_table, read_table
 
     check_file(out)
-    budgets = parse_list(compute, float, "--compute") if compute else None
+    opts = ctx.params
+    kwargs = {
+        k: opts[k] for k in ("form", "x", "n_col", "d_col", "c_col", "holdout", "n_boot", "seed")
+    }
+    kwargs["compute"] = parse_list(compute, float, "--compute") if compute else None
+    kwargs["regime"] = _regime_inputs(opts)
+    kwargs["name"] = str(table)
     df = read_table(table)
-    result = fit_table(
-        df,
-        y,
-        form=form,
-        x=x,
-        n_col=n_col,
-        d_col=d_col,
-        c_col=c_col,
-        holdout=holdout,
-        compute=budgets,
-        n_boot=n_boot,
-        seed=seed,
-        name=str(table),
-    )
+    result = fit_groups(df, y, group, **kwargs) if group else fit_table(df, y, **kwargs)
     if out is not None:
         atomic_write_json(out, {**result, "provenance": provenance()})
+    _emit(
+        result,
+        df,
+        group=group,
+        figures=figures,
+        json_out=json_out,
+        y=y,
+        x=x,
+        n_boot=n_boot,
+        holdout=holdout,
+    )
+
+
+def _emit(
+    result: dict[str, Any],
+    df: Any,
+    *,
+    group: str | None,
+    figures: Path | None,
+    json_out: bool,
+    **shown: Any,
+) -> None:
+    """Figures, then the result as JSON or as tables (one set per group)."""
+    parts = result["groups"] if group else {"": result}
+    if figures is not None:
+        _figures(parts, figures, shown["y"], Path(result["table"]).stem)
     if json_out:
         print_json(result)
         return
-    _print(result, y, x, len(df), n_boot, holdout)
+    for key, part in parts.items():
+        rows = len(df) if not group else int((df[group].astype(str) == key).sum())
+        if group:
+            typer.echo(f"\n== {group} = {key}")
+        _print(part, shown["y"], shown["x"], rows, shown["n_boot"], shown["holdout"])
+
+
+def _regime_inputs(opts: dict[str, Any]) -> Any:
+    """The regime inputs from the command's options (`ctx.params`); a store gives its test
+    split's unigram entropy and, when it holds a facts corpus, the exact floor and the ideal
+    learner's exponent."""
+    from scalelab.errors import InputError
+    from scalelab.laws.regime import RegimeConfig
+    from scalelab.laws.table import RegimeInputs
+
+    config = RegimeConfig(
+        **{k: opts[k] for k in ("tolerance", "level", "min_decades", "unigram_margin")}
+    )
+    names = ("unigram_entropy", "unigram_col", "floor", "floor_col", "limited_col", "run_col")
+    given = {k: opts[k] for k in names}
+    if opts["limited"]:
+        given["limited"] = tuple(parse_list(opts["limited"], str, "--limited", "run names"))
+    store = opts["store"]
+    if store is None:
+        return RegimeInputs(config=config, **given)
+    if opts["group"] is not None:
+        raise InputError("--store describes one corpus; with --group give --unigram-col")
+    from scalelab.text.floors import facts_store_theory, store_unigram_entropy
+
+    given["unigram_entropy"] = store_unigram_entropy(
+        store, opts["context_len"], opts["test_tokens"]
+    )
+    try:
+        theory = facts_store_theory(store)
+    except InputError:
+        return RegimeInputs(config=config, **given)
+    if given["floor"] is None:
+        given["floor"] = theory.irreducible_nats_per_token
+        given["floor_source"] = "exact floor of the facts generator per token of the store"
+    return RegimeInputs(config=config, ideal_exponent=theory.effective_exponent, **given)
+
+
+def _figures(parts: dict[str, dict[str, Any]], folder: Path, y: str, stem: str) -> None:
+    """Two PNGs per group, named by the group (by the table's file name without groups)."""
+    from scalelab.report.regime import write_regime_figures
+
+    for key, part in parts.items():
+        if "regime" in part:
+            title = f"{y} ({key or stem})"
+            write_regime_figures(part["regime"], folder, key or stem, title=title)
 
 
 def _rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -111,6 +248,56 @@ def _print(
                 for o, p, r in zip(h["observed"], h["predicted"], h["rel_error"], strict=True)
             ],
         )
+    if "regime" in result:
+        _print_regime(result["regime"])
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
+def _print_regime(regime: dict[str, Any]) -> None:
+    """Local slopes with bands, then the range, the test, the verdict and the exponents."""
+    from scalelab.io import format_interval
+
+    s = regime["local_slopes"]
+    print_table(
+        f"local slopes ({s['level']:.0%} bands: {s['method']})",
+        [
+            {
+                "from": f"{a:,.0f}",
+                "to": f"{b:,.0f}",
+                "slope": v,
+                "band": format_interval((lo, hi), ".3f", ""),
+            }
+            for a, b, v, lo, hi in zip(
+                s["x_lo"], s["x_hi"], s["slope"], s["lo"], s["hi"], strict=True
+            )
+        ],
+    )
+    rng, test = regime["fit_range"], regime["curvature"]
+    record = {
+        "verdict": regime["verdict"],
+        "fitted range": f"{rng['x_lo']:,.0f} … {rng['x_hi']:,.0f} ({rng['decades']:.2f} decades)"
+        if rng["n_points"]
+        else "none",
+        "lower end": rng["lower_reason"],
+        "upper end": rng["upper_reason"],
+    }
+    if test is not None and _finite(test["exponent_mid"]):
+        record["exponent at the ends"] = (
+            f"{test['exponent_lo_end']:.3f} → {test['exponent_hi_end']:.3f} (quadratic fit)"
+        )
+    if regime["plain"]:
+        p = regime["plain"]
+        record["plain exponent"] = f"{p['exponent']:.4f} {format_interval(p['exponent_ci95'])}"
+    if regime["excess"]:
+        e = regime["excess"]
+        record["excess exponent"] = e["text"]
+        record["E"] = f"{e['E']:.4g} {format_interval(e['E_ci95'], '.4g')} ({e['E_source']})"
+    for label, value in regime["predictions"].items():
+        record[f"predicted: {label}"] = f"{value:.4f}"
+    print_record("where the curve is a power law", record)
 
 
 def register(app: typer.Typer) -> None:

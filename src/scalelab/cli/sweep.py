@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import typer
@@ -24,7 +23,7 @@ from scalelab.cli.common import (
     set_threads,
     threads_option,
 )
-from scalelab.lm.config import PRESETS, TrainConfig, configs_for_preset
+from scalelab.lm.config import PRESETS, GPTConfig, TrainConfig, configs_for_preset
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
 from scalelab.sweeps.schedule import Schedule
@@ -101,9 +100,27 @@ SHAPE = typer.Option(
 PLAN = typer.Option(False, "--plan", help="Print the runs (name, tokens, step budget) and stop.")
 
 
-def _schedule(options: dict[str, Any]) -> Schedule:
+def _schedule(ctx: typer.Context) -> Schedule:
     """The Schedule the command's options describe (they carry its field names)."""
-    return Schedule(**{f.name: options[f.name] for f in dataclasses.fields(Schedule)})
+    return Schedule(**{f.name: ctx.params[f.name] for f in dataclasses.fields(Schedule)})
+
+
+def _configs(ctx: typer.Context) -> tuple[GPTConfig, TrainConfig]:
+    """The preset's model and training configs with the command's training options on top
+    (None: the preset's), the same for both sweep commands."""
+    o = ctx.params
+    return configs_for_preset(
+        o["preset"],
+        o["data"],
+        block_size=o["context_len"],
+        batch_size=o["batch_size"],
+        lr=o["lr"],
+        seed=o["seed"],
+        eval_interval=o["eval_interval"],
+        eval_batches=o["eval_batches"],
+        test_tokens=o["test_tokens"],
+        dtype=o["dtype"],
+    )
 
 
 def _plan(specs: list, json_out: bool) -> None:
@@ -134,6 +151,7 @@ def _show(out: Path, table: pd.DataFrame, json_out: bool, extra: list[str]) -> N
 
 
 def data_command(
+    ctx: typer.Context,
     data: Path = DATA,
     out: Path = OUT,
     preset: str = PRESET,
@@ -182,26 +200,14 @@ def data_command(
     never redone. Example: scalelab sweep data --data data/shk --out sweeps/shk --points 7"""
     set_threads(threads, workers=workers)
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
-    model_cfg, train_cfg = configs_for_preset(
-        preset,
-        data,
-        block_size=context_len,
-        batch_size=batch_size,
-        lr=lr,
-        seed=seed,
-        eval_interval=eval_interval,
-        eval_batches=eval_batches,
-        test_tokens=test_tokens,
-        dtype=dtype,
-    )
+    model_cfg, train_cfg = _configs(ctx)
     if model is not None:
         model_cfg = model_sweep.parse_model(model, model_cfg)[1]
     if sizes is not None:
         grid = parse_list(sizes, lambda s: int(float(s)), "--sizes", "integers")
     else:
         grid = data_sweep.SizeGrid(points, min_tokens, max_tokens).sizes(data)
-    schedule = _schedule(locals())
-    cfg = data_sweep.make_config(data, model_cfg, train_cfg, schedule, grid)
+    cfg = data_sweep.make_config(data, model_cfg, train_cfg, _schedule(ctx), grid)
     if plan:
         _plan(data_sweep.specs(cfg), json_out)
         return
@@ -210,6 +216,7 @@ def data_command(
 
 
 def model_command(
+    ctx: typer.Context,
     data: Path = DATA,
     out: Path = OUT,
     models: str = typer.Option(
@@ -256,21 +263,9 @@ def model_command(
     Example: scalelab sweep model --data data/shk --out sweeps/shk-models --models 2x64,4x128"""
     set_threads(threads, workers=workers)
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
-    base, train_cfg = configs_for_preset(
-        preset,
-        data,
-        block_size=context_len,
-        batch_size=batch_size,
-        lr=lr,
-        seed=seed,
-        eval_interval=eval_interval,
-        eval_batches=eval_batches,
-        test_tokens=test_tokens,
-        dtype=dtype,
-    )
-    schedule = _schedule(locals())
+    base, train_cfg = _configs(ctx)
     names = parse_list(models, str, "--models")
-    cfg = model_sweep.make_config(data, names, base, train_cfg, schedule, train_tokens)
+    cfg = model_sweep.make_config(data, names, base, train_cfg, _schedule(ctx), train_tokens)
     if plan:
         _plan(model_sweep.specs(cfg), json_out)
         return

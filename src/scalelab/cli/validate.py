@@ -23,9 +23,9 @@ from scalelab.cli.common import (
     threads_option,
 )
 from scalelab.io import format_interval
-from scalelab.pipeline.config import PipelineConfig
+from scalelab.pipeline.config import FLAT, PipelineConfig, flat_defaults
 
-_D = PipelineConfig()
+_D = flat_defaults()
 
 
 def _ci(pair: list | None) -> str:
@@ -93,6 +93,9 @@ def print_summary(summary: dict) -> None:
     for side, check in summary["convergence"].items():
         if check:
             typer.echo(f"{side} sweep: {check['text']}")
+    from scalelab.report.validate import regime_words
+
+    typer.echo(regime_words(summary["fits"]["data"].get("regime")))
     typer.echo(
         f"this invocation: {summary['wall_s']:.0f} s wall, {summary['cpu_s']:.0f} CPU-s "
         f"(stages, wall s: {summary['stage_wall_s']})"
@@ -100,33 +103,29 @@ def print_summary(summary: dict) -> None:
     typer.echo(f"report: {summary['report_html']}")
 
 
-def _command(
+def _run(
+    ctx: typer.Context,
     out: Path,
     references: list[str],
-    workers: int,
-    threads: int | None,
+    pool: tuple[int, int | None, str, str | None, int, float],
+    preset: str | None,
     json_out: bool,
     quiet: bool,
-    model_sweep: str,
-    backend: str,
-    ray_address: str | None,
-    run_cpus: int,
-    run_gpus: float,
-    preset: str | None = None,
-    explicit: frozenset[str] = frozenset(),
-    **fields: object,
 ) -> None:
-    """Build the config from the options (its own validation refuses bad values), run. With
-    a preset, the options given on the command line (`explicit`) override its values."""
+    """Build the config from the command's config options (`ctx.params` whose names are
+    `FLAT`'s; its own validation refuses bad values), then run. With a preset, only the
+    options given on the command line override its values."""
     from scalelab.pipeline.run import run_pipeline
 
+    workers, threads, backend, ray_address, run_cpus, run_gpus = pool
     set_threads(threads, workers=workers)
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
-    shapes = tuple(m.strip() for m in model_sweep.split(",") if m.strip())
-    given = {**fields, "model_sweep": shapes}
+    given = {k: v for k, v in ctx.params.items() if k in FLAT}
+    given["model_sweep"] = tuple(m.strip() for m in given["model_sweep"].split(",") if m.strip())
     if preset is None:
-        cfg = PipelineConfig(**given)
+        cfg = PipelineConfig.from_options(**given)
     else:
+        explicit = _explicit(ctx)
         cfg = PipelineConfig.from_preset(preset, **{k: given[k] for k in explicit & set(given)})
     say = (lambda _msg: None) if json_out else typer.echo
     summary = run_pipeline(
@@ -145,9 +144,9 @@ def _command(
 
 
 def _opt(name: str, help_text: str) -> Any:
-    """An option whose default is PipelineConfig's (one default, one place)."""
-    field = name.removeprefix("--").replace("-", "_")
-    return typer.Option(getattr(_D, field), name, help=help_text)
+    """An option whose default is PipelineConfig's (one default, one place: `flat_defaults`
+    reads it from the config part the option's name points to)."""
+    return typer.Option(_D[name.removeprefix("--").replace("-", "_")], name, help=help_text)
 
 
 _REFS = typer.Option(
@@ -165,7 +164,7 @@ _MIN = _opt("--min-tokens", "Smallest training set (tokens).")
 _MAX = _opt("--max-tokens", "Largest training set (tokens); also the model sweep's data.")
 _POINTS = _opt("--points", "Sizes in the data sweep's geometric grid.")
 _MODELS = typer.Option(
-    ",".join(_D.model_sweep),
+    ",".join(_D["model_sweep"]),
     "--model-sweep",
     help="Model-size sweep shapes LAYERSxWIDTH, comma-separated ('' for none).",
 )
@@ -179,6 +178,14 @@ _IDREF = _opt(
 )
 _CHECKL = _opt("--check-largest", "Convergence check: perturb this many largest runs per sweep.")
 _CHECKF = _opt("--check-factor", "Convergence check: the stricter stopping rule's factor.")
+_CHECKS = _opt(
+    "--check-smallest", "Convergence check: perturb this many smallest runs too (both ends)."
+)
+_CHECKW = _opt(
+    "--check-width-factor",
+    "Convergence check: train the data sweep's largest size with a model this many times "
+    "wider (is it model-limited?).",
+)
 _IDPREC = _opt(
     "--id-precision", "Forward pass of the models that measure d: auto|float32|bfloat16."
 )
@@ -227,6 +234,8 @@ def validate_command(
     id_reference_documents: int | None = _IDREF,
     check_largest: int = _CHECKL,
     check_factor: int = _CHECKF,
+    check_smallest: int = _CHECKS,
+    check_width_factor: int | None = _CHECKW,
     seed: int = SEED,
     backend: str = BACKEND,
     ray_address: str | None = RAY_ADDRESS,
@@ -239,13 +248,14 @@ def validate_command(
     model (before training), a data sweep and a model-size sweep trained to convergence
     (checked by perturbing the largest runs), d along the sweep, fits, and a report.
     Re-running resumes."""
-    params = {k: v for k, v in locals().items() if k != "ctx"}
-    _command(**params, explicit=_explicit(ctx))  # run options and PipelineConfig fields
+    pool = (workers, threads, backend, ray_address, run_cpus, run_gpus)
+    _run(ctx, out, references, pool, preset, json_out, quiet)
 
 
 def demo_command(
+    ctx: typer.Context,
     out: Path = typer.Option(Path("demo-out"), "--out", help="Folder for everything."),
-    corpus: str = typer.Option(_D.corpus, "--corpus", help="Corpus (as for validate)."),
+    corpus: str = typer.Option(_D["corpus"], "--corpus", help="Corpus (as for validate)."),
     references: list[str] = _REFS,
     min_tokens: int = _MIN,
     max_tokens: int = _MAX,
@@ -266,7 +276,8 @@ def demo_command(
 ) -> None:
     """`scalelab validate` on the built-in default corpus, into demo-out/. Re-running skips
     every finished stage."""
-    _command(**locals())  # every parameter: run options and PipelineConfig fields
+    pool = (workers, threads, backend, ray_address, run_cpus, run_gpus)
+    _run(ctx, out, references, pool, None, json_out, quiet)
 
 
 def register(app: typer.Typer) -> None:

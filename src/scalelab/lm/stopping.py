@@ -8,8 +8,11 @@ A run stops when its validation loss has not *really* improved for a while. Two 
 - `patience_fraction`: the patience grows with the run, `max(patience, fraction × validations
   so far)`, so a long run is not stopped by a short flat stretch that a short run would be.
 
-`replay` applies a rule to a recorded curve, so rules can be compared on real runs without
-training again (bench/stopping.py).
+`stricter` makes a rule wait `factor` times longer (the convergence check's perturbation,
+sweeps/convergence.py). `replay` applies a rule to a recorded curve, so rules can be compared
+on real runs without training again (bench/stopping.py). The trainer (lm/train.py) and the
+manifold regressor's loop (manifold/train.py) decide with `StopState.update`; this module is
+the only place the arithmetic lives.
 """
 
 from __future__ import annotations
@@ -21,15 +24,33 @@ from collections.abc import Sequence
 
 @dataclasses.dataclass(frozen=True)
 class StopRule:
-    """When a run stops; see the module docstring. `patience` counts validations."""
+    """When a run stops; see the module docstring. `patience` counts validations; None: the
+    rule never stops a run (its validations still choose the tested weights)."""
 
-    patience: int
+    patience: int | None
     patience_fraction: float = 0.0
     min_delta_sd: float = 0.0
 
-    def patience_at(self, evals: int) -> int:
+    def patience_at(self, evals: int) -> int | None:
         """Validations without a counted improvement that stop a run after `evals` of them."""
+        if self.patience is None:
+            return None
         return max(self.patience, math.ceil(self.patience_fraction * evals))
+
+    def stricter(self, factor: int) -> StopRule:
+        """The rule whose patience, and whose wait after the best validation that the
+        patience fraction allows, are `factor` times longer.
+
+        A run under fraction f whose best is at validation b stops near b / (1 - f), a wait
+        of b·f/(1 - f); multiplying that wait by `factor` gives factor·f / (1 - f + factor·f).
+        (Multiplying f by 3 instead would wait 3(1 - f)/(1 - 3f) times longer: no end at
+        f = 1/3.)"""
+        f = self.patience_fraction
+        return dataclasses.replace(
+            self,
+            patience=None if self.patience is None else self.patience * factor,
+            patience_fraction=factor * f / (1 - f + factor * f) if f < 1 else 1.0,
+        )
 
 
 @dataclasses.dataclass
@@ -52,7 +73,13 @@ class StopState:
             self.counted_val, self.bad_evals = val, 0
         else:
             self.bad_evals += 1
-        return improved, self.bad_evals >= rule.patience_at(self.evals)
+        return improved, self.stopped(rule)
+
+    def stopped(self, rule: StopRule) -> bool:
+        """Whether `rule` stops the run at this state (a resumed run asks again: a stricter
+        rule than the one that stopped it goes on)."""
+        wait = rule.patience_at(self.evals)
+        return wait is not None and self.bad_evals >= wait
 
 
 def replay(

@@ -39,7 +39,7 @@ from scalelab.lm.data import (
     unigram_loss,
 )
 from scalelab.lm.distributed import DistContext, init_distributed
-from scalelab.lm.evaluate import _autocast, evaluate, evaluate_with_se
+from scalelab.lm.evaluate import _autocast, evaluate_with_se
 from scalelab.lm.model import GPT
 from scalelab.lm.stopping import StopRule, StopState
 from scalelab.malloc import keep_freed_memory
@@ -218,7 +218,7 @@ class _Trainer:
             "loss_sum": 0.0,
             "loss_count": 0,
         }
-        self.rule = StopRule(cfg.patience or 0, cfg.patience_fraction, cfg.min_delta_sd)
+        self.rule = StopRule(cfg.patience, cfg.patience_fraction, cfg.min_delta_sd)
         if (out_dir / ckpt.STATE).exists():
             self._restore()
         elif cfg.init_from is not None:
@@ -240,7 +240,8 @@ class _Trainer:
             raise CheckpointError(
                 f"{path} does not match this run ({err}); delete it to restart from step 0"
             ) from err
-        if self.s["stop_reason"] == "patience" and not self._should_stop():
+        stop = StopState(**{k: self.s[k] for k in STOP_KEYS})
+        if self.s["stop_reason"] == "patience" and not stop.stopped(self.rule):
             self.s["stop_reason"] = None  # a stricter rule than the one that stopped it: go on
         _log(self.ctx, f"resuming {self.out_dir} at step {self.s['step']}")
 
@@ -254,10 +255,6 @@ class _Trainer:
             raise CheckpointError(
                 f"cannot start from {run} ({err}); give a finished run folder as init_from"
             ) from err
-
-    def _should_stop(self) -> bool:
-        s = self.s
-        return self.cfg.patience is not None and s["bad_evals"] >= self.rule.patience_at(s["evals"])
 
     def _restore_rng(self, saved: dict[str, Any]) -> None:
         """Each rank gets back its own dropout RNG state (saved by rank 0 for all ranks)."""
@@ -379,9 +376,9 @@ class _Trainer:
                 row.update(self.on_eval(self.model))
             self.model.train()
         stop = StopState(**{k: s[k] for k in STOP_KEYS})
-        improved, _ = stop.update(val, s["step"], val_se, self.rule)
+        improved, stopped = stop.update(val, s["step"], val_se, self.rule)
         s.update(dataclasses.asdict(stop))
-        if self._should_stop():
+        if stopped:
             s["stop_reason"] = "patience"
         _log(
             ctx,
@@ -421,11 +418,14 @@ class _Trainer:
         cfg, ctx, s, data = self.cfg, self.ctx, self.s, self.data
         ckpt.load_weights(self.model, self.out_dir / ckpt.WEIGHTS)
         test_starts = tiling_starts(len(data.test), self.block, cfg.test_tokens)
-        test = evaluate(self.model, data.test, test_starts, cfg.batch_size, ctx, self.dtype)
+        test, test_se = evaluate_with_se(
+            self.model, data.test, test_starts, cfg.batch_size, ctx, self.dtype
+        )
         wall = s["wall_time_s"] + time.perf_counter() - self.session_start
         tokens_seen = s["step"] * self.tokens_per_step
         result = {
             "test_loss_nats": test,
+            "test_loss_se_nats": test_se,  # over the test windows: the loss's sampling noise
             "best_val_loss_nats": s["best_val"],
             "best_step": s["best_step"],
             "unigram_val_loss_nats": unigram_loss(data.train, data.val, data.vocab_size),

@@ -3,8 +3,12 @@
 Adam on shuffled mini-batches; the validation MSE is checked about once per epoch (at
 least every `min_eval_steps` steps); the learning rate halves after `lr_patience` checks
 without improvement, training stops after `patience` such checks (or at `max_steps`), and
-the best weights are restored. Stopping by patience, not by the cap, is what "trained to
-convergence" means here: the result records which one happened.
+the best weights are restored. The counting is the language models' stopping rule
+(`scalelab.lm.stopping`, fraction 0: a fixed patience). The learning rate is not the
+warm-up-cosine schedule of the other loops: it halves on the same plateau counter, which is
+what the regressor's error floor was measured with (docs/benchmarks/manifold.md). Stopping
+by patience, not by the cap, is what "trained to convergence" means here: the result records
+which one happened.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from torch import nn
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
+from scalelab.lm.stopping import StopRule, StopState
 
 
 @dataclass(frozen=True)
@@ -79,8 +84,10 @@ def fit_regressor(
     steps_per_epoch = math.ceil(n / batch)
     eval_every = max(steps_per_epoch, cfg.min_eval_steps)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    best = (mse(model, xv, yv), 0, {k: v.clone() for k, v in model.state_dict().items()})
-    since_best, lr, step, stop_reason = 0, cfg.lr, 0, "max_steps"
+    rule, state = StopRule(cfg.patience), StopState()
+    state.update(mse(model, xv, yv), 0, 0.0, rule)  # the untrained weights are a candidate
+    best_weights = {k: v.clone() for k, v in model.state_dict().items()}
+    lr, step, stop_reason = cfg.lr, 0, "max_steps"
     t0 = time.perf_counter()
     order = torch.randperm(n, generator=generator)
     pos = 0
@@ -102,22 +109,21 @@ def fit_regressor(
         if not math.isfinite(val):
             stop_reason = "diverged"
             break
-        if val < best[0]:
-            best = (val, step, {k: v.clone() for k, v in model.state_dict().items()})
-            since_best = 0
+        improved, stopped = state.update(val, step, 0.0, rule)
+        if improved:
+            best_weights = {k: v.clone() for k, v in model.state_dict().items()}
             continue
-        since_best += 1
-        if since_best >= cfg.patience:
+        if stopped:
             stop_reason = "patience"
             break
-        if since_best % cfg.lr_patience == 0:
+        if state.bad_evals % cfg.lr_patience == 0:
             lr = max(lr / 2, cfg.min_lr)
             for group in opt.param_groups:
                 group["lr"] = lr
-    model.load_state_dict(best[2])
+    model.load_state_dict(best_weights)
     return {
-        "val_mse": best[0],
-        "best_step": best[1],
+        "val_mse": state.best_val,
+        "best_step": state.best_step,
         "steps": step,
         "epochs": step / steps_per_epoch,
         "train_mse": mse(model, xt, yt),

@@ -1,5 +1,6 @@
 """The composition layer: `scalelab validate` and `scalelab demo` (`run_pipeline`) chain the
-corpus, the sweeps, the probes of d, the fits and the report; nothing below imports it."""
+corpus, the sweeps, the probes of d, the fits and the report as public steps
+(`scalelab.pipeline.steps`); nothing below imports it."""
 
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.run import run_pipeline

@@ -1,6 +1,14 @@
 """The options of `scalelab validate` (and `scalelab demo`, which is validate on a built-in
 corpus with these defaults). One default, one place: the CLI reads them from here.
 
+The config is nested: `PipelineConfig` holds its parts (`train`, `schedule`, `check`,
+`regime`, `id`, `model_sweep`), each a frozen dataclass whose field names are the names of the
+settings they become (`TrainConfig`, `Schedule`, the convergence check, the regime rules of
+`laws.regime`, `EstimateConfig`, the model sweep),
+so a name keeps one meaning from the CLI to the trainer. Flattening happens only at the edge:
+`FLAT` maps each command-line option (and each key of a validate-many declaration) to its
+place, `from_options` builds a config from flat options, `flat_defaults` lists them.
+
 How the defaults were chosen (docs/sweeps.md): by the runs' stop reasons and by time only,
 never by how close the observed exponent came to a prediction. Small models, a constant
 learning rate after a short warm-up, and patience on the validation loss make the runs stop by
@@ -11,17 +19,106 @@ patience well inside their budgets; the sizes keep `make demo` near 10 minutes o
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Self
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.fields import choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
+from scalelab.laws.regime import RegimeConfig
 from scalelab.probe.config import PRECISIONS
 from scalelab.sweeps.schedule import Schedule
 
 
-def _schedule() -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class TrainPart(Config):
+    """What every sweep run's `TrainConfig` (and the model's `block_size`) takes from the
+    validation; the rest is the `tiny` preset's. `eval_interval` means what it means in
+    `TrainConfig` (steps between validations and checkpoints); its default differs by command,
+    each in one place: 100 for one `scalelab train` run (`TrainConfig`), 50 for `scalelab
+    sweep` (`sweeps.worker.EVAL_INTERVAL`), 25 here, where validate's small runs stop by a
+    patience counted in validations (docs/sweeps.md)."""
+
+    block_size: int = 128  # the context length of every model, and of the probe of d
+    batch_size: int = 16
+    lr: float = 2e-3
+    min_lr: float = 2e-3  # = lr: constant after warm-up (a decayed rate left runs crawling)
+    eval_interval: int = 25
+    eval_batches: int = 8
+    test_tokens: int | None = 100_000
+
+    def validate(self) -> None:
+        for name in ("block_size", "batch_size", "eval_interval", "eval_batches"):
+            positive_int(getattr(self, name), name)
+        positive_int(self.test_tokens, "test_tokens", optional=True)
+        if not 0 <= self.min_lr <= self.lr:
+            raise ConfigError(f"need 0 <= min_lr <= lr, got {self.min_lr} and {self.lr}")
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckPart(Config):
+    """The convergence check (sweeps/convergence.py) of both sweeps."""
+
+    largest: int = 1  # the largest runs of each sweep that are perturbed
+    factor: int = 3  # ... with a stopping rule (and budget) this many times stricter
+    smallest: int = 1  # the smallest runs, perturbed too (stricter, another seed): both ends
+    width_factor: int | None = 2  # the data sweep's largest size with a model this much wider
+
+    def validate(self) -> None:
+        positive_int(self.largest, "largest")
+        if not isinstance(self.factor, int) or self.factor < 2:
+            raise ConfigError(f"the check factor must be an integer >= 2, got {self.factor!r}")
+        if not isinstance(self.smallest, int) or self.smallest < 0:
+            raise ConfigError(f"check smallest must be an integer >= 0, got {self.smallest!r}")
+        if self.width_factor is not None and self.width_factor < 2:
+            raise ConfigError(f"the width factor must be >= 2 (or None), got {self.width_factor}")
+
+
+@dataclasses.dataclass(frozen=True)
+class IdPart(Config):
+    """How every model measures d (the fields of `EstimateConfig` they set)."""
+
+    per_doc: int = 32
+    max_documents: int | None = None
+    # given reference models read only this many test documents (a declared subset, chosen
+    # by the seed): a 135M model's forward pass is most of validate's time on a CPU
+    reference_documents: int | None = 320
+    k: int = PAPER_K
+    batch_size: int = PAPER_BATCH_SIZE
+    precision: str = "auto"  # forward pass of every model that measures d
+
+    def validate(self) -> None:
+        positive_int(self.per_doc, "per_doc")
+        positive_int(self.max_documents, "max_documents", optional=True)
+        positive_int(self.reference_documents, "reference_documents", optional=True)
+        choice(self.precision, "precision", PRECISIONS)
+        if self.batch_size <= self.k:
+            raise ConfigError(
+                f"--id-batch-size {self.batch_size} must exceed K = {self.k}; raise it"
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSweepPart(Config):
+    """The model-size sweep: its shapes (none: no model sweep) and its training tokens."""
+
+    models: tuple[str, ...] = ("1x16", "1x32", "2x48")
+    train_tokens: int | None = None  # None: the data sweep's max_tokens
+
+    def validate(self) -> None:
+        if self.models and len(self.models) < 3:
+            raise ConfigError("a model sweep needs at least 3 models to fit; list more or none")
+        positive_int(self.train_tokens, "train_tokens", optional=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "models": list(self.models)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        return super().from_dict({**data, "models": tuple(data.get("models", cls.models))})
+
+
+def _schedule() -> Schedule:
     return Schedule(
         patience=4,
         patience_fraction=0.25,
@@ -29,7 +126,17 @@ def _schedule() -> dict[str, Any]:
         decay_epochs=3.0,
         min_steps=400,
         step_cap=4000,
-    ).to_dict()
+    )
+
+
+PARTS: dict[str, type[Config]] = {
+    "train": TrainPart,
+    "schedule": Schedule,
+    "check": CheckPart,
+    "regime": RegimeConfig,
+    "id": IdPart,
+    "model_sweep": ModelSweepPart,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,72 +149,115 @@ class PipelineConfig(Config):
     text_field: str = "text"
     vocab_size: int = 2048
     model: str = "2x48"  # the data sweep's model (LAYERSxWIDTH[xHEADS]); its largest run
-    context_len: int = 128  # is the own reference model
-    batch_size: int = 16
-    lr: float = 2e-3
-    min_lr: float = 2e-3  # = lr: constant after warm-up (a decayed rate left runs crawling)
-    min_tokens: int = 500  # two decades below max_tokens
+    min_tokens: int = 500  # is the own reference model; two decades below max_tokens
     max_tokens: int = 50_000  # the demo's time (docs/sweeps.md#how-the-defaults-were-chosen)
     points: int = 7
-    eval_interval: int = 25
-    eval_batches: int = 8
-    test_tokens: int | None = 100_000
-    schedule: dict[str, Any] = dataclasses.field(default_factory=_schedule)
-    model_sweep: tuple[str, ...] = ("1x16", "1x32", "2x48")
-    model_tokens: int | None = None  # the model sweep's data (None: max_tokens)
-    check_largest: int = 1  # convergence check: the largest runs of each sweep
-    check_factor: int = 3  # ... with a stopping rule (and budget) this many times stricter
-    id_per_doc: int = 32
-    id_max_documents: int | None = None
-    # given reference models read only this many test documents (a declared subset, chosen
-    # by the seed): a 135M model's forward pass is most of validate's time on a CPU
-    id_reference_documents: int | None = 320
-    id_k: int = PAPER_K
-    id_batch_size: int = PAPER_BATCH_SIZE
-    id_precision: str = "auto"  # forward pass of every model that measures d
+    train: TrainPart = dataclasses.field(default_factory=TrainPart)
+    schedule: Schedule = dataclasses.field(default_factory=_schedule)
+    check: CheckPart = dataclasses.field(default_factory=CheckPart)
+    regime: RegimeConfig = dataclasses.field(default_factory=RegimeConfig)  # the fit range
+    id: IdPart = dataclasses.field(default_factory=IdPart)
+    model_sweep: ModelSweepPart = dataclasses.field(default_factory=ModelSweepPart)
     n_boot: int = 1000
     seed: int = 0
 
     def validate(self) -> None:
-        Schedule.from_dict(self.schedule)
+        for name, part in PARTS.items():
+            if not isinstance(getattr(self, name), part):
+                raise ConfigError(f"{name} must be a {part.__name__}, got {getattr(self, name)!r}")
         if not 0 < self.min_tokens < self.max_tokens:
             raise ConfigError(
                 f"need 0 < min_tokens < max_tokens, got {self.min_tokens}, {self.max_tokens}"
             )
         if self.points < 3:
             raise ConfigError(f"points must be >= 3 to fit an exponent, got {self.points}")
-        if self.model_sweep and len(self.model_sweep) < 3:
-            raise ConfigError("a model sweep needs at least 3 models to fit; list more or none")
-        if not 1 <= self.check_largest <= self.points:
-            raise ConfigError(f"check_largest must be in [1, points], got {self.check_largest}")
-        if self.check_factor < 2:
-            raise ConfigError(f"check_factor must be >= 2, got {self.check_factor}")
-        positive_int(self.id_reference_documents, "id_reference_documents", optional=True)
-        choice(self.id_precision, "id_precision", PRECISIONS)
-        if self.id_batch_size <= self.id_k:
-            raise ConfigError(
-                f"--id-batch-size {self.id_batch_size} must exceed K = {self.id_k}; raise it"
-            )
+        if not 1 <= self.check.largest <= self.points:
+            raise ConfigError(f"check largest must be in [1, points], got {self.check.largest}")
+        if self.check.smallest > self.points:
+            raise ConfigError(f"check smallest must be in [0, points], got {self.check.smallest}")
+
+    @property
+    def model_sweep_tokens(self) -> int:
+        """The model sweep's training tokens."""
+        return self.model_sweep.train_tokens or self.max_tokens
 
     def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "model_sweep": list(self.model_sweep)}
+        out = super().to_dict()
+        out.update({name: getattr(self, name).to_dict() for name in PARTS})
+        return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PipelineConfig:
-        if "model_sweep" in data:
-            data = {**data, "model_sweep": tuple(data["model_sweep"])}
-        return super().from_dict(data)
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """The config saved by `to_dict` (nested)."""
+        parts = {
+            name: part.from_dict(data[name]) if isinstance(data[name], dict) else data[name]
+            for name, part in PARTS.items()
+            if name in data
+        }
+        return super().from_dict({**data, **parts})
 
     @classmethod
-    def from_preset(cls, name: str, **overrides: Any) -> PipelineConfig:
-        """The preset `name` (PRESETS: overrides of the defaults above) with `overrides`,
-        given by field name, on top."""
+    def from_options(cls, base: PipelineConfig | None = None, **options: Any) -> PipelineConfig:
+        """`base` (default: the defaults) with flat options (`FLAT`'s keys: the CLI's and a
+        declaration's names, e.g. `id_k`, `check_largest`, `model_sweep`) put in place."""
+        base = base or cls()
+        unknown = sorted(set(options) - set(FLAT))
+        if unknown:
+            raise ConfigError(f"unknown option(s) {unknown}; valid options: {sorted(FLAT)}")
+        values = {f.name: getattr(base, f.name) for f in dataclasses.fields(cls)}
+        for key, value in options.items():
+            part, field = FLAT[key]
+            if part is None:
+                values[field] = value
+            elif field is None:  # the whole part (a Schedule, or its dict)
+                values[part] = value if isinstance(value, Config) else PARTS[part].from_dict(value)
+        nested: dict[str, dict[str, Any]] = {}
+        for key, value in options.items():
+            part, field = FLAT[key]
+            if part is not None and field is not None:
+                value = tuple(value) if (part, field) == ("model_sweep", "models") else value
+                nested.setdefault(part, {})[field] = value
+        for part, changes in nested.items():  # one part at a time: validated as a whole
+            values[part] = values[part].replace(**changes)
+        return cls(**values)
+
+    @classmethod
+    def from_preset(cls, name: str, **options: Any) -> PipelineConfig:
+        """The preset `name` (PRESETS: flat options over the defaults above) with flat
+        `options` on top."""
         if name not in PRESETS:
             raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
-        return cls(**{**PRESETS[name], **overrides})
+        return cls.from_options(cls.from_options(**PRESETS[name]), **options)
 
 
-# Named presets (`scalelab validate --preset NAME`): overrides of the defaults above, one
+def _flat() -> dict[str, tuple[str | None, str | None]]:
+    """Flat option name → (part, field): `PART_FIELD` for the parts' fields, with the
+    command-line's established names for two of them; the top-level fields as they are."""
+    flat: dict[str, tuple[str | None, str | None]] = {}
+    for f in dataclasses.fields(PipelineConfig):
+        flat[f.name] = (f.name, None) if f.name in PARTS else (None, f.name)
+    for part in ("train", "check", "regime", "id"):
+        for f in dataclasses.fields(PARTS[part]):
+            flat[f"{part}_{f.name}"] = (part, f.name)
+    flat["model_sweep"] = ("model_sweep", "models")
+    flat["model_sweep_tokens"] = ("model_sweep", "train_tokens")
+    return flat
+
+
+FLAT = _flat()
+
+
+def flat_defaults(cfg: PipelineConfig | None = None) -> dict[str, Any]:
+    """Every flat option with its value in `cfg` (default: the defaults)."""
+    cfg = cfg or PipelineConfig()
+    out = {}
+    for key, (part, field) in FLAT.items():
+        holder = cfg if part is None else getattr(cfg, part)
+        out[key] = holder if field is None else getattr(holder, field)
+    return out
+
+
+# Named presets (`scalelab validate --preset NAME`): flat options over the defaults above, one
 # place. How each was sized, and which corpora reach its sizes: docs/sweeps.md#presets. Neither
 # was tuned on an exponent.
 PRESETS: dict[str, dict[str, Any]] = {
@@ -131,25 +281,25 @@ PRESETS: dict[str, dict[str, Any]] = {
     "model-side": {
         "vocab_size": 320,
         "model_sweep": ("6x8", "6x16", "6x32", "6x64"),
-        "model_tokens": 2_048_000,
+        "model_sweep_tokens": 2_048_000,
     },
     # One H200-class GPU: 4.93M-85.1M non-embedding parameters, 10M-100M tokens (a corpus with
     # at least 100M training tokens); its data sweep is bench/gpu_validate.py's 8 minutes.
     "gpu": {
         "vocab_size": 4096,
         "model": "4x320x5",
-        "context_len": 512,
-        "batch_size": 128,
-        "lr": 1e-3,
-        "min_lr": 1e-3,
+        "train_block_size": 512,
+        "train_batch_size": 128,
+        "train_lr": 1e-3,
+        "train_min_lr": 1e-3,
         "min_tokens": 10_000_000,
         "max_tokens": 100_000_000,
         "points": 4,
-        "eval_interval": 50,
-        "test_tokens": 2_000_000,
+        "train_eval_interval": 50,
+        "train_test_tokens": 2_000_000,
         "schedule": Schedule(
             patience=4, max_epochs=2.0, decay_epochs=2.0, min_steps=100, step_cap=20_000
-        ).to_dict(),
+        ),
         "model_sweep": ("4x320x5", "6x512x8", "8x640x10", "12x768x12"),
         "id_max_documents": 2_000,
     },

@@ -47,6 +47,7 @@ TABLE_COLUMNS = [
     "observed_lo",
     "observed_hi",
     "error",
+    "excluded",
 ]
 
 
@@ -71,7 +72,7 @@ def validated(e: Entry, refs: list[tuple[str, str]], run: bool, pool: dict, say:
 
     paths = [p for _, p in refs]
     if e.corpus is not None:
-        cfg = PipelineConfig.from_dict({**e.options, "corpus": e.corpus})
+        cfg = PipelineConfig.from_options(**e.options, corpus=e.corpus)
     elif (e.folder / CONFIG).is_file():
         request = read_json(e.folder / CONFIG)
         paths = request.pop("references", [])
@@ -161,7 +162,7 @@ def predictions(rows: list[dict], cache: Path, seed: int = 0) -> list[dict[str, 
 
 
 def _store(e: Entry, summary: dict) -> Path:
-    from scalelab.pipeline.checks import is_token_store
+    from scalelab.pipeline.store import is_token_store
 
     corpus = summary.get("config", {}).get("corpus", "")
     return Path(corpus) if is_token_store(corpus) else e.folder / "data"
@@ -195,8 +196,22 @@ def statistics(e: Entry, summary: dict, doc: dict, cache: Path, say: Callable) -
     return result
 
 
+def excluded_because(summary: dict) -> str:
+    """Why a validation's observed exponent is left out of every score ('' when it is not):
+    no power-law regime over its fit range, or a convergence check that flags it. A folder
+    from before the regime test has none to fail and is scored (its rows say so)."""
+    regime = summary["fits"]["data"].get("regime")
+    check = (summary.get("convergence") or {}).get("data") or {}
+    why = []
+    if regime is not None and not regime["power_law"]:
+        why.append("no power-law regime")
+    why += [label.lower() for label in check.get("labels", [])]
+    return "; ".join(why)
+
+
 def _rows(e: Entry, summary: dict, preds: list[dict], stats: dict) -> list[dict[str, Any]]:
     fit = summary["fits"]["data"]["power"]
+    excluded = excluded_because(summary)
     obs, (olo, ohi) = fit["exponent"], fit["exponent_ci95"]
     if "alpha_D" in stats:
         lo, hi = stats["alpha_D_range"]
@@ -204,6 +219,7 @@ def _rows(e: Entry, summary: dict, preds: list[dict], stats: dict) -> list[dict[
                           "lo": lo, "hi": hi}]  # fmt: skip
     return [
         {
+            "excluded": excluded,
             "corpus": e.name,
             "kind": e.kind,
             "source": p["source"],
@@ -260,12 +276,19 @@ def validate_many(
         stats = statistics(e, summary, doc, cache, say)
         rows += _rows(e, summary, preds, stats)
         extra[e.name] = {"statistics": stats, "predictions": preds}
-    observed = {r["corpus"]: r["observed_alpha_D"] for r in rows}
+    # Observations the regime test or the convergence check flags are left out of every
+    # score, and listed with the reason: never replaced.
+    left_out = {r["corpus"]: r["excluded"] for r in rows if r["excluded"]}
+    scored = [r for r in rows if not r["excluded"]]
+    observed = {r["corpus"]: r["observed_alpha_D"] for r in scored}
     by_source: dict[str, dict[str, float]] = {}
-    for r in rows:
+    for r in scored:
         by_source.setdefault(r["source"], {})[r["corpus"]] = r["predicted_alpha_D"]
     if len(observed) < 2:
-        raise InputError(f"{len(observed)} corpus scored; scoring against baselines needs 2")
+        raise InputError(
+            f"{len(observed)} corpus scored ({len(left_out)} left out: {left_out}); scoring "
+            "against baselines needs 2: give corpora (or budgets) that reach a power-law regime"
+        )
     scores = scoring.score_sources(observed, by_source, band, constant)
     result = {
         "primary": rules.get("primary"),
@@ -274,6 +297,7 @@ def validate_many(
         "constant": constant,
         "verdict": scoring.verdict(scores, band),
         "scores": scores,
+        "left_out": left_out,
         "corpora": [{"name": e.name, "kind": e.kind, "folder": str(e.folder)} for e in items],
         "details": extra,
         "provenance": provenance(),

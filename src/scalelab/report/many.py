@@ -105,6 +105,13 @@ def build_many_report(out: Path, rows: list[dict[str, Any]], result: dict) -> tu
         )
         rep.paragraph(f"Declared primary source of d: {primary} ({state} by the declared rule).")
     rep.paragraph(result["verdict"])
+    left_out = result.get("left_out") or {}
+    if left_out:
+        listed = "; ".join(f"{name} ({why})" for name, why in left_out.items())
+        rep.paragraph(
+            f"Left out of every score, never replaced ({len(left_out)}): {listed}. Their "
+            "observed exponents are in the table below, marked `excluded`."
+        )
     rules = result.get("rules", {})
     for key in ("scoring", "decision"):
         if rules.get(key):

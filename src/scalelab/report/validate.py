@@ -18,6 +18,7 @@ from scalelab.laws.fit import PowerLawFit
 from scalelab.laws.score import KAPLAN_ALPHA_D
 from scalelab.laws.theory import d_from_alpha_D, d_from_alpha_N
 from scalelab.report.document import Report
+from scalelab.report.regime import loss_figure, slopes_figure
 from scalelab.report.validate_figures import along_figure, curves_figure, scaling_sources_figure
 
 SIDES = {
@@ -58,8 +59,34 @@ def _stop_counts(table: pd.DataFrame) -> str:
     return f"{n} of {len(table)} runs stopped by patience"
 
 
+def regime_words(regime: dict[str, Any] | None) -> str:
+    """The data side's regime verdict as one paragraph: is there a power law to read?"""
+    if regime is None:
+        return "Regime: not tested (this folder predates the regime test)."
+    head = (
+        "A power-law regime was reached"
+        if regime["power_law"]
+        else "No power-law regime was reached at this budget: the data exponent is not "
+        "observable here, and the plain slope below is a description of the range, not an "
+        "exponent"
+    )
+    rng = regime["fit_range"]
+    ends = f"Fit range: {rng['lower_reason']}; {rng['upper_reason']}."
+    floor = regime.get("floor_nats")
+    e_text = (
+        f"E = {floor:.4f} nats ({regime['floor_source']})"
+        if floor is not None
+        else f"E from {regime['floor_source']}"
+    )
+    return (
+        f"Regime (data sweep): {head}. {regime['verdict']}. {ends} Unigram entropy of the "
+        f"scored test tokens {regime['unigram_entropy_nats']:.4f} nats; {e_text}."
+    )
+
+
 def verdicts(report: Report, fits: dict[str, Any], tables: dict[str, pd.DataFrame]) -> None:
     report.heading("Verdict")
+    report.paragraph(regime_words(fits["data"].get("regime")))
     for side, check in fits["convergence"].items():
         if check is None:
             continue
@@ -258,6 +285,20 @@ def build_validate_report(out: str | Path) -> tuple[Path, Path]:
     report.heading("Predicted and observed exponents")
     sources_table(report, fits)
     baselines(report, fits)
+    regime = fits["data"].get("regime")
+    if regime is not None:
+        name = Path(str(cfg["corpus"])).name
+        report.figure(
+            loss_figure(regime, title=f"{name}: test loss, unigram entropy and E"),
+            "Test loss of every data-sweep run against its training tokens, with the "
+            "unigram entropy of the scored test tokens and the floor E; the fitted range "
+            "(by rule) is shaded.",
+        )
+        report.figure(
+            slopes_figure(regime, title=f"{name}: local slopes"),
+            "The slope between neighbouring sizes with its bootstrap band, and each "
+            "prediction as a horizontal line: a power law is a flat band.",
+        )
     for side, table in tables.items():
         _side_figure(report, side, fits, table)
     report.heading("d along the data sweep")

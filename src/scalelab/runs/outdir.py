@@ -41,10 +41,7 @@ ABSENT: dict[str, Any] = {
     "patience_fraction": 0.0,  # before the noise-aware stopping rule: patience alone
     "min_delta_sd": 0.0,  # ... and any improvement counted
     "init_from": None,  # runs started from scratch
-    "model_tokens": None,  # validate's model sweep trained on max_tokens
-    "id_reference_documents": None,  # reference models read every test document
-    "id_precision": "auto",  # the models that measure d ran at the device's precision
-    "precision": "auto",  # the same, for `scalelab estimate` (EstimateConfig)
+    "precision": "auto",  # the models that measure d ran at the device's precision
 }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
+import shutil
 import signal
 import threading
 import time
@@ -27,7 +28,7 @@ from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
 from scalelab.progress import progress
-from scalelab.runs.outdir import claim, claimed
+from scalelab.runs.outdir import LOCK, claim, claimed
 from scalelab.runs.ray_backend import run_on_ray
 
 Worker = Callable[[dict[str, Any], Path], dict[str, Any]]
@@ -55,6 +56,14 @@ class Backend(Config):
             raise ConfigError(f"GPUs per run must be >= 0, got {self.num_gpus!r}")
         if self.kind == "local" and (self.address is not None or self.num_gpus):
             raise ConfigError("--ray-address and --run-gpus need --backend ray; add it")
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Where the runs of a command go: `workers` local processes, or `backend` when given."""
+
+    workers: int = 2
+    backend: Backend | None = None
 
 
 @dataclass(frozen=True)
@@ -185,3 +194,28 @@ def run_sweep(
                     write_table(sweep_dir, specs)
                     advance(1, info=futures[fut].name)
     return write_table(sweep_dir, specs)
+
+
+def reuse_runs(
+    src_dir: Path, src_specs: Sequence[RunSpec], dst_dir: Path, specs: Sequence[RunSpec]
+) -> int:
+    """Copy each finished run of `src_specs` (under the sweep folder `src_dir`) into the sweep
+    folder `dst_dir` as every run of `specs` with exactly the same configuration (shape, data,
+    budget): training it again would repeat the same steps. Returns the runs matched."""
+    matched = 0
+    for src_spec in src_specs:
+        src = src_dir / "runs" / src_spec.name
+        if not (src / "result.json").exists():
+            continue
+        for spec in specs:
+            same = spec.params["model"] == src_spec.params["model"]
+            if not (same and spec.params["train"] == src_spec.params["train"]):
+                continue
+            matched += 1
+            dst = dst_dir / "runs" / spec.name
+            if not dst.exists():
+                tmp = dst.with_name(f".{dst.name}.tmp")
+                shutil.rmtree(tmp, ignore_errors=True)
+                shutil.copytree(src, tmp, ignore=shutil.ignore_patterns(LOCK))
+                tmp.rename(dst)
+    return matched

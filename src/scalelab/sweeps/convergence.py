@@ -17,11 +17,20 @@ held up by a constant learning rate's noise, flatten a data slope. The check per
 - `seed`: the same run trained again from step 0 with the next seed (initialisation and data
   order).
 
+The slope depends on both ends of the sweep, so the `smallest` runs are perturbed too, by
+`stricter` and `seed` (shifts named `stricter (smallest)`, `seed (smallest)`). And at the
+largest size a model `width_factor` times wider (`wider`, heads scaled with it) is trained
+on the same data: when it lowers the test loss by more than the noise (another seed's change
+of that run's loss, or two standard errors of the test loss, whichever is larger), the largest
+run is MODEL-LIMITED: the model, not the data, sets its loss, and a fit of the data exponent
+must stop below it.
+
 The shifts of the exponent give the observation's systematic interval. The verdict says
-BUDGET-LIMITED when `stricter` or `cooldown` moves it by more than `threshold` (the runs had
-not converged) and PROTOCOL-LIMITED when `seed` does (the observation depends on an arbitrary
-choice). Perturbation runs live under CHECK/runs/<perturbation>-<hash of the run's config>,
-so two sweeps that share a run (validate's data and model sweeps) train its check once.
+BUDGET-LIMITED when a `stricter` or `cooldown` perturbation moves it by more than `threshold`
+(the runs had not converged), PROTOCOL-LIMITED when a `seed` one does (the observation depends
+on an arbitrary choice), and MODEL-LIMITED as above. Perturbation runs live under
+CHECK/runs/<perturbation>-<hash of the run's config>, so two sweeps that share a run
+(validate's data and model sweeps) train its check once.
 """
 
 from __future__ import annotations
@@ -37,13 +46,19 @@ from typing import Any
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json, read_json
 from scalelab.lm import checkpoint as ckpt
+from scalelab.lm.model import GPTConfig
+from scalelab.lm.stopping import StopRule
 from scalelab.lm.train import METRICS, TrainConfig
 from scalelab.runs.sweep import RunSpec
+from scalelab.sweeps.result import SweepResult
 
 FACTOR = 3
 COOLDOWN_FRACTION = 0.2
 THRESHOLD = 0.01
-PERTURBATIONS = ("stricter", "cooldown", "seed")
+PERTURBATIONS = ("stricter", "cooldown", "seed")  # of the largest runs
+SMALLEST_PERTURBATIONS = ("stricter", "seed")  # of the smallest runs
+SMALLEST = " (smallest)"  # the suffix of their shifts' names
+WIDTH_FACTOR = 2
 
 
 def budget_free(cfg: TrainConfig) -> bool:
@@ -58,22 +73,13 @@ def stricter(spec: RunSpec, factor: int = FACTOR) -> RunSpec:
     if not isinstance(factor, int) or factor < 2:
         raise ConfigError(f"the check factor must be an integer >= 2, got {factor!r}")
     t = TrainConfig.from_dict(spec.params["train"])
-    steps = t.max_steps * factor
+    rule = StopRule(t.patience, t.patience_fraction, t.min_delta_sd).stricter(factor)
     t = t.replace(
-        max_steps=steps,
-        patience=None if t.patience is None else t.patience * factor,
-        patience_fraction=_longer_window(t.patience_fraction, factor),
+        max_steps=t.max_steps * factor,
+        patience=rule.patience,
+        patience_fraction=rule.patience_fraction,
     )
     return _with_train(spec, t)
-
-
-def _longer_window(fraction: float, factor: int) -> float:
-    """The patience fraction whose wait after the best validation is `factor` times longer.
-
-    A run under fraction f whose best is at validation b stops near b / (1 - f), a wait of
-    b·f/(1 - f); multiplying that wait by `factor` gives factor·f / (1 - f + factor·f).
-    (Multiplying f by 3 instead would wait 3(1 - f)/(1 - 3f) times longer: no end at f = 1/3.)"""
-    return factor * fraction / (1 - fraction + factor * fraction) if fraction < 1 else 1.0
 
 
 def cooldown(spec: RunSpec, run_dir: Path, fraction: float = COOLDOWN_FRACTION) -> RunSpec:
@@ -101,6 +107,15 @@ def reseeded(spec: RunSpec) -> RunSpec:
     """The same run with the next seed."""
     t = TrainConfig.from_dict(spec.params["train"])
     return _with_train(spec, t.replace(seed=t.seed + 1))
+
+
+def wider(spec: RunSpec, factor: int = WIDTH_FACTOR) -> RunSpec:
+    """The same run with a model `factor` times wider (as many more heads, of the same width)."""
+    if not isinstance(factor, int) or factor < 2:
+        raise ConfigError(f"the width factor must be an integer >= 2, got {factor!r}")
+    m = GPTConfig.from_dict(spec.params["model"])
+    m = m.replace(n_embd=m.n_embd * factor, n_head=m.n_head * factor)
+    return RunSpec(spec.name, {**spec.params, "model": m.to_dict()})
 
 
 def _with_train(spec: RunSpec, t: TrainConfig) -> RunSpec:
@@ -140,28 +155,40 @@ def plan(
     largest: int,
     factor: int = FACTOR,
     cooldown_fraction: float = COOLDOWN_FRACTION,
+    smallest: int = 0,
+    width_factor: int | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per (largest run, perturbation): the perturbed spec (named by `check_name`),
-    whether it continues the original run, and the original result."""
+    """One row per (perturbed run, perturbation): the perturbed spec (named by `check_name`),
+    the name of the exponent's shift it gives (`key`), whether it continues the original run,
+    and the original result. The `largest` runs get every `PERTURBATIONS` (and `wider` with a
+    `width_factor`), the `smallest` runs not among them `SMALLEST_PERTURBATIONS`."""
     if not 1 <= largest <= len(specs):
         raise ConfigError(f"the check needs 1 to {len(specs)} runs, got {largest}")
+    if not 0 <= smallest <= len(specs):
+        raise ConfigError(f"the check's smallest runs must be 0 to {len(specs)}, got {smallest}")
+    top = list(specs)[-largest:]
+    ends = [(s, "largest") for s in top]
+    ends += [(s, "smallest") for s in list(specs)[:smallest] if s not in top]
     rows = []
-    for spec in list(specs)[-largest:]:
+    for spec, end in ends:
         run_dir = sweep_dir / "runs" / spec.name
         result = read_json(run_dir / "result.json")
         original = TrainConfig.from_dict(spec.params["train"])
         regular = int(result["steps"]) % original.eval_interval == 0
-        made = {
-            "stricter": stricter(spec, factor),
-            "cooldown": cooldown(spec, run_dir, cooldown_fraction),
-            "seed": reseeded(spec),
-        }
-        for p in PERTURBATIONS:
-            perturbed = made[p]
+        made = {"stricter": lambda s=spec: stricter(s, factor), "seed": lambda s=spec: reseeded(s)}
+        made["cooldown"] = lambda s=spec, d=run_dir: cooldown(s, d, cooldown_fraction)
+        made["wider"] = lambda s=spec: wider(s, width_factor or WIDTH_FACTOR)
+        chosen = list(PERTURBATIONS) if end == "largest" else list(SMALLEST_PERTURBATIONS)
+        if end == "largest" and width_factor is not None:
+            chosen.append("wider")
+        for p in chosen:
+            perturbed = made[p]()
             rows.append(
                 {
                     "run": spec.name,
                     "perturbation": p,
+                    "end": end,
+                    "key": p + (SMALLEST if end == "smallest" else ""),
                     "spec": RunSpec(check_name(p, perturbed), perturbed.params),
                     "continue": p == "stricter" and budget_free(original) and regular,
                     "source": run_dir,
@@ -179,16 +206,18 @@ def run_check(
     largest: int,
     factor: int = FACTOR,
     cooldown_fraction: float = COOLDOWN_FRACTION,
+    smallest: int = 0,
+    width_factor: int | None = None,
     workers: int = 1,
     backend: Any = None,
     quiet: bool = True,
 ) -> list[dict[str, Any]]:
-    """Train (or resume, or reuse) every perturbation of the `largest` runs under
-    `check_dir` (a resumable sweep folder of its own); one row per run and perturbation."""
+    """Train (or resume, or reuse) every perturbation that `plan` lists under `check_dir` (a
+    resumable sweep folder of its own); one row per run and perturbation."""
     from scalelab.runs.sweep import open_sweep
     from scalelab.sweeps.worker import run_specs
 
-    rows = plan(sweep_dir, specs, largest, factor, cooldown_fraction)
+    rows = plan(sweep_dir, specs, largest, factor, cooldown_fraction, smallest, width_factor)
     config = {"factor": factor, "cooldown_fraction": cooldown_fraction}
     open_sweep(check_dir, "convergence", config)
     for r in rows:
@@ -204,17 +233,77 @@ def run_check(
             {
                 "run": r["run"],
                 "perturbation": r["perturbation"],
+                "end": r["end"],
+                "key": r["key"],
                 "how": "continued" if r["continue"] else "trained",
                 "check_run": r["spec"].name,
                 "steps": r["result"]["steps"],
                 "stop_reason": r["result"]["stop_reason"],
                 "test_loss_nats": r["result"]["test_loss_nats"],
+                "test_loss_se_nats": r["result"].get("test_loss_se_nats"),
                 "steps_perturbed": got["steps"],
                 "stop_reason_perturbed": got["stop_reason"],
                 "test_loss_nats_perturbed": got["test_loss_nats"],
             }
         )
     return out
+
+
+def model_limited(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The `wider` perturbation's reading (None without one): the loss it gains over the
+    original run, the noise it is held against (another seed's change of the same run's loss,
+    or two standard errors of the test loss, whichever is larger) and whether it exceeds it."""
+    wide = next((r for r in rows if r["perturbation"] == "wider"), None)
+    if wide is None:
+        return None
+    seed = next((r for r in rows if r["perturbation"] == "seed" and r["run"] == wide["run"]), None)
+    seed_change = abs(seed["test_loss_nats_perturbed"] - seed["test_loss_nats"]) if seed else 0.0
+    noise = max(seed_change, 2.0 * (wide.get("test_loss_se_nats") or 0.0))
+    gain = wide["test_loss_nats"] - wide["test_loss_nats_perturbed"]
+    return {"run": wide["run"], "gain_nats": gain, "noise_nats": noise, "limited": gain > noise}
+
+
+def _words(
+    labels: list[str],
+    moves: str,
+    budget: list[str],
+    protocol: bool,
+    width: dict[str, Any] | None,
+    threshold: float,
+    interval: tuple[float, float],
+) -> str:
+    """The verdict's first sentences: the labels and why, or converged; the wider model."""
+    lo, hi = interval
+    why = []
+    if budget:
+        why.append(
+            f"{' and '.join(budget)} move it by more than {threshold}: the runs had not converged"
+        )
+    if protocol:
+        why.append(f"another seed moves it by more than {threshold}")
+    if width and width["limited"]:
+        why.append(
+            f"a wider model lowers the largest run's test loss by "
+            f"{width['gain_nats']:.4f} nats, more than the noise {width['noise_nats']:.4f}: "
+            "the model, not the data, sets that loss, and a data exponent must be fitted "
+            "below it"
+        )
+    if labels:
+        text = (
+            f"The observation is {' and '.join(labels)}: the fitted exponent moves by "
+            f"{moves}; {'; '.join(why)}. Systematic interval [{lo:.4f}, {hi:.4f}]."
+        )
+    else:
+        text = (
+            f"Converged within the check: the fitted exponent moves by {moves} (each at most "
+            f"{threshold}). Systematic interval [{lo:.4f}, {hi:.4f}]."
+        )
+    if width and not width["limited"]:
+        text += (
+            f" Not model-limited: a wider model changes the largest run's test "
+            f"loss by {-width['gain_nats']:+.4f} nats, within the noise {width['noise_nats']:.4f}."
+        )
+    return text
 
 
 def verdict(
@@ -225,34 +314,22 @@ def verdict(
     unchecked_ended: Sequence[str] = (),
 ) -> dict[str, Any]:
     """How far each perturbation moved the fitted exponent, the systematic interval they
-    span, and a verdict in words. `unchecked_ended`: runs of the sweep the check did not
-    perturb that ended at their step budget, not by the stopping rule; the verdict names
-    them, since the check says nothing about them."""
-    shifts = {p: perturbed[p] - exponent for p in PERTURBATIONS if p in perturbed}
-    budget = [p for p in ("stricter", "cooldown") if abs(shifts.get(p, 0.0)) > threshold]
-    protocol = abs(shifts.get("seed", 0.0)) > threshold
+    span, and a verdict in words. `perturbed`: the exponent refitted with each perturbation
+    (by shift name: `stricter`, `seed (smallest)`, ...). `unchecked_ended`: runs of the sweep
+    the check did not perturb that ended at their step budget, not by the stopping rule; the
+    verdict names them, since the check says nothing about them."""
+    shifts = {p: v - exponent for p, v in perturbed.items()}
+    kind = {p: p.removesuffix(SMALLEST) for p in shifts}
+    moved = [p for p in shifts if abs(shifts[p]) > threshold]
+    budget = [p for p in moved if kind[p] in ("stricter", "cooldown")]
+    protocol = any(kind[p] == "seed" for p in moved)
+    width = model_limited(rows)
     lo = exponent + min(0.0, *shifts.values())
     hi = exponent + max(0.0, *shifts.values())
     moves = ", ".join(f"{p} {s:+.4f}" for p, s in shifts.items())
     labels = (["BUDGET-LIMITED"] if budget else []) + (["PROTOCOL-LIMITED"] if protocol else [])
-    if labels:
-        why = []
-        if budget:
-            why.append(
-                f"{' and '.join(budget)} move it by more than {threshold}: the runs had not "
-                "converged"
-            )
-        if protocol:
-            why.append(f"another seed moves it by more than {threshold}")
-        text = (
-            f"The observation is {' and '.join(labels)}: the fitted exponent moves by "
-            f"{moves}; {'; '.join(why)}. Systematic interval [{lo:.4f}, {hi:.4f}]."
-        )
-    else:
-        text = (
-            f"Converged within the check: the fitted exponent moves by {moves} (each at most "
-            f"{threshold}). Systematic interval [{lo:.4f}, {hi:.4f}]."
-        )
+    labels += ["MODEL-LIMITED"] if width and width["limited"] else []
+    text = _words(labels, moves, budget, protocol, width, threshold, (lo, hi))
     stuck = [
         r["run"]
         for r in rows
@@ -265,7 +342,7 @@ def verdict(
         )
     if unchecked_ended:
         text += (
-            f" Not checked: {len(unchecked_ended)} smaller run(s) ended at their step budget, "
+            f" Not checked: {len(unchecked_ended)} run(s) ended at their step budget, "
             f"not by the stopping rule ({', '.join(unchecked_ended)}): their losses are upper "
             "bounds, and training them longer may move the exponent."
         )
@@ -273,6 +350,8 @@ def verdict(
         "labels": labels,
         "budget_limited": bool(budget),
         "protocol_limited": protocol,
+        "model_limited": bool(width and width["limited"]),
+        "width_check": width,
         "exponent": exponent,
         "perturbed": perturbed,
         "shifts": shifts,
@@ -283,3 +362,53 @@ def verdict(
         "text": text,
         "runs": rows,
     }
+
+
+def exponent(x: Sequence[float], y: Sequence[float]) -> float:
+    """The plain log-log slope the check moves (`laws.fit.fit_power_law`, form `power`)."""
+    from scalelab.laws.fit import fit_power_law
+
+    return fit_power_law(x, y, form="power", n_boot=0).exponent
+
+
+def check_sweep(
+    sweep: SweepResult,
+    check_dir: Path,
+    *,
+    largest: int,
+    factor: int = FACTOR,
+    smallest: int = 0,
+    width_factor: int | None = None,
+    workers: int = 1,
+    backend: Any = None,
+    quiet: bool = True,
+) -> dict[str, Any]:
+    """Train the perturbations of a finished sweep's `largest` (and `smallest`) runs under
+    `check_dir`, refit the exponent over `sweep.size` with each, and give the `verdict`."""
+    rows = run_check(
+        sweep.sweep_dir,
+        check_dir,
+        sweep.specs,
+        largest=largest,
+        factor=factor,
+        smallest=smallest,
+        width_factor=width_factor,
+        workers=workers,
+        backend=backend,
+        quiet=quiet,
+    )
+    names = sweep.names
+    x, y = sweep.curve()
+    perturbed = {}
+    for key in dict.fromkeys(r["key"] for r in rows if r["perturbation"] != "wider"):
+        y_p = y.copy()
+        for r in rows:
+            if r["key"] == key:
+                y_p[names.index(r["run"])] = r["test_loss_nats_perturbed"]
+        perturbed[key] = exponent(x, y_p)
+    checked = {r["run"] for r in rows}
+    reasons = sweep.ordered()["stop_reason"]
+    ended = [
+        n for n, why in zip(names, reasons, strict=True) if n not in checked and why != "patience"
+    ]
+    return verdict(exponent(x, y), perturbed, rows, unchecked_ended=ended)

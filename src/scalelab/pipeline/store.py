@@ -36,7 +36,7 @@ def prepare_data(cfg, out: Path, *, quiet: bool = True) -> Path:
     return data_dir
 
 
-def load_for_check(cfg) -> None:
+def refuse_unreadable_corpus(cfg) -> None:
     """Read the corpus (not a store) once to refuse a missing, empty or non-UTF-8 input
     before any folder is created."""
     from scalelab.text.corpora import load_corpus
@@ -45,7 +45,7 @@ def load_for_check(cfg) -> None:
         load_corpus(cfg.corpus, split_on=cfg.split_on, glob=cfg.glob, text_field=cfg.text_field)
 
 
-def id_points(data_dir: Path, cfg, context_len: int) -> int:
+def count_id_points(data_dir: Path, cfg) -> int:
     """Points the protocol samples from the test split with the store's own tokenizer (the
     data sweep's models), without running a model."""
     from scalelab.probe.corpus import load_corpus_tokens
@@ -56,19 +56,25 @@ def id_points(data_dir: Path, cfg, context_len: int) -> int:
     specials = sorted(i for i, t in tok.get_added_tokens_decoder().items() if t.special)
     tokens = load_corpus_tokens(data_dir, tok, split="test")
     docs = tokens.docs
-    if cfg.id_max_documents is not None and cfg.id_max_documents < docs.n_documents:
-        return min(docs.n_documents, cfg.id_max_documents) * cfg.id_per_doc  # upper bound
+    part = cfg.id
+    if part.max_documents is not None and part.max_documents < docs.n_documents:
+        return min(docs.n_documents, part.max_documents) * part.per_doc  # upper bound
     sample = sample_protocol(
-        docs, context_len=context_len, per_doc=cfg.id_per_doc, seed=cfg.seed, special_ids=specials
+        docs,
+        context_len=cfg.train.block_size,
+        per_doc=part.per_doc,
+        seed=cfg.seed,
+        special_ids=specials,
     )
     return sample.n_points
 
 
-def check_store(data_dir: Path, cfg, context_len: int, sizes: list[int]) -> None:
+def refuse_small_store(data_dir: Path, cfg, sizes: list[int]) -> None:
     """Refuse, with the fix, a store too small for the sweep sizes, the validation/test
     windows, or one MLE batch of the test split."""
     from scalelab.sweeps.data import check_sizes
 
+    context_len = cfg.train.block_size
     train = TokenStore(data_dir, "train").n_tokens
     for split in ("val", "test"):
         n = TokenStore(data_dir, split).n_tokens
@@ -84,22 +90,23 @@ def check_store(data_dir: Path, cfg, context_len: int, sizes: list[int]) -> None
             f"which scale) or use --max-tokens {train} or less (and --min-tokens below it)"
         )
     check_sizes(sizes, train, context_len)
-    model_tokens = cfg.model_tokens if cfg.model_sweep else None
+    model_tokens = cfg.model_sweep.train_tokens if cfg.model_sweep.models else None
     if model_tokens is not None and model_tokens > train:
         raise InputError(
             f"the corpus's train split has {train:,} tokens, fewer than the model sweep's "
             f"{model_tokens:,}: give a larger corpus (docs/sweeps.md#presets says which reach "
             "which scale) or a preset without that model sweep"
         )
-    n_points = id_points(data_dir, cfg, context_len)
-    if n_points < cfg.id_batch_size:
+    n_points = count_id_points(data_dir, cfg)
+    batch = cfg.id.batch_size
+    if n_points < batch:
         fix = 2 ** int(math.log2(n_points)) if n_points > 1 else 0
         hint = (
             f"use --id-batch-size {fix} (or more --id-per-doc)"
-            if fix > cfg.id_k
+            if fix > cfg.id.k
             else "give a corpus with more test documents"
         )
         raise InputError(
             f"the test split gives {n_points} points for the intrinsic dimension but one MLE "
-            f"batch needs {cfg.id_batch_size}: {hint}"
+            f"batch needs {batch}: {hint}"
         )

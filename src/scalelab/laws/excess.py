@@ -1,0 +1,132 @@
+"""The exponent of the excess loss L − E, the quantity Hutter's closed form and Cagnetta et
+al.'s γ/(2β) predict (the plain log-log slope of L is what Havrilla & Liao read).
+
+E comes from one of two declared sources:
+- given (a synthetic corpus's exact floor, `scalelab.text.floors`): the exponent is the
+  log-log fit of L − E, with its studentized residual-bootstrap interval;
+- estimated (a real corpus): the floor of the power+E fit `L = E + A·n^-α` over the fitted
+  range, with a percentile residual-bootstrap interval of E from the same resamples as α's.
+  Why this estimator: it is the only one that uses nothing but the sweep itself, and its
+  failure is visible: on a concave curve E goes to its bound (0 or min L), and the
+  exponent is then reported as not estimable rather than as a number.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import expit
+
+from scalelab.errors import InputError
+from scalelab.laws import fit as laws_fit
+from scalelab.laws.regime import by_size
+
+#: How an estimated E is labelled (`ExcessFit.E_source`).
+ESTIMATED = "power+E fit over the fitted range (percentile residual bootstrap)"
+#: E within this fraction of its bounds (0 and min L) counts as at the bound.
+BOUND_FRACTION = 1e-3
+
+
+@dataclass(frozen=True)
+class ExcessFit:
+    """The exponent of L − E over a range, E and where it came from."""
+
+    exponent: float
+    exponent_ci95: tuple[float, float]
+    E: float
+    E_ci95: tuple[float, float]
+    E_source: str
+    estimable: bool
+    n_points: int
+    x_range: tuple[float, float]
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k in ("exponent_ci95", "E_ci95", "x_range"):
+            d[k] = list(d[k])
+        return d
+
+
+def excess_exponent(
+    x: Any,
+    y: Any,
+    *,
+    floor: float | None = None,
+    floor_source: str = "given",
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> ExcessFit:
+    """The exponent of `y − E` against `x`: E = `floor` when given, else the power+E fit's."""
+    sizes, loss, _ = by_size(x, y)
+    x_range = (float(sizes.min()), float(sizes.max()))
+    if floor is not None:
+        if not math.isfinite(floor) or floor < 0 or np.any(loss <= floor):
+            raise InputError(
+                f"floor E = {floor} is not below every loss (min {loss.min():.4g}); "
+                "give the corpus's irreducible loss in the same units as the losses"
+            )
+        fit = laws_fit.fit_power_law(sizes, loss - floor, n_boot=n_boot, seed=seed)
+        return ExcessFit(
+            exponent=fit.exponent,
+            exponent_ci95=fit.exponent_ci95,
+            E=float(floor),
+            E_ci95=(float(floor), float(floor)),
+            E_source=floor_source,
+            estimable=True,
+            n_points=int(sizes.size),
+            x_range=x_range,
+            text=f"exponent of L − E with E = {floor:.4f} ({floor_source}): {fit.exponent:.3f}",
+        )
+    fit = laws_fit.fit_power_law(sizes, loss, form="power+E", n_boot=0, seed=seed)
+    alpha_ci, e_ci = _power_e_intervals(sizes, loss, n_boot, seed)
+    lo_bound, hi_bound = BOUND_FRACTION, 1.0 - BOUND_FRACTION
+    at_bound = not lo_bound < fit.E / loss.min() < hi_bound
+    text = (
+        f"exponent of L − E with E = {fit.E:.4g} from the power+E fit: {fit.exponent:.3f}"
+        if not at_bound
+        else (
+            f"the power+E fit puts E at its bound ({fit.E:.3g}; bounds 0 and min L = "
+            f"{loss.min():.4g}): the curve shows no floor, the excess exponent is not estimable"
+        )
+    )
+    return ExcessFit(
+        exponent=fit.exponent if not at_bound else math.nan,
+        exponent_ci95=alpha_ci if not at_bound else (math.nan, math.nan),
+        E=float(fit.E),
+        E_ci95=e_ci,
+        E_source=ESTIMATED,
+        estimable=not at_bound,
+        n_points=int(sizes.size),
+        x_range=x_range,
+        text=text,
+    )
+
+
+def _power_e_intervals(
+    x: np.ndarray, y: np.ndarray, n_boot: int, seed: int
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """95% percentile intervals of the power+E exponent and floor from one residual
+    bootstrap: the resamples `fit_power_law(form="power+E")` draws with the same seed, so
+    the exponent's interval is the one that function reports."""
+    lx, ly = np.log(x), np.log(y)
+    n, log_m = lx.size, float(ly.min())
+    starts = laws_fit._pe_starts(lx, ly, laws_fit._PE_ALPHAS, laws_fit._PE_FRACTIONS)
+    theta = laws_fit._pe_solve(lx, ly[None, :], starts, log_m)[0][0]
+    fitted = laws_fit._pe_pred_jac(theta[None, :], lx, log_m)[0][0]
+    resid = ly - fitted
+    e_hat = float(math.exp(log_m) * expit(theta[1]))
+    if n_boot <= 0 or not np.any(np.abs(resid) > 0):
+        return (float(theta[2]), float(theta[2])), (e_hat, e_hat)
+    rng = np.random.default_rng(seed)
+    adj = (resid - resid.mean()) * math.sqrt(n / (n - 3))
+    ystar = fitted + adj[rng.integers(0, n, size=(n_boot, n))]
+    coarse = laws_fit._pe_starts(lx, ly, laws_fit._PE_BOOT_ALPHAS, laws_fit._PE_BOOT_FRACTIONS)
+    bt, _ = laws_fit._pe_solve(lx, ystar, np.vstack([theta[None, :], coarse]), log_m)
+    bt = bt[np.isfinite(bt[:, 2])]
+    a_lo, a_hi = np.quantile(bt[:, 2], [0.025, 0.975])
+    e_lo, e_hi = np.quantile(math.exp(log_m) * expit(bt[:, 1]), [0.025, 0.975])
+    return (float(a_lo), float(a_hi)), (float(e_lo), float(e_hi))

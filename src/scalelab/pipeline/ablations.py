@@ -1,0 +1,148 @@
+"""The ablations of d as files: each ablation of `scalelab.probe.ablate` measured, drawn by
+`scalelab.report.ablations` and written as `<name>.csv` (one row per setting), `<name>.png`
+and `<name>.json` (rows, settings, fingerprints, provenance), the JSON last: a folder
+without it is unfinished and is redone; a finished one with the same request is returned as
+is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from scalelab.errors import ConfigError
+from scalelab.io import atomic_write, atomic_write_json, provenance
+from scalelab.probe import ablate
+from scalelab.probe.config import DEFAULT_BATCH_SIZES, POSITION_GROUPS, EstimateConfig
+from scalelab.probe.estimate import estimate_request, finished_estimate
+from scalelab.report.ablations import (
+    batch_size_figure,
+    layers_figure,
+    models_figure,
+    positions_figure,
+)
+from scalelab.runs.sweep import Backend
+
+
+def write_ablation(out_dir: Path, result: ablate.Ablation, fig: Figure) -> dict[str, Any]:
+    """The table, the plot, then the JSON (last)."""
+    import pandas as pd
+
+    name, rows = result.name, result.rows
+    table = pd.DataFrame(rows)
+    atomic_write(out_dir / f"{name}.csv", lambda p: table.to_csv(p, index=False))
+    atomic_write(out_dir / f"{name}.png", lambda p: fig.savefig(p, format="png", dpi=110))
+    doc = {"ablation": name, "rows": rows, **result.info, "provenance": provenance()}
+    doc["files"] = {"table": f"{name}.csv", "plot": f"{name}.png"}
+    atomic_write_json(out_dir / f"{name}.json", doc)
+    return doc
+
+
+def ablate_layers(
+    model: str | Path,
+    corpus: str | Path | None,
+    cfg: EstimateConfig,
+    out_dir: str | Path,
+    *,
+    layers: list[str] | None = None,
+    device: str | None = None,
+    weights: str | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """d at every hidden state of one model (or the listed ones), on the same positions."""
+    out_dir = Path(out_dir)
+    request = {**estimate_request(model, corpus, weights, cfg), "layers": layers}
+    done = finished_estimate(out_dir / "layers.json", request)
+    if done is not None:
+        return done
+    result = ablate.measure_layers(
+        model, corpus, cfg, request, layers=layers, device=device, weights=weights, quiet=quiet
+    )
+    return write_ablation(out_dir, result, layers_figure(result))
+
+
+def ablate_positions(
+    model: str | Path,
+    corpus: str | Path | None,
+    cfg: EstimateConfig,
+    out_dir: str | Path,
+    *,
+    groups: int = POSITION_GROUPS,
+    device: str | None = None,
+    weights: str | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """d per context-position range (`groups` equal ranges of the window)."""
+    out_dir = Path(out_dir)
+    request = {**estimate_request(model, corpus, weights, cfg), "groups": groups}
+    done = finished_estimate(out_dir / "positions.json", request)
+    if done is not None:
+        return done
+    result = ablate.measure_positions(
+        model, corpus, cfg, request, groups=groups, device=device, weights=weights, quiet=quiet
+    )
+    return write_ablation(out_dir, result, positions_figure(result))
+
+
+def ablate_models(
+    models: list[str],
+    corpus: str | Path | None,
+    cfg: EstimateConfig,
+    out_dir: str | Path,
+    *,
+    device: str | None = None,
+    weights: str | None = None,
+    backend: Backend | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """d for each model of a list: against model size (non-embedding parameters) and width;
+    each model one run of a sweep (local or Ray `backend`)."""
+    ablate.check_models(models)
+    out_dir = Path(out_dir)
+    request = estimate_request(list(models), corpus, weights, cfg)
+    done = finished_estimate(out_dir / "models.json", request)
+    if done is not None:
+        return done
+    result = ablate.measure_models(
+        models,
+        corpus,
+        cfg,
+        out_dir,
+        request,
+        device=device,
+        weights=weights,
+        backend=backend,
+        quiet=quiet,
+    )
+    return write_ablation(out_dir, result, models_figure(result))
+
+
+def ablate_batch_size(
+    embeddings: str | Path | None,
+    cfg: EstimateConfig,
+    out_dir: str | Path,
+    *,
+    batch_sizes: list[int] | None = None,
+    model: str | Path | None = None,
+    corpus: str | Path | None = None,
+    device: str | None = None,
+    weights: str | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """d against the number of points per MLE batch, on one saved set of embeddings; with
+    `embeddings` None, `model` (and `corpus`) are embedded first into `out_dir/estimate`."""
+    out_dir = Path(out_dir)
+    if embeddings is None:
+        if model is None:
+            raise ConfigError("give --embeddings FILE, or --model (and --corpus) to embed first")
+        sizes = sorted(set(batch_sizes or DEFAULT_BATCH_SIZES))
+        embeddings = ablate.embed_for_batch_size(
+            model, corpus, cfg, out_dir, sizes, device=device, weights=weights, quiet=quiet
+        )
+    request = ablate.batch_size_request(embeddings, cfg, batch_sizes)
+    done = finished_estimate(out_dir / "batch_size.json", request)
+    if done is not None:
+        return done
+    result = ablate.measure_batch_size(embeddings, cfg, request)
+    return write_ablation(out_dir, result, batch_size_figure(result))

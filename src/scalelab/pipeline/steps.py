@@ -1,0 +1,423 @@
+"""The steps of `scalelab validate`, each a public function with typed inputs and outputs, so a
+notebook can run them one by one (docs/python.md) and `run_pipeline` composes them:
+
+    prep = prepare(out, cfg, references)          # store, refusals, synthetic check
+    given = measure_references(prep)              # d before any training
+    data = run_data_sweep(prep, pool)             # claims the folder, then trains
+    own, along = measure_own(prep, data), measure_along(prep, data)
+    data_check = check_convergence(prep, data, pool)
+    models = run_model_sweep(prep, data, pool)    # then check_convergence(prep, models, pool)
+    fits = fit(prep, data, models, [own, *given], data_check)
+
+Nothing is shared but what a step returns; every step leaves a finished artefact under
+`prep.out` that a re-run finds and skips.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scalelab.io import atomic_write_json, read_json
+from scalelab.lm.config import GPTConfig, TrainConfig
+from scalelab.pipeline.config import PipelineConfig
+from scalelab.probe.estimate import EstimateConfig
+from scalelab.probe.sources import Source, measure, parse_source, unique_labels
+from scalelab.runs import outdir
+from scalelab.runs.sweep import Pool
+from scalelab.sweeps.data import DataSweepConfig
+from scalelab.sweeps.result import SweepResult
+
+CONFIG = "pipeline.json"
+OWN_LABEL = "own reference (largest data-sweep run)"
+MAX_PASSES = 4  # more passes over the data at the tested step: the model may be data-limited
+Say = Callable[[str], None]
+
+
+def _silent(_msg: str) -> None:
+    """A `say` that prints nothing."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """What `prepare` made: the folder and its request, the token store, the data sweep's
+    model and training configs, its sizes, how d is measured, the synthetic check."""
+
+    out: Path
+    cfg: PipelineConfig
+    request: dict[str, Any]  # cfg and the reference models: pipeline.json
+    data_dir: Path
+    model_cfg: GPTConfig  # the data sweep's model
+    train_cfg: TrainConfig  # every sweep run starts from it
+    grid: tuple[int, ...]
+    estimate: EstimateConfig  # d of every model
+    synthetic: dict[str, Any]
+    sources: tuple[Source, ...] = ()  # the given reference models, parsed
+    quiet: bool = True
+
+
+def base_configs(cfg: PipelineConfig, data_dir: Path) -> tuple[GPTConfig, TrainConfig]:
+    """The data sweep's model and training configs for `cfg` on the store `data_dir`."""
+    from scalelab.lm.config import configs_for_preset
+    from scalelab.sweeps.model import parse_model
+
+    model_cfg, train_cfg = configs_for_preset(
+        "tiny", data_dir, **dataclasses.asdict(cfg.train), seed=cfg.seed
+    )
+    return parse_model(cfg.model, model_cfg)[1], train_cfg
+
+
+def estimate_config(cfg: PipelineConfig) -> EstimateConfig:
+    """The EstimateConfig with which `cfg` measures d of its own models."""
+    part = cfg.id
+    return EstimateConfig(
+        per_doc=part.per_doc,
+        max_documents=part.max_documents,
+        k=part.k,
+        batch_size=part.batch_size,
+        precision=part.precision,
+        seed=cfg.seed,
+    )
+
+
+def prepare(
+    out: str | Path,
+    cfg: PipelineConfig,
+    references: Sequence[str] = (),
+    *,
+    quiet: bool = True,
+    say: Say = _silent,
+) -> Prepared:
+    """Step 1: refuse a folder made with another config, a bad corpus or a store too small for
+    the sweeps (before `out` exists); tokenize the corpus once; lock `out`; check the
+    estimator on a manifold of known d."""
+    from scalelab.pipeline.store import (
+        is_token_store,
+        prepare_data,
+        refuse_small_store,
+        refuse_unreadable_corpus,
+    )
+    from scalelab.sweeps.data import geometric_grid
+
+    out = Path(out)
+    sources = tuple(unique_labels([parse_source(r) for r in references]))  # bad paths: first
+    request = {**cfg.to_dict(), "references": [str(Path(r).resolve()) for r in references]}
+    say(f"[1/7] corpus {cfg.corpus!r} → token store (BPE {cfg.vocab_size} unless a store)")
+    if outdir.check(out, CONFIG, request) is None:  # a changed config is refused here
+        refuse_unreadable_corpus(cfg)  # missing, empty, non-UTF-8: refused before any folder exists
+    grid = tuple(geometric_grid(cfg.min_tokens, cfg.max_tokens, cfg.points))
+    # A new store is tokenized in a temporary folder outside `out` and checked there (too few
+    # tokens or ID points is refused before `out` exists), then moved in.
+    staging = None
+    if not is_token_store(cfg.corpus) and not (out / "data" / "meta.json").exists():
+        staging = Path(tempfile.mkdtemp(prefix="scalelab-store-"))
+    try:
+        data_dir = prepare_data(cfg, staging or out, quiet=quiet)
+        refuse_small_store(data_dir, cfg, list(grid))
+        outdir.lock(out)  # a second process on this folder is refused from here on
+        if staging is not None:
+            shutil.rmtree(out / "data", ignore_errors=True)  # an unfinished store, no meta.json
+            shutil.move(str(data_dir), str(out / "data"))
+            data_dir = out / "data"
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+    model_cfg, train_cfg = base_configs(cfg, data_dir)
+    syn = synthetic_check(out, cfg.seed)
+    say(
+        f"      synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
+        f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
+    )
+    est = estimate_config(cfg)
+    return Prepared(
+        out, cfg, request, data_dir, model_cfg, train_cfg, grid, est, syn, sources, quiet
+    )
+
+
+def synthetic_check(out: Path, seed: int) -> dict[str, Any]:
+    """MLE (K = 20) on 4096 points of a curved 8-sphere in R^768 should read close to 8
+    before any compute is spent on the corpus (cached in OUT/synthetic.json)."""
+    path = out / "synthetic.json"
+    if path.exists():
+        return read_json(path)
+    from scalelab.intrinsic.mle import MLE
+    from scalelab.intrinsic.synthetic import curved_manifold
+
+    points = curved_manifold(4096, 8, 768, seed=seed)
+    row = {"manifold": "curved S^8 in R^768", "n": 4096, "true_dimension": 8}
+    row["dimension"] = float(MLE(k=20).fit(points).dimension_)
+    atomic_write_json(path, row)
+    return row
+
+
+def _measure(
+    prep: Prepared, source: Source, where: Path, say: Say, *, reference: bool = False
+) -> dict[str, Any]:
+    """d of one source; a given reference model reads the declared subset of documents
+    (`id.reference_documents`) of the pipeline's store, the sweep's own models every test
+    document of their own store."""
+    est_cfg, corpus = prep.estimate, None
+    if reference:
+        corpus = prep.data_dir
+        if prep.cfg.id.reference_documents is not None:
+            est_cfg = est_cfg.replace(max_documents=prep.cfg.id.reference_documents)
+    row = measure(source, corpus, est_cfg, where, quiet=prep.quiet)
+    lo, hi = row["dimension_range"]
+    se = row["dimension_se"]
+    say(
+        f"      {row['label']}: d = {row['dimension']:.2f}"
+        + (f" ± {se:.2f} (SE)" if se is not None else "")
+        + f", batch/K range [{lo:.2f}, {hi:.2f}] → alpha_D = {row['alpha_D']:.3f}, "
+        f"alpha_N = {row['alpha_N']:.3f}"
+    )
+    return row
+
+
+def measure_references(prep: Prepared, *, say: Say = _silent) -> list[dict[str, Any]]:
+    """Step 2: d from each reference model given to `prepare` (a run folder, a Hugging Face
+    folder or a .gguf file) on the test split, before any training: the prediction first."""
+    say(f"[2/7] d from {len(prep.sources)} given reference model(s), before any training")
+    return [
+        _measure(prep, s, prep.out / "d" / f"{i + 1:02d}-{s.label}", say, reference=True)
+        for i, s in enumerate(prep.sources)
+    ]
+
+
+def data_sweep_config(prep: Prepared) -> DataSweepConfig:
+    """The data sweep `run_data_sweep` trains (its runs: `sweeps.data.specs`), without
+    training: the one assembly the pipeline and the benchmarks share."""
+    from scalelab.sweeps import data as data_sweep
+
+    return data_sweep.make_config(
+        prep.data_dir, prep.model_cfg, prep.train_cfg, prep.cfg.schedule, prep.grid
+    )
+
+
+def run_data_sweep(prep: Prepared, pool: Pool = Pool(), *, say: Say = _silent) -> SweepResult:
+    """Step 3: claim the folder (pipeline.json), then train the data sweep: the data sweep's
+    model on nested prefixes of the train split; its largest run is the own reference."""
+    from scalelab.sweeps import data as data_sweep
+
+    outdir.claim(prep.out, CONFIG, prep.request)
+    sweep_cfg = data_sweep_config(prep)
+    m, grid = prep.model_cfg, prep.grid
+    say(
+        f"[3/7] data sweep: {m.n_layer} layers × {m.n_embd}, ctx {m.block_size}, "
+        f"{len(grid)} nested training sets of {grid[0]:,} … {grid[-1]:,} tokens "
+        f"({pool.workers} worker(s)); the largest run is the own reference"
+    )
+    sweep_dir = prep.out / "sweep"
+    table = data_sweep.data_sweep(
+        sweep_dir, sweep_cfg, workers=pool.workers, backend=pool.backend, quiet=prep.quiet
+    )
+    result = SweepResult(sweep_dir, tuple(data_sweep.specs(sweep_cfg)), table, "train_tokens")
+    for row in result.ordered().itertuples():
+        say(
+            f"      {row.train_tokens:>10,} tokens: test loss {row.test_loss_nats:.4f} "
+            f"({row.stop_reason}, {row.steps}/{row.max_steps} steps)"
+        )
+    return result
+
+
+def measure_own(prep: Prepared, data: SweepResult, *, say: Say = _silent) -> dict[str, Any]:
+    """Step 4a: d of the own reference model (the data sweep's largest run)."""
+    say("[4/7] d of the own reference model, and d along the sweep (same test positions)")
+    source = Source(OWN_LABEL, str(data.run_dir()))
+    return _measure(prep, source, prep.out / "d" / "00-own", say)
+
+
+def measure_along(prep: Prepared, data: SweepResult) -> dict[str, Any]:
+    """Step 4b: d of every run of the data sweep on the same test positions, and its trend."""
+    from scalelab.probe.along import d_along_sweep
+
+    rows = data.ordered()
+    runs = [
+        {
+            "run": s.name,
+            "run_dir": str(data.sweep_dir / "runs" / s.name),
+            "train_tokens": s.params["train_tokens"],
+            "test_loss_nats": float(rows.loc[s.name, "test_loss_nats"]),
+        }
+        for s in data.specs
+    ]
+    return d_along_sweep(runs, prep.estimate, prep.out / "along", quiet=prep.quiet)
+
+
+def check_convergence(
+    prep: Prepared, sweep: SweepResult, pool: Pool = Pool(), *, say: Say = _silent
+) -> dict[str, Any]:
+    """Step 5 (and 6's end): the convergence check of one sweep, in the validation's one check
+    folder (shared by both sweeps, so a run they share is checked once)."""
+    from scalelab.sweeps.convergence import check_sweep
+
+    part = prep.cfg.check
+    verdict = check_sweep(
+        sweep,
+        prep.out / "check",
+        largest=part.largest,
+        factor=part.factor,
+        smallest=part.smallest,
+        # a wider model at the largest size: the data sweep's question (is it model-limited?)
+        width_factor=part.width_factor if sweep.size == "train_tokens" else None,
+        workers=pool.workers,
+        backend=pool.backend,
+        quiet=prep.quiet,
+    )
+    say(f"      {verdict['text']}")
+    return verdict
+
+
+def run_model_sweep(
+    prep: Prepared, data: SweepResult, pool: Pool = Pool(), *, say: Say = _silent
+) -> SweepResult | None:
+    """Step 6: the model-size sweep on the model sweep's tokens (the data sweep's largest run
+    is reused when it is one of the shapes); None when none is configured. Its table gains
+    `passes_at_best`: passes over the data at the tested step."""
+    from scalelab.runs.sweep import open_sweep, reuse_runs
+    from scalelab.sweeps import model as model_sweep
+    from scalelab.sweeps.worker import run_specs
+
+    cfg = prep.cfg
+    shapes = cfg.model_sweep.models
+    if not shapes:
+        say("[6/7] model-size sweep: none configured")
+        return None
+    tokens = cfg.model_sweep_tokens
+    sweep_cfg = model_sweep.make_config(
+        prep.data_dir, shapes, prep.model_cfg, prep.train_cfg, cfg.schedule, train_tokens=tokens
+    )
+    mdir = open_sweep(prep.out / "model-sweep", model_sweep.KIND, sweep_cfg.to_dict())
+    specs = sorted(model_sweep.specs(sweep_cfg), key=_size_key)
+    say(
+        f"[6/7] model-size sweep: {', '.join(shapes)} on {tokens:,} tokens; then "
+        f"the convergence check of its {cfg.check.largest} largest"
+    )
+    reuse_runs(data.sweep_dir, [data.specs[-1]], mdir, specs)
+    table = run_specs(
+        mdir, specs, workers=pool.workers, backend=pool.backend, only=None, quiet=prep.quiet
+    )
+    table["passes_at_best"] = table["best_step"] * _tokens_per_step(specs[0]) / tokens
+    result = SweepResult(mdir, tuple(specs), table, "params_non_embedding")
+    for row in result.ordered().itertuples():
+        flag = " DATA-LIMITED?" if row.passes_at_best > MAX_PASSES else ""
+        say(
+            f"      {row.label:>12} ({row.params_non_embedding:>8,} params): test loss "
+            f"{row.test_loss_nats:.4f} ({row.stop_reason}, {row.steps}/{row.max_steps} steps, "
+            f"{row.passes_at_best:.1f} passes at best){flag}"
+        )
+    return result
+
+
+def _tokens_per_step(spec: Any) -> int:
+    t, m = spec.params["train"], spec.params["model"]
+    return t["batch_size"] * t["grad_accum"] * m["block_size"]
+
+
+def _size_key(spec: Any) -> int:
+    m = spec.params["model"]
+    return 12 * m["n_layer"] * m["n_embd"] ** 2
+
+
+def fit(
+    prep: Prepared,
+    data: SweepResult,
+    models: SweepResult | None,
+    sources: list[dict[str, Any]],
+    data_check: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Step 7: observed exponents of both sweeps (both forms, with bootstrap intervals) beside
+    every source of d, and the data side's regime (`laws.observe.analyse_regime`): local
+    slopes, the fit range by rule (from the first size below the unigram entropy of the
+    scored test tokens, up to the largest run that is neither budget- nor model-limited by
+    `data_check`), the curvature test over it, and the plain and excess exponents."""
+    from scalelab.laws.fit import fit_power_law
+
+    cfg = prep.cfg
+    out: dict[str, Any] = {"sources": sources}
+    sides = [("data", data)] + ([("model", models)] if models is not None else [])
+    for side, sweep in sides:
+        t = sweep.table.sort_values(sweep.size)
+        x, y = t[sweep.size].to_numpy(float), t["test_loss_nats"].to_numpy(float)
+        out[side] = {}
+        for form in ("power", "power+E"):
+            if form == "power+E" and len(x) < 4:
+                out[side][form] = None
+                continue
+            out[side][form] = fit_power_law(
+                x, y, form=form, n_boot=cfg.n_boot, seed=cfg.seed
+            ).to_dict()
+    out["data"]["regime"] = regime(prep, data, sources, data_check)
+    return out
+
+
+def limited_runs(data: SweepResult, data_check: dict[str, Any] | None) -> dict[str, str]:
+    """Runs of the data sweep a fit must stop below, with why: those that ended at their step
+    budget (not by the stopping rule), and the largest when the check found it model-limited."""
+    rows = data.ordered()
+    out = {
+        name: f"ended at its step budget ({why})"
+        for name, why in rows["stop_reason"].items()
+        if why != "patience"
+    }
+    width = (data_check or {}).get("width_check")
+    if width and width["limited"]:
+        out[width["run"]] = (
+            f"model-limited (a wider model lowers its loss by {width['gain_nats']:.4f} nats)"
+        )
+    return out
+
+
+def regime(
+    prep: Prepared,
+    data: SweepResult,
+    sources: list[dict[str, Any]],
+    data_check: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The data sweep's regime analysis (a dict; see `fit`), with the unigram entropy, the
+    floor E and how each was obtained. E: the exact floor for a synthetic facts corpus (per
+    token of this store's tokens), else the power+E fit's over the fitted range."""
+    from scalelab.errors import InputError
+    from scalelab.laws.observe import analyse_regime
+    from scalelab.text.floors import facts_store_theory, store_unigram_entropy
+
+    cfg = prep.cfg
+    unigram = store_unigram_entropy(prep.data_dir, cfg.train.block_size, cfg.train.test_tokens)
+    x, y = data.curve()
+    limited = limited_runs(data, data_check)
+    flags = np.array([name in limited for name in data.names])
+    floor, floor_source, ideal = None, "the power+E fit over the fitted range", None
+    try:
+        theory = facts_store_theory(prep.data_dir)
+        floor = theory.irreducible_nats_per_token
+        floor_source = "exact: the facts generator's floor per token of this store's tokens"
+        ideal = theory.effective_exponent
+    except InputError:
+        pass  # not a facts corpus: E from the fit
+    predictions = {f"alpha_D from {s['label']}": s["alpha_D"] for s in sources}
+    analysis = analyse_regime(
+        x,
+        y,
+        unigram_entropy=unigram,
+        limited=flags,
+        floor=floor,
+        floor_source="given" if floor is not None else "power+E",
+        predictions=predictions,
+        ideal_exponent=ideal,
+        config=cfg.regime,
+        n_boot=cfg.n_boot,
+        seed=cfg.seed,
+    ).to_dict()
+    analysis.update(
+        unigram_entropy_nats=unigram,
+        unigram_source="the test tokens the runs are scored on (their unigram distribution)",
+        floor_nats=floor,
+        floor_source=floor_source,
+        limited_runs=limited,
+    )
+    return analysis

@@ -1,0 +1,71 @@
+"""Reference levels of a token store's test split that a scaling fit is read against: the
+unigram entropy (where the fit range starts) and, for the synthetic facts family, the
+generator's exact floor per token of the store's own tokenizer (the E of L − E)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from scalelab.errors import InputError
+from scalelab.text import synth
+from scalelab.text.store import TokenStore
+from scalelab.text.synth_theory import FactsTheory
+
+
+def unigram_entropy(tokens: np.ndarray) -> float:
+    """Entropy (nats/token) of the tokens' own unigram frequencies: the lowest test loss
+    any model that ignores context can reach on exactly these tokens."""
+    counts = np.bincount(np.asarray(tokens, dtype=np.int64))
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def scored_test_tokens(
+    data_dir: str | Path, block_size: int | None = None, test_tokens: int | None = None
+) -> np.ndarray:
+    """The test-split targets a run's test loss scores: the non-overlapping windows of
+    `block_size` from the split's start (`lm.data.tiling_starts`, at most `test_tokens`
+    targets), each window scoring the `block_size` tokens after its first. Without a
+    `block_size`: the whole split."""
+    tokens = TokenStore(data_dir, "test").tokens
+    if block_size is None:
+        return np.asarray(tokens)
+    if block_size < 1 or len(tokens) < block_size + 1:
+        raise InputError(
+            f"the test split has {len(tokens)} tokens, too few for context length "
+            f"{block_size}; give the context length the runs used"
+        )
+    usable = len(tokens) - 1 if test_tokens is None else min(len(tokens) - 1, test_tokens)
+    n_windows = max(usable // block_size, 1)
+    return np.asarray(tokens[1 : n_windows * block_size + 1])
+
+
+def store_unigram_entropy(
+    data_dir: str | Path, block_size: int | None = None, test_tokens: int | None = None
+) -> float:
+    """`unigram_entropy` of the test tokens a sweep's runs are scored on."""
+    return unigram_entropy(scored_test_tokens(data_dir, block_size, test_tokens))
+
+
+def facts_store_theory(data_dir: str | Path) -> FactsTheory:
+    """The ideal learner of a facts store with the store's own tokens per fact.
+
+    The key law's entropy is the only uncertainty in a fact (the value, separators and
+    end-of-text follow from the key, and a byte-level BPE spells distinct keys differently),
+    so the floor per token is `facts × H(key) / tokens` over the test split, with the
+    tokens the store's tokenizer actually made (a word may be several tokens). It is the
+    floor of an unbounded context: a run scoring windows also loses the fact cut at each
+    window start, which this leaves out (docs/fitting.md)."""
+    store = TokenStore(data_dir, "test")
+    spec = str(store.meta.get("corpus", {}).get("source", ""))
+    if not spec.startswith(synth.PREFIX + "facts"):
+        raise InputError(
+            f"{data_dir} holds corpus {spec or '?'!r}, not a synthetic facts corpus; "
+            "the exact floor is known only for synth:facts stores"
+        )
+    cfg = synth.parse_spec(spec)
+    n_facts = store.n_documents * cfg.facts_per_doc
+    return dataclasses.replace(cfg.theory(), tokens_per_fact=store.n_tokens / n_facts)
