@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 from scalelab.cli import COMMANDS, load_command
-from scalelab.induction.depth import DepthConfig
-from scalelab.induction.heads import HeadScoreConfig
+from scalelab.induction.bound_trained import BoundTrainedConfig
+from scalelab.induction.formation import FormationConfig
 from scalelab.induction.model import InductionConfig
 from scalelab.induction.separation import SeparationConfig
+from scalelab.induction.size import SizeConfig
 from scalelab.induction.sweep import InductionSweepConfig, run_induction_sweep
 from scalelab.induction.train import InductionTrainConfig
 from scalelab.intrinsic.protocol import make_estimator
@@ -33,7 +34,9 @@ from scalelab.pipeline.many import validate_many
 from scalelab.pipeline.run import run_pipeline
 from scalelab.probe.ablate import measure_positions
 from scalelab.probe.config import DEFAULT_BATCH_SIZES, EstimateConfig
+from scalelab.probe.depth import DepthConfig
 from scalelab.probe.dimension import dimension_and_exponents
+from scalelab.probe.heads import HeadScoreConfig
 from scalelab.sweeps.data import SizeGrid, data_sweep
 from scalelab.sweeps.model import model_sweep
 from scalelab.sweeps.schedule import Schedule
@@ -111,6 +114,9 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
         set(),
     ),
     "induction separation": ([SeparationConfig()], {}, set()),
+    "induction size": ([SizeConfig()], {}, set()),
+    "induction formation": ([FormationConfig()], {}, set()),
+    "induction bound": ([BoundTrainedConfig()], {}, set()),
 }
 # Commands with no config behind their options (every option a preset override, or a
 # small check whose settings are its own).

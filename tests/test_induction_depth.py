@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import torch
 
-from scalelab.induction.depth import DepthConfig, compare_depth
 from scalelab.induction.separation import (
     SeparationConfig,
     binary_entropy,
@@ -19,6 +18,7 @@ from scalelab.induction.separation import (
 )
 from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.lm.train import train
+from scalelab.probe.depth import DepthConfig, compare_depth
 from scalelab.text.corpora import Corpus, Document
 from scalelab.text.store import prepare_corpus
 
@@ -88,8 +88,8 @@ def test_compare_depth_equal_params_and_curves(store: Path, tmp_path: Path) -> N
 def test_heads_command_on_a_run_folder(store: Path, tmp_path: Path, run_cli) -> None:
     """`induction heads` end to end on a trained run: lm.load, ICL on its token store, the
     report; the scores match the library called on the same weights."""
-    from scalelab.induction.heads import HeadScoreConfig, from_gpt, head_scores
     from scalelab.lm.checkpoint import load_model
+    from scalelab.probe.heads import HeadScoreConfig, from_gpt, head_scores
 
     cfg = DepthConfig(
         block_size=16,

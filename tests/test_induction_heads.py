@@ -8,7 +8,9 @@ import pytest
 import torch
 
 from scalelab.errors import ConfigError, InputError
-from scalelab.induction.heads import (
+from scalelab.lm.config import GPTConfig
+from scalelab.lm.model import GPT
+from scalelab.probe.heads import (
     HeadScoreConfig,
     from_gpt,
     from_hf,
@@ -16,8 +18,6 @@ from scalelab.induction.heads import (
     icl_score,
     scores_from_patterns,
 )
-from scalelab.lm.config import GPTConfig
-from scalelab.lm.model import GPT
 
 VOCAB, CTX = 16, 40
 
@@ -141,7 +141,7 @@ def test_icl_score_closed_form() -> None:
     """A fake model whose logit for the true next token is c·t at position t: the loss at t
     is log(V − 1 + e^(ct)) − ct, so the ICL score has a closed form. Windows start at the
     starts of long-enough documents only."""
-    from scalelab.induction.heads import ScoredModel, icl_windows
+    from scalelab.probe.heads import ScoredModel, icl_windows
     from scalelab.probe.sample import TokenDocuments
 
     vocab, c = 20, 0.05

@@ -18,6 +18,7 @@ from scalelab.induction.train import (
     InductionTrainConfig,
     evaluate,
     load_induction_model,
+    lr_at,
     train_induction,
 )
 
@@ -60,6 +61,14 @@ def test_rounding_happens_at_the_embedding_qkv_and_head_outputs() -> None:
     with torch.no_grad():
         got = model(x, prec)
     torch.testing.assert_close(got, expected[:, 1:], rtol=1e-9, atol=1e-9)
+
+
+def test_learning_rate_is_the_shared_schedule_by_hand() -> None:
+    cfg = InductionTrainConfig(lr=1e-3, warmup_steps=4, max_steps=14)
+    # warm-up (step + 1)/(warmup + 1), peak at step 4, cosine to lr/10 at the last step (13)
+    assert [lr_at(s, cfg) for s in range(4)] == pytest.approx([2e-4, 4e-4, 6e-4, 8e-4])
+    assert lr_at(4, cfg) == pytest.approx(1e-3) and lr_at(13, cfg) == pytest.approx(1e-4)
+    assert lr_at(4 + 9 / 2, cfg) == pytest.approx(1e-4 + 0.5 * 9e-4)  # half-way: the mean
 
 
 def test_model_rejects_bad_tokens_and_lengths() -> None:

@@ -71,6 +71,18 @@ def test_hard_instances_have_the_index_answer() -> None:
     assert set(np.unique(inst.answers)) == {0, 1}
 
 
+def test_hard_instances_over_a_larger_alphabet_use_every_symbol_but_the_query() -> None:
+    inst = hard_instances_k(2000, 9, np.random.default_rng(3), alphabet_size=6)
+    f = inst.seqs[:, 1:-1:2]
+    assert set(np.unique(f)) == {0, 1, 3, 4, 5}  # Σ ∖ {?}, ? = 2
+    e = inst.seqs[:, 0:-1:2]
+    assert ((e == QUERY_TOKEN).sum(axis=1) == 1).all()
+    np.testing.assert_array_equal(solve(inst.seqs)[:, -1], inst.answers)
+    # |Σ| = 3 keeps the paper's bits and the old random stream: f from integers(0, 2)
+    old = np.random.default_rng(4).integers(0, 2, size=(50, 9), dtype=np.int64)
+    np.testing.assert_array_equal(hard_instances_k(50, 9, np.random.default_rng(4)).f, old)
+
+
 def test_even_length_hard_instances_keep_the_answer() -> None:
     inst = hard_instances(200, 10, np.random.default_rng(2))
     assert inst.seqs.shape == (200, 10) and inst.k == 4

@@ -195,8 +195,11 @@ def evaluate_command(
 def construct_command(
     n: int = typer.Option(1024, help="Sequence length the construction is built for."),
     alphabet: int = typer.Option(4, help="Alphabet size."),
+    kind: str = typer.Option(
+        "constant-width", help="constant-width (width 12, the paper's) | one-hot (3|Σ| + 5)."
+    ),
     random: int = typer.Option(1000, help="Uniform random instances to check."),
-    hard: int = typer.Option(1000, help="INDEX hard instances to check."),
+    hard: int = typer.Option(1000, help="INDEX hard instances (f over Σ ∖ {?}) to check."),
     scan_bits: bool = typer.Option(
         True, "--scan-bits/--no-scan-bits", help="Measure the smallest exact precision."
     ),
@@ -205,24 +208,31 @@ def construct_command(
     seed: int = SEED,
     json_out: bool = JSON,
 ) -> None:
-    """Check the hand-set two-layer construction on every position; measure its precision."""
+    """Check a hand-set two-layer construction on every position; measure its precision."""
+    import dataclasses
     import time
 
     from scalelab.induction.construction import (
-        ConstructionConstants,
+        CircleConstants,
+        build_construction,
         count_errors,
         evaluation_instances,
         smallest_exact_bits,
-        two_layer_construction,
     )
+    from scalelab.induction.one_hot import OneHotConstants
 
     set_threads(threads)
     t0 = time.perf_counter()
-    model = two_layer_construction(alphabet, n)
+    model = build_construction(kind, alphabet, n)
     seqs = evaluation_instances(n, alphabet, random, hard, seed)
     wrong_pos, wrong_seq = count_errors(model, seqs)
-    consts = ConstructionConstants.for_length(n)
+    consts = (
+        CircleConstants.for_task(n, alphabet)
+        if kind == "constant-width"
+        else OneHotConstants.for_length(n)
+    )
     result = {
+        "kind": kind,
         "n": n,
         "alphabet_size": alphabet,
         "width": model.cfg.d_model,
@@ -231,19 +241,16 @@ def construct_command(
         "positions_checked": int(seqs.size),
         "wrong_positions": wrong_pos,
         "wrong_sequences": wrong_seq,
-        "beta1": consts.beta1,
-        "beta2": consts.beta2,
-        "gamma": consts.gamma,
-        "sink": consts.sink,
+        **{k: v for k, v in dataclasses.asdict(consts).items() if k not in ("n", "alphabet_size")},
     }
     if scan_bits:
-        scan = smallest_exact_bits(n, alphabet, mode, seed=seed)
-        result.update({k: v for k, v in scan.items() if k != "n"})
+        scan = smallest_exact_bits(n, alphabet, mode, seed=seed, kind=kind)
+        result.update({k: v for k, v in scan.items() if k not in result})
     result["wall_s"] = round(time.perf_counter() - t0, 2)
     if json_out:
         print_json(result)
     else:
-        print_record("two-layer construction", result)
+        print_record(f"two-layer construction ({kind})", result)
 
 
 @sub.command("protocol")

@@ -1,5 +1,7 @@
-"""`scalelab induction gather | heads | compare-depth | separation`: the one-layer
-construction, induction heads in language models, and the depth separation in training."""
+"""`scalelab induction gather | heads | compare-depth | separation | size | formation |
+bound`: the one-layer construction, induction heads in language models, the depth
+separation in training, the sizes of the solutions against n, induction heads forming in
+training, and trained one-layer models where the lower bound applies."""
 
 from __future__ import annotations
 
@@ -20,12 +22,20 @@ from scalelab.cli.common import (
     threads_option,
 )
 from scalelab.errors import ConfigError
-from scalelab.induction.depth import DepthConfig
-from scalelab.induction.heads import HeadScoreConfig
+from scalelab.induction.bound_trained import BoundTrainedConfig
+from scalelab.induction.formation import FormationConfig
 from scalelab.induction.separation import SeparationConfig
+from scalelab.induction.size import SizeConfig
+from scalelab.probe.depth import DepthConfig
+from scalelab.probe.heads import HeadScoreConfig
 
 # The CLI's defaults are the configs'.
-_H, _DEP, _SEP = HeadScoreConfig(), DepthConfig(), SeparationConfig()
+_H, _DEP, _SEP, _SZ = HeadScoreConfig(), DepthConfig(), SeparationConfig(), SizeConfig()
+_F, _B = FormationConfig(), BoundTrainedConfig()
+
+
+def _csv(values: tuple) -> str:
+    return ",".join(str(v) for v in values)
 
 
 def _check_out(out: Path | None) -> None:
@@ -105,7 +115,8 @@ def heads_command(
     json_out: bool = JSON,
 ) -> None:
     """Induction and previous-token score of every head; in-context-learning score."""
-    from scalelab.report.heads import heads_with_report
+    from scalelab.probe.heads import run_heads
+    from scalelab.report.heads import write_heads_report
 
     cfg = HeadScoreConfig(
         half_len=half_len,
@@ -119,7 +130,9 @@ def heads_command(
     )
     _check_out(out)
     set_threads(threads)
-    result = heads_with_report(model, cfg, corpus, out, bos=bos)
+    result = run_heads(model, cfg, corpus, out, bos=bos)
+    if out is not None:
+        write_heads_report(result, out)
     if json_out:
         print_json(result)
         return
@@ -169,7 +182,8 @@ def compare_depth_command(
     json_out: bool = JSON,
 ) -> None:
     """Train a 1-layer and a 2-layer GPT (equal non-embedding parameters); track head scores."""
-    from scalelab.report.heads import compare_depth_with_figure
+    from scalelab.probe.depth import compare_depth
+    from scalelab.report.heads import write_depth_figure
 
     cfg = DepthConfig(
         block_size=block_size,
@@ -186,7 +200,8 @@ def compare_depth_command(
     )
     _check_out(out)
     torch.set_num_threads(1)
-    summary = compare_depth_with_figure(data, out, cfg, quiet=quiet)
+    summary = compare_depth(data, out, cfg, quiet=quiet)
+    write_depth_figure(summary, out)
     if json_out:
         print_json(summary["models"])
         return
@@ -212,18 +227,133 @@ def separation_command(
     json_out: bool = JSON,
 ) -> None:
     """Accuracy on hard instances vs h·m·p/n: 1 vs 2 layers, constructed and trained."""
-    from scalelab.report.separation import run_separation_with_figure
+    from scalelab.induction.separation import run_separation
+    from scalelab.report.separation import write_separation_figure
 
     cfg = SeparationConfig(mode=mode, steps=steps, seed=seed)
     if quick:
         cfg = cfg.quick()
     torch.set_num_threads(1)
-    rows = run_separation_with_figure(cfg, out)
+    rows = run_separation(cfg, out)
+    write_separation_figure(rows, out)
     if json_out:
         print_json(rows)
     else:
         keys = ("kind", "n_layer", "n", "h", "m", "p", "hmp_over_n", "acc_hard")
         print_table(f"separation ({mode} point)", [{k: r[k] for k in keys} for r in rows])
+
+
+def size_command(
+    out: Path = typer.Option(..., help="Folder for size.csv/.json and size.png."),
+    ns: str = typer.Option(_csv(_SZ.ns), help="Sequence lengths n."),
+    alphabets: str = typer.Option(_csv(_SZ.alphabets), help="Alphabet rules: 3, sqrt, n."),
+    n_random: int = typer.Option(_SZ.n_random, help="Uniform instances checked per (n, |Σ|)."),
+    n_hard: int = typer.Option(_SZ.n_hard, help="Hard instances checked per (n, |Σ|)."),
+    positions: int = typer.Option(
+        _SZ.positions, help="Most positions checked per precision (fewer instances at large n)."
+    ),
+    mode: str = typer.Option(_SZ.mode, help="Rounding: float (p significant bits) | fixed."),
+    gather_check_up_to: int = typer.Option(
+        _SZ.gather_check_up_to, help="Check the gather construction up to this n."
+    ),
+    seed: int = SEED,
+    json_out: bool = JSON,
+) -> None:
+    """h·m·p against n: the constant-width two-layer construction (least exact p), the
+    one-layer gather construction and the one-layer lower bound."""
+    from scalelab.induction.size import run_size
+    from scalelab.report.separation import write_size_figure
+
+    try:
+        grid = tuple(int(v) for v in ns.split(",") if v.strip())
+    except ValueError as err:
+        raise ConfigError(f"--ns must be comma-separated integers, got {ns!r}") from err
+    rules = tuple(v.strip() for v in alphabets.split(",") if v.strip())
+    cfg = SizeConfig(grid, rules, n_random, n_hard, positions, mode, gather_check_up_to, seed)
+    _check_out(out)
+    torch.set_num_threads(1)
+    rows = run_size(cfg, out)
+    write_size_figure(rows, out)
+    if json_out:
+        print_json(rows)
+    else:
+        keys = ("kind", "n", "alphabet_size", "m", "p", "hmp")
+        print_table("h·m·p against n", [{k: r.get(k) for k in keys} for r in rows])
+
+
+def formation_command(
+    out: Path = typer.Option(..., help="Folder for formation.json/.png and the runs."),
+    n: int = typer.Option(_F.n, help="Sequence length."),
+    alphabet_size: int = typer.Option(_F.alphabet_size, help="Alphabet size."),
+    width: int = typer.Option(_F.width, help="Two-layer width (one layer: equal parameters)."),
+    n_head: int = typer.Option(_F.n_head, help="Heads per layer."),
+    max_steps: int = typer.Option(_F.max_steps, help="Training steps per model."),
+    eval_interval: int = typer.Option(_F.eval_interval, help="Steps between scorings."),
+    lr: float = typer.Option(_F.lr, help="Peak learning rate."),
+    seeds: str = typer.Option(_csv(_F.seeds), help="Seeds (comma-separated)."),
+    threshold: float = typer.Option(_F.threshold, help="Induction score that marks formation."),
+    json_out: bool = JSON,
+) -> None:
+    """Attention-only 1- vs 2-layer models: head scores, hard accuracy and loss by step."""
+    from scalelab.induction.formation import run_formation
+    from scalelab.report.induction import write_formation_figure
+
+    try:
+        seed_list = tuple(int(v) for v in seeds.split(",") if v.strip())
+    except ValueError as err:
+        raise ConfigError(f"--seeds must be comma-separated integers, got {seeds!r}") from err
+    cfg = _F.replace(
+        n=n,
+        alphabet_size=alphabet_size,
+        width=width,
+        n_head=n_head,
+        max_steps=max_steps,
+        eval_interval=eval_interval,
+        lr=lr,
+        seeds=seed_list,
+        threshold=threshold,
+    )
+    _check_out(out)
+    torch.set_num_threads(1)
+    doc = run_formation(cfg, out)
+    write_formation_figure(doc, out)
+    keys = ("n_layer", "seed", "width", "params", "formed_at", "final_induction_max")
+    rows = [{k: r[k] for k in (*keys, "final_acc_hard", "cpu_time_s")} for r in doc["runs"]]
+    if json_out:
+        print_json(rows)
+    else:
+        print_table(f"induction heads forming ({out}/formation.png)", rows)
+
+
+def bound_command(
+    out: Path = typer.Option(..., help="Folder for bound.csv/.json/.png and trained runs."),
+    ns: str = typer.Option(_csv(_B.ns), help="Sequence lengths n."),
+    widths: str = typer.Option(_csv(_B.widths), help="Widths m (h = 1)."),
+    bits: int = typer.Option(_B.bits, help="One-layer training and evaluation precision p."),
+    mode: str = typer.Option(_B.mode, help="Rounding: fixed (the paper's appendix) | float."),
+    steps: int = typer.Option(_B.steps, help="Training step cap per model."),
+    seed: int = SEED,
+    json_out: bool = JSON,
+) -> None:
+    """Trained 1-layer models below the bound (p-bit training) vs 2 layers: hard accuracy."""
+    from scalelab.induction.bound_trained import run_bound_trained
+    from scalelab.report.separation import write_bound_figure
+
+    try:
+        grid = tuple(int(v) for v in ns.split(",") if v.strip())
+        ms = tuple(int(v) for v in widths.split(",") if v.strip())
+    except ValueError as err:
+        raise ConfigError("--ns and --widths must be comma-separated integers") from err
+    cfg = _B.replace(ns=grid, widths=ms, bits=bits, mode=mode, steps=steps, seed=seed)
+    _check_out(out)
+    torch.set_num_threads(1)
+    rows = run_bound_trained(cfg, out)
+    write_bound_figure(rows, out)
+    if json_out:
+        print_json(rows)
+    else:
+        keys = ("n_layer", "n", "m", "p", "message_bits", "k", "acc_hard", "steps")
+        print_table("trained models against the bound", [{k: r[k] for k in keys} for r in rows])
 
 
 def register(group: typer.Typer) -> None:
@@ -232,3 +362,6 @@ def register(group: typer.Typer) -> None:
     group.command("heads")(heads_command)
     group.command("compare-depth")(compare_depth_command)
     group.command("separation")(separation_command)
+    group.command("size")(size_command)
+    group.command("formation")(formation_command)
+    group.command("bound")(bound_command)

@@ -1,34 +1,43 @@
-"""The hand-set two-layer transformer that solves induction heads exactly (no training).
+"""The paper's two-layer transformer for induction heads: one head per layer and a width
+that is a constant (12), independent of n and |Σ|, exact at p = O(log n) bits.
 
-Residual stream (width 3S + 5 for S symbols), one attention head per layer, no MLP, no
-LayerNorm, BOS at position 0:
+Tokens and positions are angles on a circle (θ_σ = 2πσ/S, φ_j = 2πj/N with N = n + 2 > the
+number of positions, so no two positions share an angle). Residual stream, BOS at
+position 0 with a zero token vector:
 
-    T   [0, S)        one-hot of σ_j          b    S      BOS flag
-    1   S + 1         constant 1              j    S + 2  position j
-    j²  S + 3         position squared        P    [S+4, 2S+4)  previous token (layer 1)
-    A   [2S+4, 3S+4)  answer (layer 2)        ⊥    3S + 4 "no previous occurrence"
+    T  0, 1   (cos θ_σ, sin θ_σ)   φ  2, 3  (cos φ_j, sin φ_j)    1  4  constant
+    j  5      position index       b  6     BOS flag              P  7, 8  previous token
+    A  9, 10  answer (layer 2)     ⊥  11    "no previous occurrence"
 
-Layer 1, previous-token head: score(i, j) = β₁(2(i−1)j − j²) = −β₁(j − (i−1))² + const(i),
-so position i attends to i − 1 (to BOS at i = 1) with margin β₁ over every other key; it
-copies T of that key into P.
+Layer 1, previous-token head: the query is φ_i rotated back by one step, so
+score(i, j) = β₁ cos(φ_j − φ_{i−1}); position i − 1 beats every other key by
+β₁(1 − cos(2π/N)) and its T is copied into P.
 
-Layer 2, induction head: score(i, j) = β₂⟨T_i, P_j⟩ + γ·j + c·b_j. Keys whose previous token
-equals σ_i score β₂ + γj; among them the rightmost wins by γ. Non-matches score ≤ γn; BOS
-scores c with γn < c < β₂, so it wins exactly when there is no match. The value copies T_j
-into A and the BOS flag into ⊥; the read-out is the identity on (A, ⊥).
+Layer 2, induction head: query (β₂ T_i, 1), key (P_j, γj + c·b_j), so
+score(i, j) = β₂ cos(θ_{σ_i} − θ_{σ_{j−1}}) + γj + c·b_j. Keys whose previous token is σ_i
+score β₂ + γj and the rightmost wins by γ; any other key scores at most
+β₂(1 − g) + γn (g = 1 − cos(2π/S), the closest two tokens get); the BOS sink sits halfway,
+c = β₂(1 − g/2), so it wins exactly when there is no match. The value copies T_j into A
+and b_j into ⊥; the read-out scores class s by ⟨A, (cos θ_s, sin θ_s)⟩ and ⊥ by ⊥/2.
 
-Constants for length n: margin M = ln n + 3, γ = 2^⌈log2 M⌉, c = γ(n + 2), β₂ = γ(n + 4),
-β₁ = 2^⌈log2(ln β₂ + M + 1)⌉ (the previous-token leak δ₁ ≈ 2e^−β₁ must keep β₂δ₁ ≪ γ).
-Scores reach ≈ 2β₁n², so it runs in float64. Precision: keys hold j and j², so p-bit
-rounding must resolve j² to well under one unit: p ≈ 2·log2(n) + O(1) bits, i.e. O(log n).
-`smallest_exact_bits` measures it: with p significant bits ("float") the smallest exact p was
-exactly 2·log2(n) for n = 8 … 2048; with fixed point it was 10, 11, 12, 13 at n = 8 … 64
-(the γ(n + 4)-sized keys need integer bits) and 2·log2(n) from n = 128 on.
+Constants: margin M = ln n + ln S + 4 (a leak of e^−M per key moves A by well under the
+π/S that separates neighbouring tokens), γ = M, β₂ = 2(γn + M)/g, and β₁ such that the
+previous-token leak changes no layer-2 score by more than ≈ 1/4: β₁(1 − cos 2π/N) =
+ln n + ln(4β₂) + 2. So β₂ ≈ S²n·M/π² and β₁ ≈ n²·log(n)/π². Precision: a layer-2 score of
+size β₂ must be right to within ≈ γ and a layer-1 score of size β₁ to within half its
+margin, so p ≈ max(log2(β₂/γ), log2(2β₁/margin₁)) (`CircleConstants.predicted_bits`):
+≈ 2·log2 S + log2 n − 3 or ≈ 2·log2 n − 3, at most ≈ 3·log2 n for |Σ| ≤ n, i.e. O(log n),
+and the width stays 12 (h·m·p = O(log n), against the one-layer Ω(n)).
+`smallest_exact_bits` measures p.
+
+The one-hot construction (width 3S + 5, `induction.one_hot`) is the easier-to-read
+version of the same two heads; it needs only 2·log2 n bits but its width grows with |Σ|.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,47 +45,63 @@ import torch
 
 from scalelab.errors import ConfigError
 from scalelab.induction.model import InductionConfig, InductionTransformer
+from scalelab.induction.one_hot import one_hot_construction
 from scalelab.induction.precision import FULL, Precision
 from scalelab.induction.task import hard_instances, solve, uniform_instances
 
+WIDTH = 12  # the residual-stream width above, whatever n and |Σ|
+D_HEAD = 4  # a power of 4, so the attention's 1/sqrt(d_head) = 1/2 is exact
+
 
 @dataclass(frozen=True)
-class ConstructionConstants:
-    """Attention sharpness β₁ (layer 1), β₂ (match), recency γ, BOS sink c, for length n."""
+class CircleConstants:
+    """Sharpness β₁ (layer 1), β₂ (token match), recency γ and BOS sink c for length n and
+    S symbols; `steps` is N, the number of position angles."""
 
     n: int
+    alphabet_size: int
     beta1: float
     beta2: float
     gamma: float
     sink: float
+    steps: int
 
     @classmethod
-    def for_length(cls, n: int) -> ConstructionConstants:
-        margin = math.log(n) + 3.0
-        gamma = 2.0 ** math.ceil(math.log2(margin))
-        sink = gamma * (n + 2)
-        beta2 = gamma * (n + 4)
-        beta1 = 2.0 ** math.ceil(math.log2(math.log(beta2) + margin + 1.0))
-        return cls(n, beta1, beta2, gamma, sink)
+    def for_task(cls, n: int, alphabet_size: int) -> CircleConstants:
+        margin = math.log(n) + math.log(alphabet_size) + 4.0
+        gamma = margin
+        gap2 = 1.0 - math.cos(2 * math.pi / alphabet_size)
+        beta2 = 2.0 * (gamma * n + margin) / gap2
+        steps = n + 2
+        gap1 = 1.0 - math.cos(2 * math.pi / steps)
+        beta1 = (math.log(n) + math.log(4.0 * beta2) + 2.0) / gap1
+        return cls(n, alphabet_size, beta1, beta2, gamma, beta2 * (1.0 - gap2 / 2), steps)
+
+    @property
+    def predicted_bits(self) -> int:
+        """The p at which p-bit rounding errors (relative 2^−p) reach about half of each
+        layer's margin: layer 1's scores (size β₁) must keep the previous position ahead by
+        half of β₁(1 − cos 2π/N), layer 2's (size β₂) the rightmost match ahead by γ."""
+        margin1 = self.beta1 * (1.0 - math.cos(2 * math.pi / self.steps))
+        need = max(math.log2(2 * self.beta1 / margin1), math.log2(self.beta2 / self.gamma))
+        return math.ceil(need)
 
 
 def two_layer_construction(alphabet_size: int, max_len: int) -> InductionTransformer:
-    """A float64 `InductionTransformer` with the hand-set weights described above."""
+    """A float64 `InductionTransformer` of width 12 with the hand-set weights above."""
     if alphabet_size < 2 or max_len < 1:
         raise ConfigError(
             "the construction needs alphabet_size >= 2 and max_len >= 1; use --alphabet 2 or more"
         )
     s = alphabet_size
-    k = ConstructionConstants.for_length(max_len)
-    width = 3 * s + 5
-    d_head = 4 ** math.ceil(math.log(s + 1, 4))  # a power of 4: the 1/sqrt(d) scale is exact
+    k = CircleConstants.for_task(max(max_len, 2), s)
     cfg = InductionConfig(
         alphabet_size=s,
         max_len=max_len,
         n_layer=2,
         n_head=1,
-        d_model=width,
-        d_head=d_head,
+        d_model=WIDTH,
+        d_head=D_HEAD,
         positions="learned",
         mlp=False,
         layer_norm=False,
@@ -84,43 +109,54 @@ def two_layer_construction(alphabet_size: int, max_len: int) -> InductionTransfo
         bias=False,
     )
     model = InductionTransformer(cfg).double()
-    tok_sl, bos, one, pos, pos2 = slice(0, s), s, s + 1, s + 2, s + 3
-    prev_sl, ans_sl, bot = slice(s + 4, 2 * s + 4), slice(2 * s + 4, 3 * s + 4), 3 * s + 4
-    comp = math.sqrt(d_head)  # undo the attention's 1/sqrt(d_head)
-    eye = torch.eye(s, dtype=torch.float64)
+    comp = math.sqrt(D_HEAD)  # undo the attention's 1/sqrt(d_head)
+    theta = 2 * math.pi * torch.arange(s, dtype=torch.float64) / s
+    phi = 2 * math.pi * torch.arange(cfg.n_positions, dtype=torch.float64) / k.steps
+    step = 2 * math.pi / k.steps
     with torch.no_grad():
         for p in model.parameters():
             p.zero_()
-        model.tok.weight[:s, tok_sl] = eye
-        model.tok.weight[s, bos] = 1.0
-        j = torch.arange(cfg.n_positions, dtype=torch.float64)
-        model.pos[:, one] = 1.0
-        model.pos[:, pos] = j
-        model.pos[:, pos2] = j * j
-        # layer 1: previous-token head
+        model.tok.weight[:s, 0] = torch.cos(theta)
+        model.tok.weight[:s, 1] = torch.sin(theta)
+        model.tok.weight[s, 6] = 1.0  # BOS: flag only, zero token vector
+        model.pos[:, 2] = torch.cos(phi)
+        model.pos[:, 3] = torch.sin(phi)
+        model.pos[:, 4] = 1.0
+        model.pos[:, 5] = torch.arange(cfg.n_positions, dtype=torch.float64)
+        # layer 1: previous-token head (query = φ_i rotated by −2π/N)
         a1 = model.blocks[0].attn
-        a1.q.weight[0, pos] = 2 * k.beta1 * comp
-        a1.q.weight[0, one] = -2 * k.beta1 * comp
-        a1.q.weight[1, one] = -k.beta1 * comp
-        a1.k.weight[0, pos] = 1.0
-        a1.k.weight[1, pos2] = 1.0
-        a1.v.weight[:s, tok_sl] = eye
-        a1.o.weight[prev_sl, :s] = eye
-        # layer 2: induction head with a BOS sink
+        b1 = k.beta1 * comp
+        a1.q.weight[0, 2], a1.q.weight[0, 3] = b1 * math.cos(step), b1 * math.sin(step)
+        a1.q.weight[1, 2], a1.q.weight[1, 3] = -b1 * math.sin(step), b1 * math.cos(step)
+        a1.k.weight[0, 2] = a1.k.weight[1, 3] = 1.0
+        a1.v.weight[0, 0] = a1.v.weight[1, 1] = 1.0
+        a1.o.weight[7, 0] = a1.o.weight[8, 1] = 1.0
+        # layer 2: induction head with recency and a BOS sink
         a2 = model.blocks[1].attn
-        a2.q.weight[:s, tok_sl] = k.beta2 * comp * eye
-        a2.q.weight[s, one] = comp
-        a2.k.weight[:s, prev_sl] = eye
-        a2.k.weight[s, pos] = k.gamma
-        a2.k.weight[s, bos] = k.sink
-        a2.v.weight[:s, tok_sl] = eye
-        a2.v.weight[s, bos] = 1.0
-        a2.o.weight[ans_sl, :s] = eye
-        a2.o.weight[bot, s] = 1.0
-        # read-out: classes 0..S-1 from A, class S (⊥) from the ⊥ slot
-        model.head.weight[:s, ans_sl] = eye
-        model.head.weight[s, bot] = 1.0
+        a2.q.weight[0, 0] = a2.q.weight[1, 1] = k.beta2 * comp
+        a2.q.weight[2, 4] = comp
+        a2.k.weight[0, 7] = a2.k.weight[1, 8] = 1.0
+        a2.k.weight[2, 5], a2.k.weight[2, 6] = k.gamma, k.sink
+        a2.v.weight[0, 0] = a2.v.weight[1, 1] = a2.v.weight[2, 6] = 1.0
+        a2.o.weight[9, 0] = a2.o.weight[10, 1] = a2.o.weight[11, 2] = 1.0
+        # read-out: class s by <A, (cos θ_s, sin θ_s)>, ⊥ by half the ⊥ slot
+        model.head.weight[:s, 9] = torch.cos(theta)
+        model.head.weight[:s, 10] = torch.sin(theta)
+        model.head.weight[s, 11] = 0.5
     return model.eval()
+
+
+CONSTRUCTIONS: dict[str, Callable[[int, int], InductionTransformer]] = {
+    "constant-width": two_layer_construction,
+    "one-hot": one_hot_construction,
+}
+
+
+def build_construction(kind: str, alphabet_size: int, max_len: int) -> InductionTransformer:
+    """One of `CONSTRUCTIONS` by name."""
+    if kind not in CONSTRUCTIONS:
+        raise ConfigError(f"unknown construction {kind!r}; use one of {sorted(CONSTRUCTIONS)}")
+    return CONSTRUCTIONS[kind](alphabet_size, max_len)
 
 
 @torch.no_grad()
@@ -145,11 +181,12 @@ def count_errors(
 def evaluation_instances(
     n: int, alphabet_size: int, n_random: int, n_hard: int, seed: int = 0
 ) -> np.ndarray:
-    """Uniform instances over the alphabet followed by INDEX hard instances, all length n."""
+    """Uniform instances over the alphabet followed by INDEX hard instances (f over Σ ∖ {?}),
+    all length n."""
     rng = np.random.default_rng(seed)
     parts = [uniform_instances(n_random, n, alphabet_size, rng)] if n_random else []
     if n_hard:
-        parts.append(hard_instances(n_hard, n, rng).seqs)
+        parts.append(hard_instances(n_hard, n, rng, alphabet_size).seqs)
     return np.concatenate(parts)
 
 
@@ -161,31 +198,33 @@ def smallest_exact_bits(
     n_hard: int = 64,
     seed: int = 0,
     max_bits: int = 52,
-) -> dict[str, int | None]:
-    """Measure the smallest p at which the construction built for length n answers every
-    position of the evaluation instances exactly, scanning p = 1, 2, … upwards.
+    kind: str = "constant-width",
+    start_bits: int = 1,
+) -> dict[str, int | float | str | None]:
+    """Measure the smallest p at which the `kind` construction built for length n answers
+    every position of the evaluation instances exactly, scanning p = start_bits, … upwards
+    (from a `start_bits` guess that is exact it first steps down to the first p that fails,
+    so the answer has p − 1 failing either way).
 
     `exact_up_to` is the end of the unbroken run of exact p that follows (checked for up to
     four more bits), since rounding need not act monotonically in p."""
-    model = two_layer_construction(alphabet_size, n)
+    model = build_construction(kind, alphabet_size, n)
     seqs = evaluation_instances(n, alphabet_size, n_random, n_hard, seed)
     if count_errors(model, seqs)[0]:
-        raise ConfigError(f"the construction is not exact at full precision for n={n}")
-    for bits in range(1, max_bits + 1):
+        raise ConfigError(f"the {kind} construction is not exact at full precision for n={n}")
+    while start_bits > 1 and _is_exact(model, seqs, Precision(start_bits, mode)):
+        start_bits -= 1  # the guess was high: step down until one bit fewer fails
+    row = {"n": n, "alphabet_size": alphabet_size, "mode": mode, "kind": kind}
+    row.update(width=model.cfg.d_model, log2_n=math.log2(n))
+    for bits in range(start_bits, max_bits + 1):
         if _is_exact(model, seqs, Precision(bits, mode)):
             last = bits
             while last < min(bits + 4, max_bits) and _is_exact(
                 model, seqs, Precision(last + 1, mode)
             ):
                 last += 1
-            return {
-                "n": n,
-                "mode": mode,
-                "smallest_exact_bits": bits,
-                "exact_up_to": last,
-                "log2_n": math.log2(n),
-            }
-    return {"n": n, "mode": mode, "smallest_exact_bits": None, "log2_n": math.log2(n)}
+            return {**row, "smallest_exact_bits": bits, "exact_up_to": last}
+    return {**row, "smallest_exact_bits": None}
 
 
 @torch.no_grad()

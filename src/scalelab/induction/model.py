@@ -117,6 +117,14 @@ class Attention(nn.Module):
         b, _, t, _ = y.shape
         return self.o(precision(y).transpose(1, 2).reshape(b, t, -1))
 
+    def probs(self, h: torch.Tensor, precision: Precision = FULL) -> torch.Tensor:
+        """The attention probabilities [B, heads, T (queries), T (keys)], written out
+        (the forward pass never forms them); rows sum to 1 over keys j ≤ i."""
+        q, k, _ = self.project(h, precision)
+        t = h.shape[1]
+        causal = torch.ones(t, t, dtype=torch.bool, device=h.device).tril()
+        return torch.softmax(self.scores(q, k).masked_fill(~causal, -math.inf), dim=-1)
+
     def forward(self, h: torch.Tensor, precision: Precision = FULL) -> torch.Tensor:
         q, k, v = self.project(h, precision)
         # the fused kernel computes softmax(scores(q, k) + causal mask) @ v without
@@ -209,6 +217,19 @@ class InductionTransformer(nn.Module):
             x = block(x, precision)
         logits = self.readout(x)
         return logits[:, 1:] if self.cfg.bos else logits
+
+    @torch.no_grad()
+    def attention_probs(
+        self, seqs: torch.Tensor, precision: Precision = FULL
+    ) -> list[torch.Tensor]:
+        """Per layer, the attention probabilities [B, heads, T, T] over the BOS-prefixed
+        input (index 0 is BOS when the model has one)."""
+        x = self.embed(self.with_bos(seqs), precision)
+        probs = []
+        for block in self.blocks:
+            probs.append(block.attn.probs(block.ln1(x), precision))
+            x = block(x, precision)
+        return probs
 
     @torch.no_grad()
     def predict(self, seqs: torch.Tensor, precision: Precision = FULL) -> torch.Tensor:

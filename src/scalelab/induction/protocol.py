@@ -29,6 +29,36 @@ from scalelab.induction.model import InductionTransformer
 from scalelab.induction.precision import Precision
 from scalelab.induction.task import HardInstances, hard_instances_k
 
+# The one count of Alice's message used everywhere (separation figure, sweep marker, docs):
+# per head d_head + 1 numbers, each sent with 3p fractional and ≈ p integer/sign bits, so
+# at leading order MESSAGE_BITS_PER_HMP · h · d_head · p bits (the +1 number is dropped).
+MESSAGE_BITS_PER_HMP = 4.0
+
+
+def message_bits(n_head: int, head_dim: int, bits: int) -> float:
+    """Alice's message for a one-layer model with `n_head` heads of width `head_dim` at p
+    bits: C·h·d_head·p with C = MESSAGE_BITS_PER_HMP (for h = 1, d_head is the width m)."""
+    return MESSAGE_BITS_PER_HMP * n_head * head_dim * bits
+
+
+def index_bits(n: int, alphabet_size: int = 3) -> float:
+    """Bits INDEX needs on hard instances of length n: k·log2(|Σ| − 1), k = (n − 1) // 2
+    (k bits for the paper's |Σ| = 3; the larger-alphabet count is scalelab's extension)."""
+    return ((n - 1) // 2) * math.log2(alphabet_size - 1)
+
+
+def least_one_layer_hmp(n: int, alphabet_size: int = 3) -> float:
+    """The h·m·p below which no one-layer model is exact on every hard instance of length
+    n: the message C·h·m·p must carry the `index_bits`."""
+    return index_bits(n, alphabet_size) / MESSAGE_BITS_PER_HMP
+
+
+def errors_forced_from(n_head: int, head_dim: int, bits: int, alphabet_size: int = 3) -> int:
+    """The smallest (odd) n = 2k + 1 at which the message is shorter than INDEX's
+    k·log2(|Σ| − 1) bits, so the bound forces errors on some hard instance."""
+    k = math.floor(message_bits(n_head, head_dim, bits) / math.log2(alphabet_size - 1)) + 1
+    return 2 * k + 1
+
 
 @dataclass(frozen=True)
 class ProtocolResult:

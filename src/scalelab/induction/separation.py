@@ -21,7 +21,6 @@ Rows: kind (construction / trained), n_layer, n, h, m, p, hmp_over_n, acc_hard.
 from __future__ import annotations
 
 import dataclasses
-import math
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +29,16 @@ import torch
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
-from scalelab.induction.construction import two_layer_construction
+from scalelab.induction.construction import CircleConstants, two_layer_construction
 from scalelab.induction.model import InductionConfig
 from scalelab.induction.one_layer import GatherLayout, one_layer_construction
 from scalelab.induction.precision import MODES, Precision
+from scalelab.induction.protocol import MESSAGE_BITS_PER_HMP
 from scalelab.induction.task import hard_instances
 from scalelab.induction.train import InductionTrainConfig, load_induction_model, train_induction
 from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.runs import outdir
 
-MESSAGE_BITS_PER_HMP = 4.0  # C: Alice's bits per h·m·p at leading order (fixed point)
 CONFIG = "separation-config.json"  # a separation folder's marker and saved config
 
 
@@ -99,7 +98,7 @@ class SeparationConfig(Config):
         )
 
 
-def _acc_hard(model: Any, n: int, precision: Precision, count: int, seed: int) -> float:
+def acc_hard(model: Any, n: int, precision: Precision, count: int, seed: int) -> float:
     """Last-position accuracy on `count` INDEX hard instances of length n."""
     inst = hard_instances(count, n, np.random.default_rng([seed, n, 7]))
     correct = 0
@@ -130,20 +129,27 @@ def gather_rows(cfg: SeparationConfig) -> list[dict[str, Any]]:
         p_build = GatherLayout.least_bits(n, 3, cfg.mode)
         model = one_layer_construction(3, n, p_build, cfg.mode)
         for p in range(1, p_build + 1):
-            acc = _acc_hard(model, n, Precision(p, cfg.mode), cfg.eval_instances, cfg.seed)
+            acc = acc_hard(model, n, Precision(p, cfg.mode), cfg.eval_instances, cfg.seed)
             rows.append(_row("construction", 1, n, 1, model.layout.width, p, acc))
     return rows
 
 
 def two_layer_rows(cfg: SeparationConfig) -> list[dict[str, Any]]:
-    """The two-layer construction at the smallest p (scanned upward from 2·log2 n − 4) at
-    which every hard instance checked is right; h counts heads per layer (1)."""
+    """The constant-width two-layer construction at the smallest p at which every hard
+    instance checked is right (from one bit under `CircleConstants.predicted_bits`: down
+    while exact, then up); h counts heads per layer (1)."""
     rows = []
     count = min(cfg.eval_instances, 128)  # T² attention at n = 4097: keep the scan cheap
     for n in cfg.two_layer_ns:
         model = two_layer_construction(3, n)
-        p = max(1, 2 * math.ceil(math.log2(n)) - 4)
-        while _acc_hard(model, n, Precision(p, cfg.mode), count, cfg.seed) < 1:
+
+        def exact(p: int, model=model, n=n) -> bool:
+            return acc_hard(model, n, Precision(p, cfg.mode), count, cfg.seed) == 1
+
+        p = max(1, CircleConstants.for_task(n, 3).predicted_bits - 1)
+        while p > 1 and exact(p - 1):
+            p -= 1
+        while not exact(p):
             p += 1
         rows.append(_row("construction", 2, n, 1, model.cfg.d_model, p, 1.0))
         rows[-1]["instances"] = count
@@ -175,7 +181,7 @@ def trained_rows(cfg: SeparationConfig, out: Path) -> list[dict[str, Any]]:
                 target_acc=0.99,
             )
             model, _ = train_induction(mcfg, tcfg, run)
-        acc = _acc_hard(model.double(), n, Precision(p, cfg.mode), cfg.eval_instances, cfg.seed)
+        acc = acc_hard(model.double(), n, Precision(p, cfg.mode), cfg.eval_instances, cfg.seed)
         rows.append(_row("trained", layers, n, h, m, p, acc))
         rows[-1]["steps"] = read_json(run / "result.json")["steps"]
     return rows

@@ -5,8 +5,11 @@ A run is either a trained model (`model: "trained"`) or the hand-set two-layer
 construction (`model: "construction"`, no training). Each row holds the accuracy metrics at
 full precision and, for every p in `eval_bits`, the same metrics with the model rounded to
 p bits (columns `acc_hard_p8`, …). `train_bits` is a grid dimension: None trains in float32,
-an integer p trains with straight-through rounding to p bits. `hmp` = h·m·p uses the
-training precision (24 bits, the float32 significand, when None) for the report's marker.
+an integer p trains with straight-through rounding to p bits. With p the training precision
+(24 bits, the float32 significand, when None), `hmp` = h·d_head·p, `message_bits` is the
+protocol's message for a one-layer model of this shape (`protocol.message_bits`, the count
+the separation figure uses) and `errors_forced_from` the n from which that message is
+shorter than the k bits INDEX needs: the report's marker.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from scalelab.errors import ConfigError
 from scalelab.induction.construction import two_layer_construction
 from scalelab.induction.model import InductionConfig
 from scalelab.induction.precision import MODES, Precision
+from scalelab.induction.protocol import errors_forced_from, message_bits
 from scalelab.induction.train import InductionTrainConfig, evaluate, train_induction
 from scalelab.io import atomic_write_json, provenance
 from scalelab.runs.sweep import Backend, RunSpec, opened_sweep, run_sweep
@@ -180,14 +184,24 @@ def run_one(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
         )
         row.update({f"{k}_p{bits}": v for k, v in at_p.items()})
     p_eff = train_bits if train_bits is not None else FLOAT32_BITS
+    row.update(bound_columns(row["n_head"], model.cfg.head_dim, p_eff))
     row.update(
-        hmp=row["n_head"] * row["d_model"] * p_eff,
         train_bits_effective=p_eff,
         wall_time_s=time.perf_counter() - t0,
         cpu_time_s=time.process_time() - c0,
     )
     atomic_write_json(run_dir / "provenance.json", provenance())
     return row
+
+
+def bound_columns(n_head: int, head_dim: int, bits: int) -> dict[str, float | int]:
+    """h·m·p (m = d_head), the one-layer protocol's message and the n from which the bound
+    forces errors on hard instances: the sweep report's marker."""
+    return {
+        "hmp": n_head * head_dim * bits,
+        "message_bits": message_bits(n_head, head_dim, bits),
+        "errors_forced_from": errors_forced_from(n_head, head_dim, bits),
+    }
 
 
 def run_induction_sweep(

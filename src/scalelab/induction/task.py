@@ -7,6 +7,10 @@ The INDEX hard instances (Sanford, Hsu & Telgarsky 2024, Theorem 1) use three sy
 0, 1 and ``?``: σ = (e_1, f_1, …, e_k, f_k, ?) with e_i = ? at i = i* and 0 elsewhere, so the
 answer at the last position is f_{i*}. A one-layer model that answers it lets Alice (who
 knows f) and Bob (who knows i*) solve INDEX, which needs k bits of communication.
+
+Over a larger alphabet Σ the f_i range over every symbol but ``?`` (|Σ| − 1 values; the
+paper's instances are |Σ| = 3), so INDEX needs k·log2(|Σ| − 1) bits: scalelab's extension,
+argued in docs/induction.md.
 """
 
 from __future__ import annotations
@@ -105,11 +109,17 @@ class HardInstances:
         return int(self.f.shape[1])
 
 
-def hard_instances_k(batch: int, k: int, rng: np.random.Generator) -> HardInstances:
-    """INDEX instances of length 2k + 1: (e_1, f_1, …, e_k, f_k, ?)."""
+def hard_instances_k(
+    batch: int, k: int, rng: np.random.Generator, alphabet_size: int = 3
+) -> HardInstances:
+    """INDEX instances of length 2k + 1: (e_1, f_1, …, e_k, f_k, ?), the f_i uniform over
+    Σ ∖ {?} (bits for the paper's |Σ| = 3; the same random stream as before for it)."""
     if k < 1 or batch < 1:
         raise ConfigError("hard instances need k >= 1 and batch >= 1")
-    f = rng.integers(0, 2, size=(batch, k), dtype=np.int64)
+    if alphabet_size < 3:
+        raise ConfigError(f"hard instances need alphabet_size >= 3 (0, 1, ?), got {alphabet_size}")
+    f = rng.integers(0, alphabet_size - 1, size=(batch, k), dtype=np.int64)
+    f[f >= QUERY_TOKEN] += 1  # skip the symbol "?"
     istar = rng.integers(0, k, size=batch, dtype=np.int64)
     e = np.zeros((batch, k), dtype=np.int64)
     e[np.arange(batch), istar] = QUERY_TOKEN
@@ -120,12 +130,14 @@ def hard_instances_k(batch: int, k: int, rng: np.random.Generator) -> HardInstan
     return HardInstances(seqs, f, istar)
 
 
-def hard_instances(batch: int, n: int, rng: np.random.Generator) -> HardInstances:
+def hard_instances(
+    batch: int, n: int, rng: np.random.Generator, alphabet_size: int = 3
+) -> HardInstances:
     """INDEX instances of total length n (k = (n − 1) // 2; an even n gets one leading 0,
-    which changes no answer at the last position)."""
+    which changes no answer at the last position), f over Σ ∖ {?}."""
     if n < 3:
         raise ConfigError(f"hard instances need n >= 3, got {n}")
-    inst = hard_instances_k(batch, (n - 1) // 2, rng)
+    inst = hard_instances_k(batch, (n - 1) // 2, rng, alphabet_size)
     if n % 2 == 0:
         pad = np.zeros((batch, 1), dtype=np.int64)
         return HardInstances(np.concatenate([pad, inst.seqs], axis=1), inst.f, inst.istar)

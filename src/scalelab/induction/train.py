@@ -10,9 +10,8 @@ seeded generator: accuracy over all positions, over non-⊥ positions and at the
 from __future__ import annotations
 
 import contextlib
-import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from scalelab.induction.task import (
     uniform_instances,
 )
 from scalelab.io import append_jsonl, atomic_write, atomic_write_json, provenance, read_json
+from scalelab.lm.config import warmup_cosine
 from scalelab.progress import progress
 from scalelab.runs import outdir
 from scalelab.scalars import Scalars
@@ -101,16 +101,22 @@ def evaluate(
 def _target_metric(metrics: dict[str, float]) -> float:
     """The accuracy early stopping watches: the smaller of all-position accuracy and
     hard-instance accuracy (uniform positions alone are passed by short-range shortcuts:
-    a 2-layer model at n = 128 reached acc_all 0.99 with acc_hard 0.51)."""
+    a 2-layer model at n = 128 reached acc_all 0.99 with acc_hard 0.51).
+
+    Not `lm.stopping`'s rule, on purpose: that rule stops a run whose validation loss has
+    stopped improving (patience over noisy validations of a fixed data set). Here every step
+    draws fresh data, so there is nothing to over-fit and no plateau to wait for; a run stops
+    when it has solved the task (a target accuracy), or at its step cap."""
     return min(metrics["acc_all"], metrics.get("acc_hard", 1.0))
 
 
-def _lr_at(step: int, cfg: InductionTrainConfig) -> float:
-    """Linear warm-up, then cosine decay to 10% at max_steps."""
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    frac = (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps)
-    return cfg.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, frac))))
+def lr_at(step: int, cfg: InductionTrainConfig) -> float:
+    """The shared schedule (`lm.config.warmup_cosine`): linear warm-up over `warmup_steps`,
+    then cosine decay to 10% of `lr` at the last step. (Before it was shared, the warm-up
+    here reached lr at step warmup_steps − 1 rather than at step warmup_steps.)"""
+    return warmup_cosine(
+        step, lr=cfg.lr, min_lr=cfg.lr / 10, warmup_steps=cfg.warmup_steps, horizon=cfg.max_steps
+    )
 
 
 def train_induction(
@@ -119,11 +125,13 @@ def train_induction(
     out_dir: str | Path | None = None,
     *,
     quiet: bool = True,
+    on_eval: Callable[[InductionTransformer], dict[str, Any]] | None = None,
 ) -> tuple[InductionTransformer, dict[str, Any]]:
     """Train from scratch; return the model and the result dict (also `result.json`).
 
     With `out_dir`, writes config.json, metrics.jsonl, model.safetensors and, last,
     result.json. A folder without result.json is unfinished and is trained again.
+    `on_eval(model)` adds its entries to every evaluation row (e.g. head scores).
     """
     if train_cfg.n > model_cfg.max_len:
         raise ConfigError(f"n={train_cfg.n} exceeds the model's max_len={model_cfg.max_len}")
@@ -153,7 +161,7 @@ def train_induction(
                     train_cfg.batch_size, train_cfg.n, s, data_rng, train_cfg.hard_fraction
                 )
                 x, y = torch.from_numpy(seqs), torch.from_numpy(solve(seqs))
-                loss = _step(model, opt, x, y, train_prec, _lr_at(step - 1, train_cfg), train_cfg)
+                loss = _step(model, opt, x, y, train_prec, lr_at(step - 1, train_cfg), train_cfg)
                 if step % train_cfg.eval_interval == 0 or step == train_cfg.max_steps:
                     metrics = evaluate(
                         model, train_cfg.n, np.random.default_rng(eval_seed), train_cfg.eval_samples
@@ -162,6 +170,7 @@ def train_induction(
                         "step": step,
                         "loss": float(loss.detach()),
                         **metrics,
+                        **(on_eval(model) if on_eval is not None else {}),
                         "wall_s": time.perf_counter() - t0,
                         "cpu_s": time.process_time() - c0,
                     }

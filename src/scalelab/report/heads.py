@@ -1,19 +1,18 @@
 """Figures and report pages for induction heads in language models: the heads × layers
-heat maps of `scalelab induction heads`, and the training curves of `compare-depth`."""
+heat maps of `scalelab induction heads`, and the training curves of `compare-depth`. The
+measurements themselves are `scalelab.probe.heads.run_heads` and
+`scalelab.probe.depth.compare_depth`; this module only draws them."""
 
 from __future__ import annotations
 
 import io
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from scalelab.induction.depth import DepthConfig, compare_depth
-from scalelab.induction.heads import HeadScoreConfig, measure_heads
-from scalelab.io import atomic_write_bytes, atomic_write_json, provenance, read_json
+from scalelab.io import atomic_write_bytes, provenance, read_json
 from scalelab.report.document import Report
 
 
@@ -72,38 +71,13 @@ def write_heads_report(result: dict[str, Any], out_dir: Path) -> tuple[Path, Pat
     return report.write(out_dir)
 
 
-def heads_with_report(
-    model: str | Path,
-    cfg: HeadScoreConfig,
-    corpus: str | Path | None = None,
-    out: str | Path | None = None,
-    *,
-    bos: bool | None = None,
-) -> dict[str, Any]:
-    """`measure_heads` with its time and provenance; with `out`, also `out/heads.json` and
-    the report (`report.html`, `report.md`) there."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    result = measure_heads(model, cfg, corpus, bos=bos)
-    result["wall_s"] = round(time.perf_counter() - t0, 1)
-    result["cpu_s"] = round(time.process_time() - c0, 1)
-    result["provenance"] = provenance()
-    if out is not None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(out / "heads.json", result)
-        write_heads_report(result, out)
-    return result
-
-
-def compare_depth_with_figure(
-    data_dir: str | Path, out: str | Path, cfg: DepthConfig, *, quiet: bool = False
-) -> dict[str, Any]:
-    """`compare_depth`, then its curves drawn into `out/depth.png`."""
-    summary = compare_depth(data_dir, out, cfg, quiet=quiet)
+def write_depth_figure(summary: dict[str, Any], out: str | Path) -> Path:
+    """Draw `compare_depth`'s curves into `out/depth.png`."""
     buf = io.BytesIO()
-    depth_figure(summary["curves"], cfg.threshold).savefig(buf, format="png", dpi=90)
-    atomic_write_bytes(Path(out) / "depth.png", buf.getvalue())
-    return summary
+    depth_figure(summary["curves"], summary["threshold"]).savefig(buf, format="png", dpi=90)
+    path = Path(out) / "depth.png"
+    atomic_write_bytes(path, buf.getvalue())
+    return path
 
 
 def depth_figure(curves: dict[str, list[dict[str, Any]]], threshold: float) -> Figure:

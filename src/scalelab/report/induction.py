@@ -1,15 +1,22 @@
 """Report section for induction sweeps (sweep.json kind "induction"): accuracy against n for
-one vs two layers (trained) and the two-layer construction, with h·m·p marked."""
+one vs two layers (trained) and the two-layer construction, with the n from which the
+one-layer bound forces errors marked (the protocol's message, `protocol.message_bits`,
+shorter than the k = (n − 1)/2 bits INDEX needs)."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from scalelab.errors import InputError
+from scalelab.induction.protocol import MESSAGE_BITS_PER_HMP
+from scalelab.induction.sweep import FLOAT32_BITS, bound_columns
+from scalelab.io import atomic_write_bytes
 from scalelab.report.document import Report
 
 METRICS = (
@@ -32,6 +39,8 @@ TABLE_COLS = (
     "steps",
     "stop_reason",
     "hmp",
+    "message_bits",
+    "errors_forced_from",
     "wall_time_s",
     "cpu_time_s",
 )
@@ -44,11 +53,30 @@ def _label(row: pd.Series) -> str:
     return f"{int(row['n_layer'])} layer(s), {arch}, |Σ|={row['alphabet_size']}"
 
 
+def with_bound(table: pd.DataFrame) -> pd.DataFrame:
+    """The table with `hmp`, `message_bits` and `errors_forced_from` recomputed from each
+    run's shape (runs.csv files written before these columns had h·d_model·p in `hmp`)."""
+    bits = table.get("train_bits_effective", pd.Series(FLOAT32_BITS, index=table.index))
+    cols = [
+        bound_columns(int(h), int(m) // int(h), int(p))
+        for h, m, p in zip(
+            table["n_head"], table["d_model"], bits.fillna(FLOAT32_BITS), strict=True
+        )
+    ]
+    return table.assign(**pd.DataFrame(cols, index=table.index))
+
+
+def bound_markers(table: pd.DataFrame) -> list[int]:
+    """The n at which the marker lines are drawn: `errors_forced_from` of the one-layer runs."""
+    one = table.loc[table["n_layer"] == 1, "errors_forced_from"].dropna()
+    return sorted(set(one.astype(int)))
+
+
 def _figure(table: pd.DataFrame, metric_cols: tuple[tuple[str, str], ...]) -> Figure:
     fig = Figure(figsize=(5 * len(metric_cols), 4))
     axes = fig.subplots(1, len(metric_cols), squeeze=False)[0]
     table = table.assign(label=table.apply(_label, axis=1))
-    one_layer_hmp = sorted(set(table.loc[table["n_layer"] == 1, "hmp"].dropna().astype(int)))
+    markers = bound_markers(table)
     n_min, n_max = table["n"].min(), table["n"].max()
     for ax, (col, title) in zip(axes, metric_cols, strict=True):
         for label, grp in table.groupby("label", sort=True):
@@ -59,11 +87,11 @@ def _figure(table: pd.DataFrame, metric_cols: tuple[tuple[str, str], ...]) -> Fi
         if col.startswith("acc_hard"):
             ax.axhline(0.5, color="grey", lw=0.8)
             ax.text(n_min, 0.51, "chance", color="grey", fontsize=8)
-        for hmp in one_layer_hmp:
-            if n_min / 2 <= hmp <= n_max * 2:
-                ax.axvline(hmp, color="red", lw=0.8, ls="-.")
-                label = f" h·m·p={hmp}"
-                ax.text(hmp, 0.97, label, color="red", fontsize=8, ha="left", va="top")
+        for n_forced in markers:
+            if n_min / 2 <= n_forced <= n_max * 2:
+                ax.axvline(n_forced, color="red", lw=0.8, ls="-.")
+                label = f" 1 layer must err from n={n_forced}"
+                ax.text(n_forced, 0.97, label, color="red", fontsize=8, ha="left", va="top")
         ax.set_xscale("log", base=2)
         ax.set_ylim(0, 1.02)
         ax.set_xlabel("sequence length n")
@@ -84,6 +112,7 @@ def build(sweep_dir: Path, report: Report) -> None:
         ) from err
     if table.empty or "acc_all" not in table:
         raise InputError(f"{sweep_dir}/runs.csv has no finished induction runs yet")
+    table = with_bound(table)
     report.heading("Induction heads: one layer vs two layers")
     report.paragraph(
         "Accuracy over all positions, non-⊥ positions and the last position is measured on "
@@ -91,17 +120,18 @@ def build(sweep_dir: Path, report: Report) -> None:
         "instances (e_1, f_1, …, e_k, f_k, ?), where chance is 50%. On uniform sequences over "
         "small alphabets the previous match is usually a few positions back, so a one-layer "
         "model can look good there: the hard instances and the last position are what "
-        "separate the models. The construction is the hand-set two-layer transformer "
-        "(no training). Red lines mark n = h·m·p for the one-layer models when in range "
-        "(p = 24 bits, the float32 significand, unless trained at lower precision); "
-        "the one-layer lower bound says h·m·p = Ω(n) is needed."
+        "separate the models. The construction is the hand-set constant-width two-layer "
+        "transformer (no training). Red lines, when in range, mark the n from which the "
+        "one-layer lower bound forces errors: there the protocol's message, "
+        f"{MESSAGE_BITS_PER_HMP:g}·h·d_head·p bits (p = 24, the float32 significand, unless "
+        "trained at lower precision), is shorter than the k = (n − 1)/2 bits INDEX needs."
     )
-    one_layer_hmp = sorted(set(table.loc[table["n_layer"] == 1, "hmp"].dropna().astype(int)))
-    if one_layer_hmp and max(one_layer_hmp) > 2 * table["n"].max():
+    markers = bound_markers(table)
+    if markers and min(markers) > table["n"].max():
         report.paragraph(
-            f"Here h·m·p = {one_layer_hmp} exceeds every n in the sweep, so the bound "
-            "allows one layer to succeed in principle; a failure of trained one-layer models "
-            "at these sizes is a failure to learn, not forced by capacity."
+            f"Here the bound forces errors only from n = {markers} on, beyond every n in the "
+            "sweep, so it allows one layer to succeed in principle; a failure of trained "
+            "one-layer models at these sizes is a failure to learn, not forced by capacity."
         )
     report.figure(_figure(table, METRICS), "accuracy vs n: 1 vs 2 layers and the construction")
     bit_cols = sorted(
@@ -115,3 +145,56 @@ def build(sweep_dir: Path, report: Report) -> None:
     ]
     rows = table[cols].replace({np.nan: None}).to_dict("records")
     report.table(rows, "one row per finished run (wall and CPU seconds on the machine that ran it)")
+
+
+FORMATION_PANELS = (
+    ("induction_max", "induction score (max over heads)"),
+    ("previous_token_max", "previous-token score (max over heads)"),
+    ("acc_hard", "accuracy, INDEX hard instances"),
+    ("eval_loss", "held-out loss (nats)"),
+)
+
+
+def formation_figure(doc: dict[str, Any]) -> Figure:
+    """`run_formation`'s curves against the step: one colour per depth, one line per seed,
+    each run's formation step (first induction score ≥ threshold) as a dotted line."""
+    threshold = doc["config"]["threshold"]
+    fig = Figure(figsize=(13.0, 3.4), layout="constrained")
+    axes = fig.subplots(1, len(FORMATION_PANELS))
+    colors = {1: "C0", 2: "C3"}
+    for ax, (key, title) in zip(axes, FORMATION_PANELS, strict=True):
+        for run in doc["runs"]:
+            rows = run["curve"]
+            color = colors[run["n_layer"]]
+            label = None
+            if run["seed"] == doc["runs"][0]["seed"]:
+                label = f"{run['n_layer']} layer{'s' * (run['n_layer'] > 1)} (m={run['width']})"
+            ax.plot(
+                [r["step"] for r in rows],
+                [r.get(key) for r in rows],
+                color=color,
+                lw=1,
+                alpha=0.8,
+                label=label,
+            )
+            if run["formed_at"] is not None:
+                ax.axvline(run["formed_at"], color=color, ls=":", lw=0.9)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("training step")
+    axes[0].axhline(threshold, color="0.5", ls="--", lw=0.8)
+    axes[0].text(0, threshold + 0.02, f"threshold {threshold:g}", color="0.4", fontsize=7)
+    axes[2].axhline(0.5, color="0.5", ls="--", lw=0.8)
+    axes[2].text(0, 0.52, "chance", color="0.4", fontsize=7)
+    for ax in axes[:3]:
+        ax.set_ylim(-0.02, 1.02)
+    axes[0].legend(fontsize=7, loc="center right")
+    return fig
+
+
+def write_formation_figure(doc: dict[str, Any], out: str | Path) -> Path:
+    """Draw `run_formation`'s result into `out/formation.png`."""
+    buf = io.BytesIO()
+    formation_figure(doc).savefig(buf, format="png", dpi=90)
+    path = Path(out) / "formation.png"
+    atomic_write_bytes(path, buf.getvalue())
+    return path

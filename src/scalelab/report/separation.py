@@ -10,15 +10,9 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from scalelab.induction.separation import (
-    CONFIG,
-    MESSAGE_BITS_PER_HMP,
-    SeparationConfig,
-    index_ceiling,
-    run_separation,
-)
+from scalelab.induction.protocol import MESSAGE_BITS_PER_HMP
+from scalelab.induction.separation import index_ceiling
 from scalelab.io import atomic_write_bytes
-from scalelab.runs import outdir
 
 STYLE = {
     ("construction", 1): ("C0", "o", "1 layer, construction (gather)"),
@@ -89,13 +83,111 @@ def separation_figure(rows: list[dict[str, Any]]) -> Figure:
     return fig
 
 
-def run_separation_with_figure(cfg: SeparationConfig, out: str | Path) -> list[dict[str, Any]]:
-    """`run_separation` and the figure beside its table, `out/separation.png`, under one
-    hold of the folder's lock (released on return)."""
-    out = Path(out)
-    with outdir.claimed(out, CONFIG, cfg.to_dict()):
-        rows = run_separation(cfg, out)
-        buf = io.BytesIO()
-        separation_figure(rows).savefig(buf, format="png", dpi=90)
-        atomic_write_bytes(out / "separation.png", buf.getvalue())
-    return rows
+def _save(fig: Figure, path: Path) -> Path:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    atomic_write_bytes(path, buf.getvalue())
+    return path
+
+
+def write_separation_figure(rows: list[dict[str, Any]], out: str | Path) -> Path:
+    """Draw `run_separation`'s rows into `out/separation.png`."""
+    return _save(separation_figure(rows), Path(out) / "separation.png")
+
+
+RULE_LABEL = {"3": "|Σ| = 3", "sqrt": "|Σ| = √n", "n": "|Σ| = n"}
+
+
+def size_figure(rows: list[dict[str, Any]]) -> Figure:
+    """h·m·p against n (log–log): the constant-width two-layer construction at its least
+    exact p (solid), the one-layer gather construction (dashed) and the one-layer lower
+    bound (dotted, shaded below for |Σ| = n), one colour per alphabet rule."""
+    fig = Figure(figsize=(7.5, 4.8), layout="constrained")
+    ax = fig.subplots()
+    rules = [r for r in RULE_LABEL if any(row["alphabet_rule"] == r for row in rows)]
+    styles = {"two-layer": ("-", "o"), "gather": ("--", "s"), "bound": (":", None)}
+    names = {
+        "two-layer": "2 layers, constant width (measured p)",
+        "gather": "1 layer, gather construction",
+        "bound": "1-layer lower bound (proven)",
+    }
+    for color, rule in zip(("C0", "C1", "C3"), rules, strict=False):
+        for kind, (ls, marker) in styles.items():
+            sel = sorted(
+                (r for r in rows if r["kind"] == kind and r["alphabet_rule"] == rule),
+                key=lambda r: r["n"],
+            )
+            sel = [r for r in sel if r.get("hmp") is not None]
+            if sel:
+                ax.plot(
+                    [r["n"] for r in sel],
+                    [r["hmp"] for r in sel],
+                    ls,
+                    marker=marker,
+                    ms=4,
+                    color=color,
+                    label=f"{names[kind]}, {RULE_LABEL[rule]}",
+                )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("sequence length n")
+    ax.set_ylabel("h·m·p  (heads per layer × width × bits)")
+    ax.legend(fontsize=7, loc="upper left")
+    ax.grid(True, which="major", alpha=0.3)
+    return fig
+
+
+def write_size_figure(rows: list[dict[str, Any]], out: str | Path) -> Path:
+    """Draw `run_size`'s rows into `out/size.png`."""
+    return _save(size_figure(rows), Path(out) / "size.png")
+
+
+def bound_figure(rows: list[dict[str, Any]]) -> Figure:
+    """Trained models' hard-instance accuracy against (protocol message bits) / n: one
+    layer (h = 1, p-bit straight-through training) by width, two layers at the same h, m
+    and p = 2·⌈log2 n⌉ + 1; the proven one-layer ceiling from INDEX drawn for the
+    smallest and largest n (k = (n − 1)/2 bits must cross the message)."""
+    fig = Figure(figsize=(9.5, 4.6), layout="constrained")
+    ax = fig.subplots()
+    xs = np.array([r["message_over_n"] for r in rows])
+    grid = np.geomspace(xs.min() / 1.5, xs.max() * 1.5, 300)
+    ns = sorted({r["n"] for r in rows})
+    for n, ls in ((ns[0], ":"), (ns[-1], "--")):
+        ax.plot(
+            grid,
+            index_ceiling(grid / MESSAGE_BITS_PER_HMP, n),
+            "k" + ls,
+            lw=1,
+            label=f"proven 1-layer ceiling, n = {n}",
+        )
+    ax.axhline(0.5, color="0.6", ls=":", lw=1, label="chance")
+    widths = sorted({r["m"] for r in rows})
+    for layers, marker in ((1, "o"), (2, "s")):
+        for i, m in enumerate(widths):
+            sel = sorted(
+                (r for r in rows if r["n_layer"] == layers and r["m"] == m), key=lambda r: r["n"]
+            )
+            if not sel:
+                continue
+            ax.plot(
+                [r["message_over_n"] for r in sel],
+                [r["acc_hard"] for r in sel],
+                "-" if layers == 1 else "--",
+                marker=marker,
+                color=f"C{i}",
+                mfc=f"C{i}" if layers == 1 else "none",
+                lw=0.8,
+                label=f"{layers} layer{'s' * (layers > 1)}, h = 1, m = {m}, p = "
+                + (f"{sel[0]['p']}" if layers == 1 else "2⌈log2 n⌉+1"),
+            )
+    ax.set_xscale("log")
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel(f"message bits / n   ({MESSAGE_BITS_PER_HMP:g}·h·m·p / n; n grows to the left)")
+    ax.set_ylabel("accuracy on INDEX hard instances")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return fig
+
+
+def write_bound_figure(rows: list[dict[str, Any]], out: str | Path) -> Path:
+    """Draw `run_bound_trained`'s rows into `out/bound.png`."""
+    return _save(bound_figure(rows), Path(out) / "bound.png")

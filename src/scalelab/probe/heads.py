@@ -21,6 +21,7 @@ GPTs, `output_attentions=True` with eager attention for Hugging Face models.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from torch import Tensor, nn
 
 from scalelab.config import Config
 from scalelab.errors import CheckpointError, ConfigError, InputError
+from scalelab.io import atomic_write_json, provenance
 
 if TYPE_CHECKING:
     from scalelab.probe.sample import TokenDocuments
@@ -361,4 +363,26 @@ def measure_heads(
         tokens = load_corpus_tokens(corpus, scored.tokenizer, split="test")
         result["corpus"] = tokens.info
         result.update(icl_score(scored, tokens.docs, cfg))
+    return result
+
+
+def run_heads(
+    model: str | Path | ScoredModel,
+    cfg: HeadScoreConfig,
+    corpus: str | Path | None = None,
+    out: str | Path | None = None,
+    *,
+    bos: bool | None = None,
+) -> dict[str, Any]:
+    """`measure_heads` with its time and provenance; with `out`, also `out/heads.json`
+    (`scalelab.report.heads.write_heads_report` draws the page beside it)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    result = measure_heads(model, cfg, corpus, bos=bos)
+    result["wall_s"] = round(time.perf_counter() - t0, 1)
+    result["cpu_s"] = round(time.process_time() - c0, 1)
+    result["provenance"] = provenance()
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(out / "heads.json", result)
     return result

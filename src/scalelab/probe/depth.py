@@ -20,8 +20,8 @@ import numpy as np
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError, InputError
-from scalelab.induction.heads import HeadScoreConfig, from_gpt, head_scores, icl_score
 from scalelab.io import atomic_write_json, provenance
+from scalelab.probe.heads import HeadScoreConfig, from_gpt, head_scores, icl_score
 from scalelab.runs import outdir
 
 

@@ -1,0 +1,125 @@
+"""Trained one-layer models where the lower bound applies: h = 1, small width m, and
+straight-through p-bit rounding while training, so that the protocol's message
+(`protocol.message_bits` = 4·h·m·p bits) is shorter than the k = (n − 1)/2 bits INDEX needs
+at the larger n. Beside each, the two-layer model of the same h and m at
+p = 2·⌈log2 n⌉ + 1 bits, which the bound does not constrain.
+
+Rows: n_layer, n, h, m, p, message_bits (one-layer rows also `protocol_bits`, the longest
+message `protocol.run_protocol` actually sent on 64 hard instances), message_over_n,
+acc_hard (last position of `eval_instances` hard instances, evaluated at the training p),
+steps. The proven ceiling (`separation.index_ceiling`) is drawn against message/n.
+`run_bound_trained` writes `bound.csv` and `bound.json`; runs are kept under `out/runs`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scalelab.config import Config
+from scalelab.errors import ConfigError
+from scalelab.induction.model import InductionConfig
+from scalelab.induction.precision import MODES, Precision
+from scalelab.induction.protocol import message_bits, run_protocol
+from scalelab.induction.separation import acc_hard
+from scalelab.induction.task import hard_instances
+from scalelab.induction.train import InductionTrainConfig, load_induction_model, train_induction
+from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
+from scalelab.runs import outdir
+
+CONFIG = "bound-config.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class BoundTrainedConfig(Config):
+    """The grid: lengths, widths, the one-layer training precision and the step cap."""
+
+    ns: tuple[int, ...] = (17, 33, 65, 129, 257)
+    widths: tuple[int, ...] = (2, 4, 8)
+    bits: int = 3
+    mode: str = "fixed"
+    steps: int = 1500
+    eval_instances: int = 512
+    seed: int = 0
+
+    def validate(self) -> None:
+        if not self.ns or min(self.ns) < 3:
+            raise ConfigError("ns must be non-empty with every n >= 3")
+        if not self.widths or min(self.widths) < 1:
+            raise ConfigError("widths must be non-empty and positive")
+        if self.bits < 1 or self.steps < 1 or self.eval_instances < 1:
+            raise ConfigError("bits, steps and eval_instances must be >= 1")
+        if self.mode not in MODES:
+            raise ConfigError(f"mode must be one of {MODES}, got {self.mode!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in super().to_dict().items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BoundTrainedConfig:
+        fixed = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        return super().from_dict(fixed)
+
+
+def two_layer_bits(n: int) -> int:
+    """The two-layer models' precision, 2·⌈log2 n⌉ + 1 bits."""
+    return 2 * math.ceil(math.log2(n)) + 1
+
+
+def _train(cfg: BoundTrainedConfig, out: Path, layers: int, n: int, m: int, p: int) -> Any:
+    """Train (or reuse) one model: one layer with an MLP on hard instances only (as in the
+    separation figure), two layers attention-only on the mixture."""
+    run = out / "runs" / f"L{layers}_n{n}_m{m}_p{p}"
+    if (run / "result.json").is_file():
+        return load_induction_model(run), read_json(run / "result.json")
+    mcfg = InductionConfig(
+        alphabet_size=3, max_len=n, n_layer=layers, n_head=1, d_model=m, mlp=layers == 1
+    )
+    tcfg = InductionTrainConfig(
+        n=n,
+        seed=cfg.seed,
+        max_steps=cfg.steps,
+        hard_fraction=1.0 if layers == 1 else 0.25,
+        train_bits=p,
+        precision_mode=cfg.mode,
+        target_acc=0.99,
+    )
+    return train_induction(mcfg, tcfg, run)
+
+
+def bound_rows(cfg: BoundTrainedConfig, out: str | Path) -> list[dict[str, Any]]:
+    out = Path(out)
+    rows = []
+    for n in cfg.ns:
+        for m in cfg.widths:
+            for layers, p in ((1, cfg.bits), (2, two_layer_bits(n))):
+                model, result = _train(cfg, out, layers, n, m, p)
+                model = model.double()
+                acc = acc_hard(model, n, Precision(p, cfg.mode), cfg.eval_instances, cfg.seed)
+                msg = message_bits(1, m, p)
+                row = {"n_layer": layers, "n": n, "h": 1, "m": m, "p": p, "message_bits": msg}
+                row.update(message_over_n=msg / n, k=(n - 1) // 2, acc_hard=acc)
+                row.update(steps=result["steps"], cpu_time_s=result["cpu_time_s"])
+                if layers == 1:
+                    inst = hard_instances(64, n, np.random.default_rng([cfg.seed, n, 11]))
+                    row["protocol_bits"] = run_protocol(model, inst, p, cfg.mode).message_bits
+                rows.append(row)
+    return rows
+
+
+def run_bound_trained(cfg: BoundTrainedConfig, out: str | Path) -> list[dict[str, Any]]:
+    """Every row into `out` (`bound.csv`, `bound.json`); resumable (finished runs reused);
+    a folder made with another config is refused. Holds the folder's lock until return."""
+    import pandas as pd
+
+    out = Path(out)
+    with outdir.claimed(out, CONFIG, cfg.to_dict()):
+        rows = bound_rows(cfg, out)
+        atomic_write_text(out / "bound.csv", pd.DataFrame(rows).to_csv(index=False))
+        doc = {"config": cfg.to_dict(), "rows": rows, "provenance": provenance()}
+        atomic_write_json(out / "bound.json", doc)
+    return rows
