@@ -78,8 +78,9 @@ def regime_words(regime: dict[str, Any] | None) -> str:
         if floor is not None
         else f"E from {regime['floor_source']}"
     )
+    detail = regime["verdict"][:1].upper() + regime["verdict"][1:]
     return (
-        f"Regime (data sweep): {head}. {regime['verdict']}. {ends} Unigram entropy of the "
+        f"Regime (data sweep): {head}. {detail}. {ends} Unigram entropy of the "
         f"scored test tokens {regime['unigram_entropy_nats']:.4f} nats; {e_text}."
     )
 
