@@ -172,6 +172,7 @@ def _glance(rep: Report, result: dict) -> None:
             rep.table(
                 glance_rows(by_kind[kind]),
                 f"{TITLES[kind]}: paired bootstrap over corpora ({n_boot} resamples)",
+                wrap=("source", "verdict"),
             )
     rep.paragraph(
         "How to read it: the margin is the best baseline's MAE minus the source's (above 0: "
@@ -201,7 +202,7 @@ def build_many_report(out: Path, rows: list[dict[str, Any]], result: dict) -> tu
         if rules.get(key):
             rep.paragraph(f"{key.capitalize()} (declared): {rules[key]}")
     rep.heading("Margins against every baseline that ignores d (all corpora)")
-    rep.table(margin_rows(result["scores"]), f"band ±{result['band']:g}")
+    rep.table(margin_rows(result["scores"]), f"band ±{result['band']:g}", wrap=("source",))
     scored = [r for r in rows if not r["excluded"]]
     for kind in KINDS:
         sub = [r for r in scored if r["kind"] == kind]
@@ -217,7 +218,15 @@ def build_many_report(out: Path, rows: list[dict[str, Any]], result: dict) -> tu
     for kind, text in (result.get("verdict_by_kind") or {"all": result["verdict"]}).items():
         rep.paragraph(f"On {ON[kind]}: {text}")
     rep.heading("Table")
-    rep.table(_table_rows(rows), "one row per corpus and source (all columns: table.csv)")
+    rep.table(
+        _table_rows(rows),
+        "one row per corpus and source (all columns: table.csv)",
+        wrap=("corpus", "source", "excluded"),
+    )
     rep.heading("Second theory: statistics per corpus")
-    rep.table(_statistics_rows(result["details"]), "β from token counts, γ from loss vs context")
+    rep.table(
+        _statistics_rows(result["details"]),
+        "β from token counts, γ from loss vs context",
+        wrap=("note",),
+    )
     return rep.write(Path(out) / "report")
