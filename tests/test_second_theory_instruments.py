@@ -52,9 +52,14 @@ def test_the_sparse_path_agrees_with_the_dense_norm(monkeypatch):
     w = 1 / np.arange(1, 401) ** 1.2
     a = rng.choice(400, 20_000, p=w / w.sum())
     b = np.where(rng.random(20_000) < 0.3, a, rng.choice(400, 20_000, p=w / w.sum()))
-    dense = operator_norm(a, b)
-    monkeypatch.setattr(correlations, "DENSE_MAX", 0)
-    assert operator_norm(a, b) == pytest.approx(dense, rel=1e-8)
+    joint = np.zeros((400, 400))
+    np.add.at(joint, (a, b), 1 / len(a))
+    c = joint - np.outer(joint.sum(1), joint.sum(0))
+    reference = np.linalg.svd(c, compute_uv=False)[0]
+    assert len(np.unique(np.concatenate([a, b]))) > correlations.DENSE_MAX  # the sparse path
+    assert operator_norm(a, b) == pytest.approx(reference, rel=1e-8)
+    monkeypatch.setattr(correlations, "DENSE_MAX", 10_000)  # the dense path
+    assert operator_norm(a, b) == pytest.approx(reference, rel=1e-8)
 
 
 def test_pairs_never_cross_a_document_or_an_excluded_token():
