@@ -99,7 +99,12 @@ def test_scores_table_and_report_from_reused_folders(folders, tmp_path, monkeypa
     assert m["mae"] == pytest.approx(0.04 / 3)
     assert m["baselines"][CONSTANT]["mae"] == pytest.approx(0.015)
     assert m["baselines"][LOO]["mae"] == pytest.approx(0.02)
-    assert m["informative"] is True
+    # paired gains over the constant .005, -.005, .005: of the 27 resamples the extremes
+    # (probability 1/27 each) are the interval's ends, [-.005, +.005]: not informative
+    assert m["best_baseline"] == CONSTANT
+    assert m["margin_ci95"] == pytest.approx([-0.005, 0.005])
+    assert m["informative"] is False
+    assert set(res["scores_by_kind"]) == {"all", "real"}  # plain inputs are real corpora
     rows = read_json(out / "table.json")
     ext = [r for r in rows if r["source"] == "M" + EXTRAPOLATED]
     assert len(ext) == 3 and ext[0]["d"] == pytest.approx(14.0)
@@ -118,7 +123,11 @@ def test_scores_table_and_report_from_reused_folders(folders, tmp_path, monkeypa
     csv_head = (out / "table.csv").read_text().splitlines()[0]
     assert csv_head.startswith("corpus,kind,source,d,predicted_alpha_D")
     md = (out / "report" / "report.md").read_text()
-    assert md.splitlines()[2].startswith("M: MAE 0.0133 on 3 corpora")
+    # MAE .04/3 with interval [.01, .02] (extreme resamples, 8/27 and 1/27); rho 0.5 by hand
+    glance = "| M | 3 | 0.013 [0.010, 0.020] | constant | +0.002 [-0.005, +0.005] | 0.50"
+    assert md.splitlines()[2].startswith("*all corpora: paired bootstrap over corpora")
+    assert glance in md and "| not informative |" in md
+    assert "On all corpora: M: MAE 0.0133 on 3 corpora" in md
     assert (out / "report" / "report_files" / "figure1.png").is_file()
 
 
@@ -130,7 +139,10 @@ def test_declaration_names_the_primary_and_unrun_folders_are_refused(folders, tm
     decl.write_text("\n".join(lines), encoding="utf-8")
     res = validate_many(tmp_path / "out", declaration=decl, run=False, say=print)
     md = (tmp_path / "out" / "report" / "report.md").read_text().splitlines()
-    assert md[2] == "Declared primary source of d: M (not informative by the declared rule)."
+    assert md[2] == (
+        "Declared primary source of d: M: not judged (fewer than 3 corpora) by the declared "
+        "interval rule; margin +0.0000 over the constant 0.095, 95% interval [-0.0050, +0.0050]."
+    )
     assert res["primary"] == "M"
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -142,7 +154,8 @@ def test_declaration_names_the_primary_and_unrun_folders_are_refused(folders, tm
 def test_cli_runs_and_refuses_bad_input(folders, tmp_path, run_cli):
     ok = run_cli("validate-many", folders["B"], folders["C"], "--out", tmp_path / "c", "--no-run")
     assert ok.returncode == 0, ok.stderr
-    # B, C: |errors| .01, .02 -> MAE 0.015; constant .005, .025 -> 0.015 (a tie does not beat)
-    assert "M: MAE 0.0150 on 2 corpora against 0.0150" in ok.stdout
+    # B, C: |errors| .01, .02 -> MAE 0.015; constant .005, .025 -> 0.015 (a tie)
+    assert "M: MAE 0.0150 on 2 corpora (95% interval [0.0100, 0.0200])" in ok.stdout
+    assert "not judged: fewer than 3 corpora" in ok.stdout
     bad = run_cli("validate-many", "--out", tmp_path / "d")
     assert bad.returncode == 2 and "declaration" in bad.stderr

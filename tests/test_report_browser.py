@@ -20,8 +20,10 @@ import pytest
 from test_report_lm import make_sweep
 
 from scalelab.io import atomic_write_json
+from scalelab.laws.score import score_by_kind, verdict
 from scalelab.manifold.sweep import PRESETS
 from scalelab.report.build import build_report
+from scalelab.report.many import build_many_report
 
 BROWSER = next(
     (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)),
@@ -59,6 +61,10 @@ window.addEventListener('load', () => {
     wide: [...document.querySelectorAll('body > *')]
       .filter(e => e.getBoundingClientRect().right > window.innerWidth)
       .map(e => e.tagName + ' ' + e.className),
+    tables: [...document.querySelectorAll('.scroll')].map(d => ({
+      caption: (d.querySelector('caption') || {}).textContent || '',
+      scrollWidth: d.scrollWidth, clientWidth: d.clientWidth,
+      right: d.getBoundingClientRect().right})),
   };
   const pre = document.createElement('pre');
   pre.id = 'probe';
@@ -189,5 +195,55 @@ def test_screenshot_of_a_report(tmp_path: Path) -> None:
     """A PNG of the first screen of the widest report, for a person to look at."""
     page, _ = build_report(quick_fits(wide_data_sweep(tmp_path / "sweeps")), tmp_path / "report")
     shot = tmp_path / "report.png"
+    chromium(tmp_path, f"--screenshot={shot}", page.as_uri())
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+MANY_SOURCES = ["SmolLM2-135M", "SmolLM2-135M (batch → ∞)", "SmolLM2-135M (calibrated MLE)",
+                "own (calibrated MLE)", "Cagnetta γ/(2β)"]  # fmt: skip
+
+
+def many_report(root: Path) -> Path:
+    """A validate-many report of 12 corpora (8 real, 4 synthetic) and the sources' longest
+    labels, scored by the library (nothing trained): the widest tables it writes."""
+    rng = np.random.default_rng(0)
+    names = [f"real-corpus-{i}" for i in range(8)] + [f"facts-a{a}" for a in (0.1, 0.3, 1, 3)]
+    kinds = {n: "real" if n.startswith("real") else "synthetic" for n in names}
+    observed = {n: float(rng.uniform(0.04, 0.3)) for n in names}
+    rows, preds = [], {}
+    for s in MANY_SOURCES:
+        for n in names:
+            p = observed[n] + float(rng.normal(0, 0.03))
+            preds.setdefault(s, {})[n] = p
+            rows.append({"corpus": n, "kind": kinds[n], "source": s, "d": 2 / p - 2,
+                         "predicted_alpha_D": p, "predicted_lo": p - 0.01,
+                         "predicted_hi": p + 0.01, "observed_alpha_D": observed[n],
+                         "observed_lo": observed[n] - 0.005, "observed_hi": observed[n] + 0.005,
+                         "error": p - observed[n], "excluded": ""})  # fmt: skip
+    by_kind = score_by_kind(observed, preds, kinds, n_boot=500)
+    stats_error = "model folder /a/long/path/to/a/validate/folder/sweep/runs/n0000050000 does "
+    stats_error += "not exist; pass a run or HF folder"
+    details = {n: {"statistics": {"error": stats_error}} for n in names}
+    result = {"primary": MANY_SOURCES[0], "band": 0.02, "n_boot": 500,
+              "scores": by_kind["all"], "scores_by_kind": by_kind,
+              "verdict_by_kind": {k: verdict(v) for k, v in by_kind.items()},
+              "left_out": {"facts-a3": "budget-limited"}, "details": details,
+              "rules": {"decision": "informative when the interval lies above 0"}}  # fmt: skip
+    return build_many_report(root, rows, result)[0]
+
+
+def test_many_report_tables_fit_a_laptop_page_without_scrolling(tmp_path: Path) -> None:
+    """Every table of the validate-many report inside the page: none scrolls in its box
+    (its numbers would be cut off on a 1280-pixel screen), one figure per kind."""
+    page = many_report(tmp_path / "many")
+    got = check_in_browser(page, tmp_path)
+    assert got["images"] == got["loaded"] == len(got["promised"]) == 2, got
+    assert got["scrollWidth"] <= got["innerWidth"] == WIDTH and not got["wide"], got
+    assert len(got["tables"]) == 3 + 1 + 1 + 1, got  # 3 at a glance, margins, table, statistics
+    clipped = [
+        t for t in got["tables"] if t["scrollWidth"] > t["clientWidth"] or t["right"] > WIDTH
+    ]
+    assert not clipped, clipped
+    shot = tmp_path / "many.png"
     chromium(tmp_path, f"--screenshot={shot}", page.as_uri())
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

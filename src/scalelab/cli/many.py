@@ -1,5 +1,5 @@
 """`scalelab validate-many`: each source of d (and the second theory) scored as a predictor
-of alpha_D across corpora, beside two baselines that ignore d."""
+of alpha_D across corpora, beside baselines that ignore d, with paired bootstrap intervals."""
 
 from __future__ import annotations
 
@@ -32,7 +32,9 @@ def validate_many_command(
     json_out: bool = JSON,
 ) -> None:
     """Each source of d (and the second theory) scored as a predictor of alpha_D across
-    corpora, beside two baselines that ignore d; writes a table, a figure and a report."""
+    corpora, beside baselines that ignore d (paired bootstrap intervals); writes a table,
+    figures and a report."""
+    from scalelab.laws.score import fmt_interval
     from scalelab.pipeline.many import validate_many
 
     set_threads(threads, workers=workers)
@@ -49,8 +51,9 @@ def validate_many_command(
         print_json({k: result[k] for k in ("primary", "verdict", "scores", "report_html")})
         return
     rows = [
-        {"source": s, "MAE": v["mae"], "slope": v["slope"], "rho": v["rho"],
-         "within": f"{v['within']}/{v['n']}", "informative": v["informative"]}
+        {"source": s, "MAE": v["mae"], "best baseline": v["best_baseline"],
+         "margin": v["margin"], "margin 95%": fmt_interval(v["margin_ci95"], sign=True),
+         "rho": v["rho"], "informative": v["informative"]}
         for s, v in result["scores"].items()
     ]  # fmt: skip
     print_table(f"scores (band ±{result['band']:g})", rows)

@@ -89,3 +89,37 @@ def predict_interval(gamma_ci: Any, beta_ci: Any) -> list[float | None]:
     (g_lo, g_hi), (b_lo, b_hi) = gamma_ci, beta_ci
     hi = float(g_hi / (2 * b_lo)) if b_lo > 0 else None
     return [float(max(g_lo, 0.0) / (2 * b_hi)), hi]
+
+
+def horizon(
+    distance: Any, norm: Any, noise: Any, n_pairs: Any, budget_tokens: float
+) -> dict[str, Any]:
+    """The lags a training budget resolves, and the horizon n*(P) they give.
+
+    The noise floor of a norm counted from M pairs falls as M^-1/2 (measured at the counted
+    M: `noise`, from shuffled pairs); with P training tokens it stands at noise·√(M/P). A lag
+    is resolved at P when its norm is at least √NOISE_FACTOR times that floor (the rule of
+    `fit_beta`, on norms instead of squares); n*(P) is the largest lag below which every
+    measured lag is resolved (0 when the first is not)."""
+    t, c, m = (np.asarray(v, float) for v in (distance, norm, n_pairs))
+    if budget_tokens <= 0 or not (t.shape == c.shape == m.shape == np.shape(noise)):
+        raise InputError("horizon needs one norm, noise and pair count per lag and a budget > 0")
+    floor = np.asarray(noise, float) * np.sqrt(m / budget_tokens)
+    ok = (c > 0) & (c >= np.sqrt(NOISE_FACTOR) * floor)
+    order = np.argsort(t)
+    first_bad = np.flatnonzero(~ok[order])
+    last = order[: first_bad[0]] if len(first_bad) else order
+    return {
+        "resolved": t[ok].tolist(),
+        "horizon": float(t[last].max()) if len(last) else 0.0,
+        "floor": floor.tolist(),
+    }
+
+
+def gamma_from_entropies(n: Any, entropy: Any, resolved: Any, n_max: float) -> dict[str, Any]:
+    """γ and H_∞ from H_n = H_∞ + c·n^-γ over 1 ≤ n ≤ `n_max` (the horizon the budget
+    resolves), on the n whose plug-in estimate is resolved (`text.entropy`)."""
+    n, h, ok = np.asarray(n, float), np.asarray(entropy, float), np.asarray(resolved, bool)
+    use = ok & (n >= 1) & (n <= n_max)
+    fit = fit_gamma(n[use], h[use], n_boot=200, seed=0)
+    return {**fit, "n_used": n[use].tolist(), "entropy_inf": fit["loss_inf"]}

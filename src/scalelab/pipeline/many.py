@@ -4,8 +4,10 @@ For each corpus: run `validate` (or reuse a folder whose summary.json exists: re
 rerun), then collect the predictions of every source of d — each reference model's d at the
 protocol's batch size, the same d extrapolated in batch size (`intrinsic.debiased`), the
 calibrated MLE on the same points — and of the second theory, alpha_D = γ/(2β) from corpus
-statistics (`probe.statistics`). Scores (`laws.score`) put each source beside the constant
-0.095 and the leave-one-out mean. Writes OUT/table.csv and .json (one row per corpus and
+statistics (`probe.statistics`). Scores (`laws.score`) put each source beside four baselines
+that ignore d (the constant 0.095, the leave-one-out mean, its mean within the corpus's kind,
+the leave-one-out median) with paired bootstrap intervals over corpora, on all corpora and on
+real and synthetic corpora apart. Writes OUT/table.csv and .json (one row per corpus and
 source), OUT/scores.json, OUT/report/report.html and .md; the slower derived numbers
 (calibrated d, statistics) are cached per corpus under OUT/cache/.
 """
@@ -257,7 +259,8 @@ def validate_many(
     say: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Validate (or reuse) every corpus of `declaration` or `inputs`, score every source of
-    d and the second theory against both baselines, write table, scores and report."""
+    d and the second theory against the baselines (all corpora, and each kind apart), write
+    table, scores and report."""
     out = Path(out)
     doc = read_declaration(declaration) if declaration else {}
     if not declaration and not inputs:
@@ -289,14 +292,18 @@ def validate_many(
             f"{len(observed)} corpus scored ({len(left_out)} left out: {left_out}); scoring "
             "against baselines needs 2: give corpora (or budgets) that reach a power-law regime"
         )
-    scores = scoring.score_sources(observed, by_source, band, constant)
+    kinds = {r["corpus"]: r["kind"] for r in scored}
+    by_kind = scoring.score_by_kind(observed, by_source, kinds, band, constant)
     result = {
         "primary": rules.get("primary"),
         "rules": rules,
         "band": band,
         "constant": constant,
-        "verdict": scoring.verdict(scores, band),
-        "scores": scores,
+        "n_boot": scoring.N_BOOT,
+        "verdict": scoring.verdict(by_kind["all"], band),
+        "verdict_by_kind": {k: scoring.verdict(v, band) for k, v in by_kind.items()},
+        "scores": by_kind["all"],
+        "scores_by_kind": by_kind,
         "left_out": left_out,
         "corpora": [{"name": e.name, "kind": e.kind, "folder": str(e.folder)} for e in items],
         "details": extra,

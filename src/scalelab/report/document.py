@@ -31,6 +31,7 @@ white-space:nowrap}td:first-child,th:first-child{text-align:left}th{background:#
 color:#555;font-size:90%;padding:4px 0}figure{margin:1.5em 0}img{max-width:100%;height:auto}
 pre{background:#f7f7f7;padding:1em;overflow-x:auto;font-size:12px}
 figcaption{color:#555;font-size:90%}.contents{font-size:90%;color:#444}
+td.wrap{white-space:normal;overflow-wrap:anywhere;min-width:6em;text-align:left}
 """
 
 
@@ -40,14 +41,23 @@ def _fmt(v: Any) -> str:
     return "" if v is None else str(v)
 
 
-def _html_table(rows: list[dict[str, Any]], cols: list[Any], caption: str) -> str:
-    """A table in a box that scrolls sideways when the table is wider than the page."""
+def _html_table(
+    rows: list[dict[str, Any]], cols: list[Any], caption: str, wrap: tuple[str, ...] = ()
+) -> str:
+    """A table in a box that scrolls sideways when the table is wider than the page; the
+    cells of the `wrap` columns (names, words) break lines instead."""
     h = ["<div class='scroll'><table>"]
     if caption:
         h.append(f"<caption>{html.escape(caption)}</caption>")
     h.append("<tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in cols) + "</tr>")
     for r in rows:
-        h.append("<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(c)))}</td>" for c in cols))
+        h.append(
+            "<tr>"
+            + "".join(
+                f"<td{' class=wrap' if c in wrap else ''}>{html.escape(_fmt(r.get(c)))}</td>"
+                for c in cols
+            )
+        )
     return "\n".join(h) + "\n</table></div>"
 
 
@@ -64,8 +74,11 @@ class Report:
     def paragraph(self, text: str) -> None:
         self._blocks.append(("paragraph", text))
 
-    def table(self, rows: list[dict[str, Any]], caption: str = "") -> None:
-        self._blocks.append(("table", (rows, caption)))
+    def table(
+        self, rows: list[dict[str, Any]], caption: str = "", wrap: tuple[str, ...] = ()
+    ) -> None:
+        """A table; the cells of the `wrap` columns may break lines to keep it in the page."""
+        self._blocks.append(("table", (rows, caption, wrap)))
 
     def figure(self, fig: Figure, caption: str = "") -> None:
         buf = io.BytesIO()
@@ -114,11 +127,11 @@ class Report:
                 h.append(f"<pre>{html.escape(payload)}</pre>")
                 md += ["```", payload, "```", ""]
             elif kind == "table":
-                rows, caption = payload
+                rows, caption, wrap = payload
                 if not rows:
                     continue
                 cols = list(rows[0])
-                h.append(_html_table(rows, cols, caption))
+                h.append(_html_table(rows, cols, caption, wrap))
                 if caption:
                     md += [f"*{caption}*", ""]
                 md.append("| " + " | ".join(map(str, cols)) + " |")
