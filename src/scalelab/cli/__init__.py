@@ -62,7 +62,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate-many": (
         "many",
         "Each source of d (and the second theory) scored as a predictor of alpha_D across "
-        "corpora, beside two baselines that ignore d; writes a table, a figure and a report.",
+        "corpora, beside baselines that ignore d (paired bootstrap intervals); writes a "
+        "table, figures and a report.",
     ),
     "corpus": (
         "corpus",
