@@ -44,8 +44,8 @@ import numpy as np
 import torch
 
 from scalelab.errors import ConfigError
-from scalelab.induction.model import InductionConfig, InductionTransformer
-from scalelab.induction.one_hot import one_hot_construction
+from scalelab.induction.model import InductionTransformer
+from scalelab.induction.one_hot import blank_two_layer, one_hot_construction
 from scalelab.induction.precision import FULL, Precision
 from scalelab.induction.task import hard_instances, solve, uniform_instances
 
@@ -95,23 +95,10 @@ def two_layer_construction(alphabet_size: int, max_len: int) -> InductionTransfo
         )
     s = alphabet_size
     k = CircleConstants.for_task(max(max_len, 2), s)
-    cfg = InductionConfig(
-        alphabet_size=s,
-        max_len=max_len,
-        n_layer=2,
-        n_head=1,
-        d_model=WIDTH,
-        d_head=D_HEAD,
-        positions="learned",
-        mlp=False,
-        layer_norm=False,
-        bos=True,
-        bias=False,
-    )
-    model = InductionTransformer(cfg).double()
+    model = blank_two_layer(s, max_len, WIDTH, D_HEAD)
     comp = math.sqrt(D_HEAD)  # undo the attention's 1/sqrt(d_head)
     theta = 2 * math.pi * torch.arange(s, dtype=torch.float64) / s
-    phi = 2 * math.pi * torch.arange(cfg.n_positions, dtype=torch.float64) / k.steps
+    phi = 2 * math.pi * torch.arange(model.cfg.n_positions, dtype=torch.float64) / k.steps
     step = 2 * math.pi / k.steps
     with torch.no_grad():
         for p in model.parameters():
@@ -122,7 +109,7 @@ def two_layer_construction(alphabet_size: int, max_len: int) -> InductionTransfo
         model.pos[:, 2] = torch.cos(phi)
         model.pos[:, 3] = torch.sin(phi)
         model.pos[:, 4] = 1.0
-        model.pos[:, 5] = torch.arange(cfg.n_positions, dtype=torch.float64)
+        model.pos[:, 5] = torch.arange(model.cfg.n_positions, dtype=torch.float64)
         # layer 1: previous-token head (query = φ_i rotated by −2π/N)
         a1 = model.blocks[0].attn
         b1 = k.beta1 * comp

@@ -63,18 +63,13 @@ class OneHotConstants:
         return cls(n, beta1, beta2, gamma, sink)
 
 
-def one_hot_construction(alphabet_size: int, max_len: int) -> InductionTransformer:
-    """A float64 `InductionTransformer` with the hand-set weights described above."""
-    if alphabet_size < 2 or max_len < 1:
-        raise ConfigError(
-            "the construction needs alphabet_size >= 2 and max_len >= 1; use --alphabet 2 or more"
-        )
-    s = alphabet_size
-    k = OneHotConstants.for_length(max_len)
-    width = 3 * s + 5
-    d_head = 4 ** math.ceil(math.log(s + 1, 4))  # a power of 4: the 1/sqrt(d) scale is exact
+def blank_two_layer(
+    alphabet_size: int, max_len: int, width: int, d_head: int
+) -> InductionTransformer:
+    """The float64 frame both constructions set by hand: two attention-only layers of one head,
+    learned positions, a BOS token, no MLP, norm or bias."""
     cfg = InductionConfig(
-        alphabet_size=s,
+        alphabet_size=alphabet_size,
         max_len=max_len,
         n_layer=2,
         n_head=1,
@@ -86,7 +81,20 @@ def one_hot_construction(alphabet_size: int, max_len: int) -> InductionTransform
         bos=True,
         bias=False,
     )
-    model = InductionTransformer(cfg).double()
+    return InductionTransformer(cfg).double()
+
+
+def one_hot_construction(alphabet_size: int, max_len: int) -> InductionTransformer:
+    """A float64 `InductionTransformer` with the hand-set weights described above."""
+    if alphabet_size < 2 or max_len < 1:
+        raise ConfigError(
+            "the construction needs alphabet_size >= 2 and max_len >= 1; use --alphabet 2 or more"
+        )
+    s = alphabet_size
+    k = OneHotConstants.for_length(max_len)
+    width = 3 * s + 5
+    d_head = 4 ** math.ceil(math.log(s + 1, 4))  # a power of 4: the 1/sqrt(d) scale is exact
+    model = blank_two_layer(s, max_len, width, d_head)
     tok_sl, bos, one, pos, pos2 = slice(0, s), s, s + 1, s + 2, s + 3
     prev_sl, ans_sl, bot = slice(s + 4, 2 * s + 4), slice(2 * s + 4, 3 * s + 4), 3 * s + 4
     comp = math.sqrt(d_head)  # undo the attention's 1/sqrt(d_head)
@@ -96,7 +104,7 @@ def one_hot_construction(alphabet_size: int, max_len: int) -> InductionTransform
             p.zero_()
         model.tok.weight[:s, tok_sl] = eye
         model.tok.weight[s, bos] = 1.0
-        j = torch.arange(cfg.n_positions, dtype=torch.float64)
+        j = torch.arange(model.cfg.n_positions, dtype=torch.float64)
         model.pos[:, one] = 1.0
         model.pos[:, pos] = j
         model.pos[:, pos2] = j * j
