@@ -22,13 +22,11 @@ import numpy as np
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
-from scalelab.induction.model import InductionConfig
 from scalelab.induction.precision import MODES, Precision
 from scalelab.induction.protocol import message_bits, run_protocol
-from scalelab.induction.separation import acc_hard
+from scalelab.induction.separation import acc_hard, train_or_reuse
 from scalelab.induction.task import hard_instances
-from scalelab.induction.train import InductionTrainConfig, load_induction_model, train_induction
-from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
+from scalelab.io import atomic_write_json, atomic_write_text, provenance
 from scalelab.runs import outdir
 
 CONFIG = "bound-config.json"
@@ -71,24 +69,9 @@ def two_layer_bits(n: int) -> int:
 
 
 def _train(cfg: BoundTrainedConfig, out: Path, layers: int, n: int, m: int, p: int) -> Any:
-    """Train (or reuse) one model: one layer with an MLP on hard instances only (as in the
-    separation figure), two layers attention-only on the mixture."""
+    """Train (or reuse) one model of the separation's recipe with one head."""
     run = out / "runs" / f"L{layers}_n{n}_m{m}_p{p}"
-    if (run / "result.json").is_file():
-        return load_induction_model(run), read_json(run / "result.json")
-    mcfg = InductionConfig(
-        alphabet_size=3, max_len=n, n_layer=layers, n_head=1, d_model=m, mlp=layers == 1
-    )
-    tcfg = InductionTrainConfig(
-        n=n,
-        seed=cfg.seed,
-        max_steps=cfg.steps,
-        hard_fraction=1.0 if layers == 1 else 0.25,
-        train_bits=p,
-        precision_mode=cfg.mode,
-        target_acc=0.99,
-    )
-    return train_induction(mcfg, tcfg, run)
+    return train_or_reuse(run, layers, n, 1, m, p, seed=cfg.seed, steps=cfg.steps, mode=cfg.mode)
 
 
 def bound_rows(cfg: BoundTrainedConfig, out: str | Path) -> list[dict[str, Any]]:

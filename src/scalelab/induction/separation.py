@@ -156,6 +156,28 @@ def two_layer_rows(cfg: SeparationConfig) -> list[dict[str, Any]]:
     return rows
 
 
+def train_or_reuse(
+    run: Path, layers: int, n: int, h: int, m: int, p: int, *, seed: int, steps: int, mode: str
+) -> tuple[Any, dict[str, Any]]:
+    """Train (or read back from `run`) one model of the separation's recipe: one layer with an
+    MLP on hard instances only, two layers attention-only on the mixture; p-bit training."""
+    if (run / "result.json").is_file():
+        return load_induction_model(run), read_json(run / "result.json")
+    mcfg = InductionConfig(
+        alphabet_size=3, max_len=n, n_layer=layers, n_head=h, d_model=m, mlp=layers == 1
+    )
+    tcfg = InductionTrainConfig(
+        n=n,
+        seed=seed,
+        max_steps=steps,
+        hard_fraction=1.0 if layers == 1 else 0.25,
+        train_bits=p,
+        precision_mode=mode,
+        target_acc=0.99,
+    )
+    return train_induction(mcfg, tcfg, run)
+
+
 def trained_rows(cfg: SeparationConfig, out: Path) -> list[dict[str, Any]]:
     """Train (or reuse from `out/runs`) every model of the grid; evaluate at its p."""
     specs = [
@@ -165,22 +187,8 @@ def trained_rows(cfg: SeparationConfig, out: Path) -> list[dict[str, Any]]:
     rows = []
     for layers, n, h, m, p in specs:
         run = out / "runs" / f"L{layers}_n{n}_h{h}_m{m}_p{p}"
-        if (run / "result.json").is_file():
-            model = load_induction_model(run)
-        else:
-            mcfg = InductionConfig(
-                alphabet_size=3, max_len=n, n_layer=layers, n_head=h, d_model=m, mlp=layers == 1
-            )
-            tcfg = InductionTrainConfig(
-                n=n,
-                seed=cfg.seed,
-                max_steps=cfg.steps,
-                hard_fraction=1.0 if layers == 1 else 0.25,
-                train_bits=p,
-                precision_mode=cfg.mode,
-                target_acc=0.99,
-            )
-            model, _ = train_induction(mcfg, tcfg, run)
+        model, _ = train_or_reuse(run, layers, n, h, m, p, seed=cfg.seed, steps=cfg.steps,
+                                  mode=cfg.mode)  # fmt: skip
         acc = acc_hard(model.double(), n, Precision(p, cfg.mode), cfg.eval_instances, cfg.seed)
         rows.append(_row("trained", layers, n, h, m, p, acc))
         rows[-1]["steps"] = read_json(run / "result.json")["steps"]
