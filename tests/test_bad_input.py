@@ -845,7 +845,7 @@ FIXES = {
     "validate-corpus": "check the name or path",
     "validate-corpus-path": "check the name or path",
     "validate-max-tokens": "use --max-tokens 60997 or less",
-    "validate-text-too-small": "give a larger corpus (or a smaller --context-len)",
+    "validate-text-too-small": "give a larger corpus (or, from Python, a smaller train.block_size)",
     "validate-model-sweep": "list more or none",
     "validate-out-is-sweep": "use a new --out",
     "validate-points": "points must be >= 3",

@@ -81,7 +81,7 @@ def refuse_small_store(data_dir: Path, cfg, sizes: list[int]) -> None:
         if n <= context_len:
             raise InputError(
                 f"the {split} split has {n} tokens, not more than the context length "
-                f"{context_len}: give a larger corpus (or a smaller --context-len)"
+                f"{context_len}: give a larger corpus (or, from Python, a smaller train.block_size)"
             )
     if sizes[-1] > train:
         raise InputError(
