@@ -15,6 +15,7 @@ from scalelab.cli.common import (
     JSON,
     QUIET,
     SEED,
+    parse_list,
     print_json,
     print_record,
     print_table,
@@ -264,11 +265,8 @@ def size_command(
     from scalelab.induction.size import run_size
     from scalelab.report.separation import write_size_figure
 
-    try:
-        grid = tuple(int(v) for v in ns.split(",") if v.strip())
-    except ValueError as err:
-        raise ConfigError(f"--ns must be comma-separated integers, got {ns!r}") from err
-    rules = tuple(v.strip() for v in alphabets.split(",") if v.strip())
+    grid = tuple(parse_list(ns, int, "--ns"))
+    rules = tuple(parse_list(alphabets, str, "--alphabets"))
     cfg = SizeConfig(grid, rules, n_random, n_hard, positions, mode, gather_check_up_to, seed)
     _check_out(out)
     torch.set_num_threads(1)
@@ -298,10 +296,7 @@ def formation_command(
     from scalelab.induction.formation import run_formation
     from scalelab.report.induction import write_formation_figure
 
-    try:
-        seed_list = tuple(int(v) for v in seeds.split(",") if v.strip())
-    except ValueError as err:
-        raise ConfigError(f"--seeds must be comma-separated integers, got {seeds!r}") from err
+    seed_list = tuple(parse_list(seeds, int, "--seeds"))
     cfg = _F.replace(
         n=n,
         alphabet_size=alphabet_size,
@@ -339,11 +334,7 @@ def bound_command(
     from scalelab.induction.bound_trained import run_bound_trained
     from scalelab.report.separation import write_bound_figure
 
-    try:
-        grid = tuple(int(v) for v in ns.split(",") if v.strip())
-        ms = tuple(int(v) for v in widths.split(",") if v.strip())
-    except ValueError as err:
-        raise ConfigError("--ns and --widths must be comma-separated integers") from err
+    grid, ms = tuple(parse_list(ns, int, "--ns")), tuple(parse_list(widths, int, "--widths"))
     cfg = _B.replace(ns=grid, widths=ms, bits=bits, mode=mode, steps=steps, seed=seed)
     _check_out(out)
     torch.set_num_threads(1)
