@@ -159,3 +159,37 @@ def test_cli_runs_and_refuses_bad_input(folders, tmp_path, run_cli):
     assert "not judged: fewer than 3 corpora" in ok.stdout
     bad = run_cli("validate-many", "--out", tmp_path / "d")
     assert bad.returncode == 2 and "declaration" in bad.stderr
+
+
+def test_flagged_observations_are_left_out_of_every_score_and_listed(tmp_path, monkeypatch):
+    """A corpus without a power-law regime, and one the check calls BUDGET-LIMITED, are left
+    out of the scores (listed with the reason, rows kept in the table); the two others are
+    scored by hand: |errors| of M .01 and .01."""
+    monkeypatch.setattr(position_loss_module, "position_loss", _curve)
+    observed = {"A": 0.08, "B": 0.10, "C": 0.12, "D": 0.11}
+    folders = []
+    for name, o in observed.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        p = o + 0.01
+        source = {"label": "M", "dimension": 2 / p - 2, "alpha_D": p,
+                  "alpha_D_range": [p - 0.01, p + 0.01], "sensitivity": []}  # fmt: skip
+        fits = {"power": {"exponent": o, "exponent_ci95": [o - 0.01, o + 0.01]}}
+        fits["regime"] = {"power_law": name != "C"}
+        summary = {
+            "sources": [source],
+            "fits": {"data": fits},
+            "convergence": {"data": {"labels": ["BUDGET-LIMITED"] if name == "D" else []}},
+            "runs": [{"run": "r", "train_tokens": 9}],
+            "config": {"corpus": "fake"},
+        }
+        atomic_write_json(folder / "summary.json", summary)
+        folders.append(str(folder))
+    res = validate_many(tmp_path / "many", inputs=folders, run=False, say=lambda _m: None)
+    assert res["left_out"] == {"C": "no power-law regime", "D": "budget-limited"}
+    assert res["scores"]["M"]["corpora"] == ["A", "B"]
+    assert res["scores"]["M"]["mae"] == pytest.approx(0.01)
+    rows = read_json(tmp_path / "many" / "table.json")
+    assert {r["corpus"]: r["excluded"] for r in rows if r["source"] == "M"} == {
+        "A": "", "B": "", "C": "no power-law regime", "D": "budget-limited"
+    }  # fmt: skip
