@@ -271,3 +271,24 @@ def test_forecast_range_extends_a_validation_reusing_its_runs(world: dict[str, P
     assert "own" in labels and len(labels) == 2
     own = next(s for s in runs.sources if s.label == "own")
     assert own.d == pytest.approx(summary["sources"][0]["dimension"])
+
+
+def test_limited_runs_name_budget_ended_and_model_limited_runs() -> None:
+    """The fit range stops below these: runs that ended at their budget, and the largest when
+    the check's wider model beat it by more than the noise (and only then)."""
+    import pandas as pd
+
+    from scalelab.pipeline.steps import limited_runs
+    from scalelab.runs.sweep import RunSpec
+    from scalelab.sweeps.result import SweepResult
+
+    table = pd.DataFrame(
+        {"run": ["a", "b", "c"], "train_tokens": [1, 2, 3], "test_loss_nats": [3.0, 2.0, 1.0],
+         "stop_reason": ["patience", "max_steps", "patience"]}
+    )  # fmt: skip
+    sweep = SweepResult(Path("s"), tuple(RunSpec(n) for n in "abc"), table, "train_tokens")
+    assert list(limited_runs(sweep, None)) == ["b"]
+    width = {"run": "c", "gain_nats": 0.2, "noise_nats": 0.01, "limited": True}
+    assert list(limited_runs(sweep, {"width_check": width})) == ["b", "c"]
+    quiet = {**width, "gain_nats": 0.001, "limited": False}
+    assert list(limited_runs(sweep, {"width_check": quiet})) == ["b"]
