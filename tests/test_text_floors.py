@@ -102,3 +102,38 @@ def test_facts_floor_per_token_of_the_stores_own_tokenizer(tmp_path: Path) -> No
 def test_facts_floor_refuses_a_store_of_another_corpus(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not a synthetic facts corpus"):
         facts_store_theory(toy_store(tmp_path / "s"))
+
+
+def test_regime_step_checks_the_facts_capacity_of_the_model_at_the_range_top(
+    tmp_path: Path,
+) -> None:
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from scalelab.pipeline.config import PipelineConfig
+    from scalelab.pipeline.steps import regime
+    from scalelab.runs.sweep import RunSpec
+    from scalelab.sweeps.result import SweepResult
+
+    spec = "synth:facts:a=1.0,words=4,key_len=2,value_len=2,facts_per_doc=4,tokens=6000"
+    store = prepare_corpus(load_corpus(spec), tmp_path / "store", vocab_size=262, quiet=True)
+    sizes = [100, 200, 400, 800]
+    names = [f"n{n:010d}" for n in sizes]
+    table = pd.DataFrame(
+        {
+            "run": names,
+            "train_tokens": sizes,
+            "test_loss_nats": [1.2, 1.0, 0.9, 0.85],
+            "stop_reason": ["patience"] * 3 + ["max_steps"],  # the top run is budget-ended
+            "params": [10, 20, 30, 40],
+        }
+    )
+    data = SweepResult(tmp_path, tuple(RunSpec(n) for n in names), table, "train_tokens")
+    prep = SimpleNamespace(cfg=PipelineConfig(), data_dir=store)
+    cap = regime(prep, data, [])["capacity"]  # type: ignore[arg-type]
+    th = facts_store_theory(store)
+    # the range stops below the budget-ended run: its top is 400 tokens, a 30-parameter model
+    assert (cap["train_tokens"], cap["params"]) == (400, 30)
+    assert cap["bits_needed"] == pytest.approx(th.distinct_facts(400) * 2 * 2)  # 2 words, 2 bits
+    assert cap["holds"] is (cap["bits_needed"] <= 2 * 30)

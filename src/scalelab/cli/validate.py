@@ -201,8 +201,10 @@ _PRESET = typer.Option(
     None,
     "--preset",
     help="Named sizes: gpu (one H200-class GPU, 4.9M-85M parameters, 10M-100M tokens), "
-    "cpu-hour (2 cores, one hour) or model-side (a model sweep of 5.2k-300k non-embedding "
-    "parameters, none data-limited); options given here override its values (docs/sweeps.md).",
+    "cpu-hour (2 cores, one hour), cpu-regime (2 cores, at most 25 minutes: a data sweep "
+    "over two decades sized to reach a power-law regime) or model-side (a model sweep of "
+    "5.2k-300k non-embedding parameters, none data-limited); options given here override "
+    "its values (docs/sweeps.md).",
 )
 
 

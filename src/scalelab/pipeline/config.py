@@ -272,6 +272,29 @@ PRESETS: dict[str, dict[str, Any]] = {
         "model_sweep": ("1x32", "2x48", "3x64", "4x96"),
         "id_reference_documents": None,
     },
+    # Reaching a power-law regime of the data sweep (issue: the fit range by rules, the
+    # curvature test): a vocabulary of 320 so that tokens are cheap and the model, not the
+    # embedding, holds the parameters; `2x32` (about 115,000 tokens per second per core on
+    # the float32 path); 11 sizes over two decades, 500 ... 64,000 tokens. Sized by time and
+    # stop reasons only: budgets of 400 passes (at most 16,000 steps) so that runs end by
+    # the rule, and a patience of 20 validations (500 steps) with a floor of 1,000 steps so
+    # that the small runs cannot stop on the slow stretch that the patience of 4 cut short
+    # (docs/benchmarks/scaling.md, the third try). No model sweep: it measures alpha_D.
+    "cpu-regime": {
+        "vocab_size": 320,
+        "model": "2x32",
+        "min_tokens": 500,
+        "max_tokens": 64_000,
+        "points": 11,
+        "schedule": Schedule(
+            patience=20,
+            patience_fraction=0.25,
+            max_epochs=400.0,
+            min_steps=1_000,
+            step_cap=16_000,
+        ),
+        "model_sweep": (),
+    },
     # The model side where it can be read: a vocabulary of 320 (the 256 bytes, end-of-text and
     # 63 merges) so that non-embedding parameters are the larger part of every model
     # (59-91%), four widths at depth 6 (5,248 ... 300,032 non-embedding parameters, 1.76

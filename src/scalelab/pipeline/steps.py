@@ -392,6 +392,7 @@ def regime(
     limited = limited_runs(data, data_check)
     flags = np.array([name in limited for name in data.names])
     floor, floor_source, ideal = None, "the power+E fit over the fitted range", None
+    theory = None
     try:
         theory = facts_store_theory(prep.data_dir)
         floor = theory.irreducible_nats_per_token
@@ -419,5 +420,12 @@ def regime(
         floor_nats=floor,
         floor_source=floor_source,
         limited_runs=limited,
+        capacity=None,
     )
+    if theory is not None and analysis["fit_range"]["n_points"] > 0:
+        # can the model at the range's top hold what the ideal learner memorises there?
+        top = analysis["fit_range"]["x_hi"]
+        rows = data.ordered()
+        params = int(rows.loc[rows[data.size] == top, "params"].iloc[0])
+        analysis["capacity"] = theory.capacity(top, params)
     return analysis

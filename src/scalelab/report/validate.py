@@ -82,6 +82,25 @@ def regime_words(regime: dict[str, Any] | None) -> str:
     return (
         f"Regime (data sweep): {head}. {detail}. {ends} Unigram entropy of the "
         f"scored test tokens {regime['unigram_entropy_nats']:.4f} nats; {e_text}."
+        + capacity_words(regime.get("capacity"))
+    )
+
+
+def capacity_words(cap: dict[str, Any] | None) -> str:
+    """Can the model at the fit range's top hold the facts the ideal learner memorises?"""
+    if cap is None:
+        return ""
+    verdict = (
+        "it can hold them"
+        if cap["holds"]
+        else "it cannot hold them, so the ideal learner is not a fair prediction there"
+    )
+    return (
+        f" Capacity at {cap['train_tokens']:,.0f} tokens: the ideal learner holds "
+        f"{cap['distinct_facts']:,.0f} distinct facts ({cap['bits_needed']:,.0f} bits), "
+        f"{cap['bits_per_param_needed']:.2f} bits per parameter of the {cap['params']:,}-"
+        f"parameter model against the {cap['bits_per_param_available']:g} a language model "
+        f"stores (Allen-Zhu & Li 2024): {verdict}."
     )
 
 

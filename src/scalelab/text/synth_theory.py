@@ -28,6 +28,10 @@ from scipy.special import gamma, gammaincc, zeta
 
 #: Terms of each Zipf sum taken exactly; the tail beyond is integrated in closed form.
 EXACT_TERMS = 1 << 16
+#: Knowledge a language model stores per parameter, measured on synthetic biographies across
+#: architectures and sizes (Allen-Zhu & Li 2024, "Physics of Language Models: Part 3.3",
+#: arXiv 2404.05405: about 2 bits per parameter, int8 weights included): the capacity check.
+BITS_PER_PARAM = 2.0
 
 
 def _head(s: float, K: int) -> np.ndarray:
@@ -114,6 +118,35 @@ class FactsTheory:
         n_facts = np.asarray(n_tokens, dtype=np.float64) / self.tokens_per_fact
         excess = self.value_nats * self.unseen_mass(n_facts)
         return (self.key_entropy_nats + excess) / self.tokens_per_fact
+
+    def distinct_facts(self, n_tokens: float, points: int = 2001) -> float:
+        """Expected number of distinct keys among the facts of `n_tokens` training tokens.
+
+        Each draw is new with probability U(j), the unseen mass after j draws, so the count
+        after n draws is the sum of U(0 … n−1): the integral of U over [0, n] on a geometric
+        grid plus Euler–Maclaurin's end correction (U(0) − U(n)) / 2."""
+        n = float(n_tokens) / self.tokens_per_fact
+        if n <= 1:
+            return n
+        grid = np.concatenate([[0.0], np.geomspace(1.0, n, points)])
+        u = self.unseen_mass(grid)
+        return float(np.sum((u[1:] + u[:-1]) / 2 * np.diff(grid)) + (u[0] - u[-1]) / 2)
+
+    def capacity(self, n_tokens: float, params: int) -> dict[str, float | bool]:
+        """Whether a model of `params` parameters can hold what the ideal learner memorises
+        from `n_tokens` tokens: one value (`value_nats`) per distinct key seen, against
+        `BITS_PER_PARAM` bits per parameter."""
+        facts = self.distinct_facts(n_tokens)
+        bits = facts * self.value_nats / math.log(2)
+        return {
+            "train_tokens": float(n_tokens),
+            "distinct_facts": facts,
+            "bits_needed": bits,
+            "params": int(params),
+            "bits_per_param_needed": bits / params,
+            "bits_per_param_available": BITS_PER_PARAM,
+            "holds": bits <= BITS_PER_PARAM * params,
+        }
 
     def effective_exponent(self, lo_tokens: float, hi_tokens: float, points: int = 9) -> float:
         """Log-log slope of the excess loss over [lo, hi] tokens: the finite-K exponent."""
