@@ -193,3 +193,53 @@ def test_flagged_observations_are_left_out_of_every_score_and_listed(tmp_path, m
     assert {r["corpus"]: r["excluded"] for r in rows if r["source"] == "M"} == {
         "A": "", "B": "", "C": "no power-law regime", "D": "budget-limited"
     }  # fmt: skip
+
+
+def test_second_theory_is_scored_on_the_excess_exponent_beside_baselines_on_it(
+    tmp_path, monkeypatch
+):
+    """The counts-based γ/(2β) is scored against each corpus's excess-loss exponent (not its
+    plain slope), beside baselines computed on the excess exponents; a corpus whose E is not
+    estimable is left out of that score only. By hand: excess .30, .40, .50 (D: E at its
+    bound), predictions .32, .38, .55 -> |errors| .02, .02, .05, MAE .03; the leave-one-out
+    mean of the excess exponents .45, .40, .35 -> |errors| .15, 0, .15, MAE .10."""
+    from scalelab.pipeline.many import EXCESS, PLAIN, SECOND_THEORY
+    from scalelab.probe import statistics as statistics_module
+
+    monkeypatch.setattr(position_loss_module, "position_loss", _curve)
+    excess = {"A": 0.30, "B": 0.40, "C": 0.50, "D": 0.45}
+    predicted = {"A": 0.32, "B": 0.38, "C": 0.55, "D": 0.40}
+
+    def counts(store, budget, cfg):
+        p = predicted[Path(store).parent.name]
+        return {"alpha_D": p, "alpha_D_range": [p - 0.01, p + 0.01], "budget": budget}
+
+    monkeypatch.setattr(statistics_module, "predict_from_counts", counts)
+    folders = []
+    for name, x in excess.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        o = 0.1
+        source = {"label": "M", "dimension": 18.0, "alpha_D": 0.1,
+                  "alpha_D_range": [0.09, 0.11], "sensitivity": []}  # fmt: skip
+        regime = {"power_law": True, "excess": {"exponent": x, "exponent_ci95": [x - 0.1, x + 0.1],
+                                                "estimable": name != "D"}}  # fmt: skip
+        fits = {"power": {"exponent": o, "exponent_ci95": [o - 0.01, o + 0.01]}, "regime": regime}
+        runs = [{"run": "r", "train_tokens": 9}]
+        summary = {"sources": [source], "fits": {"data": fits}, "runs": runs,
+                   "config": {"corpus": "fake"}}  # fmt: skip
+        atomic_write_json(folder / "summary.json", summary)
+        folders.append(str(folder))
+    res = validate_many(tmp_path / "many", inputs=folders, run=False, say=lambda _m: None)
+    second = res["scores"][SECOND_THEORY]
+    assert second["corpora"] == ["A", "B", "C"]
+    assert second["mae"] == pytest.approx(0.03)
+    assert second["baselines"][LOO]["mae"] == pytest.approx(0.10)
+    assert res["left_out_excess"] == {"D": "excess exponent not estimable (E at its bound)"}
+    assert res["scores"]["M"]["corpora"] == ["A", "B", "C", "D"]  # the plain side keeps D
+    rows = read_json(tmp_path / "many" / "table.json")
+    kinds = {(r["source"], r["observable"]) for r in rows}
+    assert (SECOND_THEORY, EXCESS) in kinds and ("M", PLAIN) in kinds
+    assert {r["observed_alpha_D"] for r in rows if r["source"] == SECOND_THEORY} == set(
+        excess.values()
+    )

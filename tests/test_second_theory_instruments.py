@@ -106,3 +106,32 @@ def test_gamma_is_read_only_below_the_horizon_and_where_resolved():
     assert got["n_used"] == [1, 2, 4, 5, 6, 7]
     assert got["gamma"] == pytest.approx(0.7, abs=1e-3)
     assert got["entropy_inf"] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_counts_prediction_is_the_instruments_composed_at_the_budget(tmp_path):
+    """predict_from_counts: β over the lags the budget resolves, γ from the resolved H_n up
+    to that horizon, γ/(2β); recomputed here from the instruments by hand."""
+    from scalelab.laws.language_statistics import fit_beta
+    from scalelab.probe.statistics import CountsConfig, geometric_distances, predict_from_counts
+    from scalelab.text.corpora import load_corpus
+    from scalelab.text.store import TokenStore, prepare_corpus
+
+    spec = "synth:facts:a=1.0,words=4,key_len=2,value_len=2,facts_per_doc=4,tokens=6000"
+    store = prepare_corpus(load_corpus(spec), tmp_path / "s", vocab_size=262, quiet=True)
+    got = predict_from_counts(store, 2_000, CountsConfig(context_len=64, n_boot=20))
+    train = TokenStore(store, "train")
+    tok = np.asarray(train.tokens)
+    eot = [train.eot_id]
+    op = operator_norm_decay(tok, train.offsets, geometric_distances(63, 20), exclude=eot)
+    hz = horizon(op["distance"], op["norm"], op["noise"], op["n_pairs"], 2_000)
+    beta = fit_beta(op["distance"], op["norm"], np.square(op["noise"]),
+                    t_range=(1, hz["horizon"]), n_boot=20)  # fmt: skip
+    h = conditional_entropies(tok, train.offsets, int(hz["horizon"]), exclude=eot)
+    gamma = gamma_from_entropies(h["n"], h["H"], h["resolved"], hz["horizon"])
+    assert got["horizon"]["horizon"] == hz["horizon"] > 1
+    assert got["beta"]["beta"] == pytest.approx(beta["beta"])
+    assert got["gamma"]["gamma"] == pytest.approx(gamma["gamma"])
+    assert got["alpha_D"] == pytest.approx(gamma["gamma"] / (2 * beta["beta"]))
+    # a budget too small to resolve three lags: β is not measured, and the result says why
+    tiny = predict_from_counts(store, 1, CountsConfig(context_len=64, n_boot=20))
+    assert tiny["error"].startswith("β not measured") and "alpha_D" not in tiny

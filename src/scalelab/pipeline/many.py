@@ -35,6 +35,11 @@ from scalelab.pipeline.declaration import (
 )
 
 STATISTICS = "Cagnetta γ/(2β)"
+#: The second theory with its authors' instruments, scored on the exponent it predicts.
+SECOND_THEORY = "Cagnetta γ/(2β), counts (excess loss)"
+#: What each row's observed exponent is: the plain log-log slope of the data sweep, or the
+#: exponent of its excess loss L − E over the fit range (what the second theory predicts).
+PLAIN, EXCESS = "plain slope", "excess exponent"
 EXTRAPOLATED = " (batch → ∞)"
 CALIBRATED = " (calibrated MLE)"
 TABLE_COLUMNS = [
@@ -49,6 +54,7 @@ TABLE_COLUMNS = [
     "observed_lo",
     "observed_hi",
     "error",
+    "observable",
     "excluded",
 ]
 
@@ -198,6 +204,40 @@ def statistics(e: Entry, summary: dict, doc: dict, cache: Path, say: Callable) -
     return result
 
 
+def second_theory(e: Entry, summary: dict, cache: Path, say: Callable) -> dict:
+    """The second theory's prediction of the excess-loss exponent with the declared
+    instruments (`probe.statistics.predict_from_counts`, cached): counted on the sweep's
+    own train split, at the horizon of the sweep's largest budget."""
+    path = cache / "second_theory.json"
+    if path.is_file():
+        return read_json(path)
+    from scalelab.pipeline.config import TrainPart
+    from scalelab.probe.statistics import CountsConfig, predict_from_counts
+
+    budget = max(r["train_tokens"] for r in summary["runs"])
+    context = summary["config"].get("train", {}).get("block_size", TrainPart.block_size)
+    try:
+        result = predict_from_counts(_store(e, summary), budget, CountsConfig(context))
+    except ScalelabError as err:
+        result = {"error": str(err)}
+    if "error" in result:
+        say(f"  {e.name}: {SECOND_THEORY} not measured: {result['error']}")
+    atomic_write_json(path, result)
+    return result
+
+
+def excess_observed(summary: dict) -> tuple[dict[str, Any] | None, str]:
+    """The excess-loss exponent over the fit range, and why it is not scored ('' when it
+    is): no regime analysis, or an excess fit whose E is not estimable."""
+    regime = summary["fits"]["data"].get("regime")
+    excess = (regime or {}).get("excess")
+    if excess is None:
+        return None, "no excess-loss exponent (no fit range)"
+    if not excess["estimable"]:
+        return excess, "excess exponent not estimable (E at its bound)"
+    return excess, ""
+
+
 def excluded_because(summary: dict) -> str:
     """Why a validation's observed exponent is left out of every score ('' when it is not):
     no power-law regime over its fit range, or a convergence check that flags it. A folder
@@ -211,17 +251,29 @@ def excluded_because(summary: dict) -> str:
     return "; ".join(why)
 
 
-def _rows(e: Entry, summary: dict, preds: list[dict], stats: dict) -> list[dict[str, Any]]:
+def _rows(
+    e: Entry, summary: dict, preds: list[dict], stats: dict, second: dict
+) -> list[dict[str, Any]]:
     fit = summary["fits"]["data"]["power"]
     excluded = excluded_because(summary)
-    obs, (olo, ohi) = fit["exponent"], fit["exponent_ci95"]
+    plain = (fit["exponent"], *fit["exponent_ci95"])
     if "alpha_D" in stats:
         lo, hi = stats["alpha_D_range"]
         preds = [*preds, {"source": STATISTICS, "d": None, "alpha_D": stats["alpha_D"],
                           "lo": lo, "hi": hi}]  # fmt: skip
-    return [
-        {
-            "excluded": excluded,
+    observed = {p["source"]: (PLAIN, plain, excluded) for p in preds}
+    excess, why = excess_observed(summary)
+    if "alpha_D" in second:
+        lo, hi = second["alpha_D_range"]
+        preds = [*preds, {"source": SECOND_THEORY, "d": None, "alpha_D": second["alpha_D"],
+                          "lo": lo, "hi": hi}]  # fmt: skip
+        obs = (excess["exponent"], *excess["exponent_ci95"]) if excess else (None, None, None)
+        observed[SECOND_THEORY] = (EXCESS, obs, "; ".join(w for w in (excluded, why) if w))
+    rows = []
+    for p in preds:
+        observable, (obs, olo, ohi), left_out = observed[p["source"]]
+        rows.append({
+            "excluded": left_out,
             "corpus": e.name,
             "kind": e.kind,
             "source": p["source"],
@@ -232,10 +284,10 @@ def _rows(e: Entry, summary: dict, preds: list[dict], stats: dict) -> list[dict[
             "observed_alpha_D": obs,
             "observed_lo": olo,
             "observed_hi": ohi,
-            "error": p["alpha_D"] - obs,
-        }
-        for p in preds
-    ]
+            "error": None if obs is None else p["alpha_D"] - obs,
+            "observable": observable,
+        })  # fmt: skip
+    return rows
 
 
 def _write_table(out: Path, rows: list[dict[str, Any]]) -> None:
@@ -245,6 +297,26 @@ def _write_table(out: Path, rows: list[dict[str, Any]]) -> None:
     writer.writerows(rows)
     atomic_write_text(out / "table.csv", buf.getvalue())
     atomic_write_json(out / "table.json", rows)
+
+
+def _score(scored: list[dict], band: float, constant: float) -> dict[str, dict[str, Any]]:
+    """`score_by_kind` once per observable (each source against the exponent it predicts,
+    beside baselines computed on that same observable), merged by kind."""
+    out: dict[str, dict[str, Any]] = {}
+    for observable in (PLAIN, EXCESS):
+        rows = [r for r in scored if r["observable"] == observable]
+        observed = {r["corpus"]: r["observed_alpha_D"] for r in rows}
+        if len(observed) < 2:
+            continue  # no baseline without a second corpus
+        by_source: dict[str, dict[str, float]] = {}
+        for r in rows:
+            by_source.setdefault(r["source"], {})[r["corpus"]] = r["predicted_alpha_D"]
+        kinds = {r["corpus"]: r["kind"] for r in rows}
+        for kind, scores in scoring.score_by_kind(
+            observed, by_source, kinds, band, constant
+        ).items():
+            out.setdefault(kind, {}).update(scores)
+    return out
 
 
 def validate_many(
@@ -277,23 +349,23 @@ def validate_many(
         cache = out / "cache" / e.name
         preds = predictions(_sources(e, summary, refs, cache), cache)
         stats = statistics(e, summary, doc, cache, say)
-        rows += _rows(e, summary, preds, stats)
-        extra[e.name] = {"statistics": stats, "predictions": preds}
+        second = second_theory(e, summary, cache, say)
+        rows += _rows(e, summary, preds, stats, second)
+        extra[e.name] = {"statistics": stats, "second_theory": second, "predictions": preds}
     # Observations the regime test or the convergence check flags are left out of every
     # score, and listed with the reason: never replaced.
-    left_out = {r["corpus"]: r["excluded"] for r in rows if r["excluded"]}
+    left_out = {r["corpus"]: r["excluded"] for r in rows
+                if r["excluded"] and r["observable"] == PLAIN}  # fmt: skip
+    left_out_excess = {r["corpus"]: r["excluded"] for r in rows
+                       if r["excluded"] and r["observable"] == EXCESS}  # fmt: skip
     scored = [r for r in rows if not r["excluded"]]
-    observed = {r["corpus"]: r["observed_alpha_D"] for r in scored}
-    by_source: dict[str, dict[str, float]] = {}
-    for r in scored:
-        by_source.setdefault(r["source"], {})[r["corpus"]] = r["predicted_alpha_D"]
-    if len(observed) < 2:
+    if len({r["corpus"] for r in scored if r["observable"] == PLAIN}) < 2:
         raise InputError(
-            f"{len(observed)} corpus scored ({len(left_out)} left out: {left_out}); scoring "
-            "against baselines needs 2: give corpora (or budgets) that reach a power-law regime"
+            f"{len(items) - len(left_out)} corpus scored ({len(left_out)} left out: "
+            f"{left_out}); scoring against baselines needs 2: give corpora (or budgets) that "
+            "reach a power-law regime"
         )
-    kinds = {r["corpus"]: r["kind"] for r in scored}
-    by_kind = scoring.score_by_kind(observed, by_source, kinds, band, constant)
+    by_kind = _score(scored, band, constant)
     result = {
         "primary": rules.get("primary"),
         "rules": rules,
@@ -305,6 +377,7 @@ def validate_many(
         "scores": by_kind["all"],
         "scores_by_kind": by_kind,
         "left_out": left_out,
+        "left_out_excess": left_out_excess,
         "corpora": [{"name": e.name, "kind": e.kind, "folder": str(e.folder)} for e in items],
         "details": extra,
         "provenance": provenance(),

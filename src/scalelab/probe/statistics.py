@@ -78,3 +78,59 @@ def predict_from_statistics(
         "loss_curve": curve,
         "config": asdict(cfg),
     }
+
+
+@dataclass(frozen=True)
+class CountsConfig:
+    """The second theory's instruments as declared (docs/fitting.md, "as its authors define
+    them"): β by the operator norm at ~`n_distances` geometric lags 1 … `context_len` − 1, the
+    fit over the lags the sweep's largest budget resolves; γ from plug-in n-gram entropies
+    H_n on the full train split over 1 ≤ n ≤ that horizon, where resolved."""
+
+    context_len: int = 128
+    n_distances: int = 20
+    n_boot: int = 100
+    seed: int = 0
+
+
+def predict_from_counts(
+    store: str | Path, budget_tokens: float, cfg: CountsConfig | None = None
+) -> dict[str, Any]:
+    """β, the horizon n*(P) at `budget_tokens`, γ and the predicted exponent of the excess
+    loss γ/(2β), all counted on `store`'s train split (end-of-text excluded). Where the
+    counts cannot resolve β or γ, the result has an "error" naming the instrument and why,
+    beside what was measured."""
+    from scalelab.errors import InputError
+    from scalelab.laws.language_statistics import gamma_from_entropies, horizon
+    from scalelab.text.correlations import operator_norm_decay
+    from scalelab.text.entropy import conditional_entropies
+    from scalelab.text.store import TokenStore
+
+    cfg = cfg or CountsConfig()
+    train = TokenStore(store, "train")
+    tokens, exclude = np.asarray(train.tokens), [train.eot_id]
+    lags = geometric_distances(cfg.context_len - 1, cfg.n_distances)
+    op = operator_norm_decay(tokens, train.offsets, lags, exclude=exclude, seed=cfg.seed)
+    hz = horizon(op["distance"], op["norm"], op["noise"], op["n_pairs"], budget_tokens)
+    out: dict[str, Any] = {"budget_tokens": float(budget_tokens), "horizon": hz,
+                           "correlations": op, "config": asdict(cfg)}  # fmt: skip
+    try:
+        out["beta"] = fit_beta(op["distance"], op["norm"], np.square(op["noise"]),
+                               t_range=(1, hz["horizon"]), n_boot=cfg.n_boot,
+                               seed=cfg.seed)  # fmt: skip
+    except InputError as err:
+        return {**out, "error": f"β not measured: {err} (horizon n* = {hz['horizon']:g})"}
+    h = conditional_entropies(tokens, train.offsets, int(hz["horizon"]), exclude=exclude)
+    out["entropies"] = h
+    try:
+        gamma = gamma_from_entropies(h["n"], h["H"], h["resolved"], hz["horizon"])
+    except InputError as err:
+        resolved = [n for n, ok in zip(h["n"], h["resolved"], strict=True) if ok and n >= 1]
+        return {**out, "error": f"γ not measured: the plug-in H_n is resolved at n = "
+                f"{resolved or 'none'} of 1 … {hz['horizon']:g} (the horizon): {err}"}  # fmt: skip
+    return {
+        **out,
+        "gamma": gamma,
+        "alpha_D": predict_alpha_D(gamma["gamma"], out["beta"]["beta"]),
+        "alpha_D_range": predict_interval(gamma["gamma_ci95"], out["beta"]["beta_ci95"]),
+    }
