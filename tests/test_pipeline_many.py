@@ -243,3 +243,28 @@ def test_second_theory_is_scored_on_the_excess_exponent_beside_baselines_on_it(
     assert {r["observed_alpha_D"] for r in rows if r["source"] == SECOND_THEORY} == set(
         excess.values()
     )
+
+
+def test_no_corpus_in_a_regime_is_a_reported_outcome_not_an_error(tmp_path, run_cli):
+    """Every corpus without a power-law regime: nothing is scored, and the table, the report
+    and the verdict list each corpus with its reason (exit 0: a measured outcome)."""
+    folders = []
+    for name in ("A", "B"):
+        folder = tmp_path / name
+        folder.mkdir()
+        source = {"label": "M", "dimension": 18.0, "alpha_D": 0.1,
+                  "alpha_D_range": [0.09, 0.11], "sensitivity": []}  # fmt: skip
+        fits = {"power": {"exponent": 0.1, "exponent_ci95": [0.09, 0.11]},
+                "regime": {"power_law": False}}  # fmt: skip
+        atomic_write_json(folder / "summary.json", {
+            "sources": [source], "fits": {"data": fits}, "runs": [{"run": "r", "train_tokens": 9}],
+            "config": {"corpus": "fake"}})  # fmt: skip
+        folders.append(folder)
+    res = run_cli("validate-many", *folders, "--out", tmp_path / "m", "--no-run")
+    assert res.returncode == 0, res.stderr
+    assert "Not scored: 0 corpus can be scored" in res.stdout
+    assert "A: no power-law regime; B: no power-law regime" in res.stdout
+    rows = read_json(tmp_path / "m" / "table.json")
+    assert {r["corpus"] for r in rows} == {"A", "B"} and all(r["excluded"] for r in rows)
+    md = (tmp_path / "m" / "report" / "report.md").read_text()
+    assert "Left out of every score, never replaced (2)" in md

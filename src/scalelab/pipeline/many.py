@@ -299,6 +299,19 @@ def _write_table(out: Path, rows: list[dict[str, Any]]) -> None:
     atomic_write_json(out / "table.json", rows)
 
 
+def not_scored(n_plain: int, left_out: dict[str, str]) -> str:
+    """The verdict where fewer than 2 corpora can be scored ('' otherwise): which were left
+    out and why, in words."""
+    if n_plain >= 2:
+        return ""
+    listed = "; ".join(f"{name}: {why}" for name, why in left_out.items())
+    return (
+        f"Not scored: {n_plain} corpus can be scored and baselines need 2. Left out, never "
+        f"replaced: {listed or 'none'}. The observed exponent is not observable at these "
+        "budgets; a larger budget, or corpora that reach a power-law regime, can be scored."
+    )
+
+
 def _score(scored: list[dict], band: float, constant: float) -> dict[str, dict[str, Any]]:
     """`score_by_kind` once per observable (each source against the exponent it predicts,
     beside baselines computed on that same observable), merged by kind."""
@@ -359,22 +372,19 @@ def validate_many(
     left_out_excess = {r["corpus"]: r["excluded"] for r in rows
                        if r["excluded"] and r["observable"] == EXCESS}  # fmt: skip
     scored = [r for r in rows if not r["excluded"]]
-    if len({r["corpus"] for r in scored if r["observable"] == PLAIN}) < 2:
-        raise InputError(
-            f"{len(items) - len(left_out)} corpus scored ({len(left_out)} left out: "
-            f"{left_out}); scoring against baselines needs 2: give corpora (or budgets) that "
-            "reach a power-law regime"
-        )
     by_kind = _score(scored, band, constant)
+    n_plain = len({r["corpus"] for r in scored if r["observable"] == PLAIN})
+    if n_plain < 2:  # a measured outcome, not bad input: the table and the reasons stand
+        say(f"{n_plain} of {len(items)} corpora can be scored; the rest are left out")
     result = {
         "primary": rules.get("primary"),
         "rules": rules,
         "band": band,
         "constant": constant,
         "n_boot": scoring.N_BOOT,
-        "verdict": scoring.verdict(by_kind["all"], band),
+        "verdict": not_scored(n_plain, left_out) or scoring.verdict(by_kind["all"], band),
         "verdict_by_kind": {k: scoring.verdict(v, band) for k, v in by_kind.items()},
-        "scores": by_kind["all"],
+        "scores": by_kind.get("all", {}),
         "scores_by_kind": by_kind,
         "left_out": left_out,
         "left_out_excess": left_out_excess,
