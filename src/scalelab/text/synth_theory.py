@@ -119,7 +119,7 @@ class FactsTheory:
         excess = self.value_nats * self.unseen_mass(n_facts)
         return (self.key_entropy_nats + excess) / self.tokens_per_fact
 
-    def distinct_facts(self, n_tokens: float, points: int = 2001) -> float:
+    def distinct_facts(self, n_tokens: float, points: int = 257) -> float:
         """Expected number of distinct keys among the facts of `n_tokens` training tokens.
 
         Each draw is new with probability U(j), the unseen mass after j draws, so the count
