@@ -137,3 +137,31 @@ def test_regime_step_checks_the_facts_capacity_of_the_model_at_the_range_top(
     assert (cap["train_tokens"], cap["params"]) == (400, 30)
     assert cap["bits_needed"] == pytest.approx(th.distinct_facts(400) * 2 * 2)  # 2 words, 2 bits
     assert cap["holds"] is (cap["bits_needed"] <= 2 * 30)
+
+
+def test_the_check_starts_at_the_fit_ranges_lower_end(tmp_path: Path) -> None:
+    """The data check perturbs the smallest run *of the fitted range*: the sweep it is given
+    starts at the first run 0.1 nats below the unigram entropy (1.0735 at context 4)."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from scalelab.pipeline.config import PipelineConfig
+    from scalelab.pipeline.steps import from_range_start
+    from scalelab.runs.sweep import RunSpec
+    from scalelab.sweeps.result import SweepResult
+
+    store = toy_store(tmp_path / "s")
+    cfg = PipelineConfig()
+    cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, block_size=4))
+    names = ["a", "b", "c", "d"]
+    table = pd.DataFrame({"run": names, "train_tokens": [10, 20, 40, 80],
+                          "test_loss_nats": [1.30, 1.00, 0.97, 0.60]})  # fmt: skip
+    data = SweepResult(tmp_path, tuple(RunSpec(n) for n in names), table, "train_tokens")
+    prep = SimpleNamespace(cfg=cfg, data_dir=store)
+    got = from_range_start(prep, data)  # type: ignore[arg-type]
+    assert got.names == ["c", "d"] and list(got.table["run"]) == ["c", "d"]
+    # no run below the threshold: the whole sweep (the regime verdict reports the empty range)
+    high = dataclasses.replace(data, table=table.assign(test_loss_nats=[2.0, 1.9, 1.8, 1.7]))
+    assert from_range_start(prep, high).names == names  # type: ignore[arg-type]

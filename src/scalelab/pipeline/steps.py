@@ -257,6 +257,8 @@ def check_convergence(
     from scalelab.sweeps.convergence import check_sweep
 
     part = prep.cfg.check
+    if sweep.size == "train_tokens":
+        sweep = from_range_start(prep, sweep)
     verdict = check_sweep(
         sweep,
         prep.out / "check",
@@ -271,6 +273,24 @@ def check_convergence(
     )
     say(f"      {verdict['text']}")
     return verdict
+
+
+def from_range_start(prep: Prepared, data: SweepResult) -> SweepResult:
+    """The data sweep from the fit range's lower end on (the first run below the unigram
+    entropy by the declared margin, `laws.regime.fit_range`), so that the check perturbs the
+    smallest run of the fitted range and refits over it; the whole sweep where no run is
+    below (the range is empty and the regime verdict says so)."""
+    from scalelab.text.floors import store_unigram_entropy
+
+    cfg = prep.cfg
+    unigram = store_unigram_entropy(prep.data_dir, cfg.train.block_size, cfg.train.test_tokens)
+    _, loss = data.curve()
+    below = np.flatnonzero(loss < unigram - cfg.regime.unigram_margin)
+    if below.size == 0 or below[0] == 0 or len(data.specs) - below[0] < 2:
+        return data
+    specs = data.specs[int(below[0]) :]
+    keep = {s.name for s in specs}
+    return dataclasses.replace(data, specs=specs, table=data.table[data.table["run"].isin(keep)])
 
 
 def run_model_sweep(
