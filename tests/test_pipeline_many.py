@@ -268,3 +268,24 @@ def test_no_corpus_in_a_regime_is_a_reported_outcome_not_an_error(tmp_path, run_
     assert {r["corpus"] for r in rows} == {"A", "B"} and all(r["excluded"] for r in rows)
     md = (tmp_path / "m" / "report" / "report.md").read_text()
     assert "Left out of every score, never replaced (2)" in md
+
+
+def test_the_plain_observation_is_the_slope_over_the_fit_range(tmp_path):
+    """With a regime analysis the scored slope is the one over the fit range by rule
+    (`regime.plain`), not the fit over every size (`fits.data.power`)."""
+    folders = []
+    for name, (whole, ranged) in {"A": (0.20, 0.08), "B": (0.30, 0.12)}.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        source = {"label": "M", "dimension": 18.0, "alpha_D": 0.1,
+                  "alpha_D_range": [0.09, 0.11], "sensitivity": []}  # fmt: skip
+        plain = {"exponent": ranged, "exponent_ci95": [ranged - 0.01, ranged + 0.01]}
+        regime = {"power_law": True, "plain": plain}
+        fits = {"power": {"exponent": whole, "exponent_ci95": [whole - 0.01, whole + 0.01]},
+                "regime": regime}  # fmt: skip
+        atomic_write_json(folder / "summary.json", {
+            "sources": [source], "fits": {"data": fits}, "runs": [{"run": "r", "train_tokens": 9}],
+            "config": {"corpus": "fake"}})  # fmt: skip
+        folders.append(str(folder))
+    res = validate_many(tmp_path / "m", inputs=folders, run=False, say=lambda _m: None)
+    assert res["scores"]["M"]["mae"] == pytest.approx((0.02 + 0.02) / 2)  # |0.1 − .08|, |.1 − .12|

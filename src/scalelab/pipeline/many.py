@@ -254,7 +254,10 @@ def excluded_because(summary: dict) -> str:
 def _rows(
     e: Entry, summary: dict, preds: list[dict], stats: dict, second: dict
 ) -> list[dict[str, Any]]:
-    fit = summary["fits"]["data"]["power"]
+    # the plain slope over the fit range by rule; a folder from before the regime test has
+    # only the fit over every size
+    fit = (summary["fits"]["data"].get("regime") or {}).get("plain")
+    fit = fit or summary["fits"]["data"]["power"]
     excluded = excluded_because(summary)
     plain = (fit["exponent"], *fit["exponent_ci95"])
     if "alpha_D" in stats:
