@@ -165,3 +165,31 @@ def test_the_check_starts_at_the_fit_ranges_lower_end(tmp_path: Path) -> None:
     # no run below the threshold: the whole sweep (the regime verdict reports the empty range)
     high = dataclasses.replace(data, table=table.assign(test_loss_nats=[2.0, 1.9, 1.8, 1.7]))
     assert from_range_start(prep, high).names == names  # type: ignore[arg-type]
+
+
+def test_the_observed_data_exponent_is_fitted_over_the_fit_range(tmp_path: Path) -> None:
+    """`steps.fit` fits the data side over the fit range by rule: the 10-token run, above
+    the unigram entropy (1.0735 at context 4) by less than 0.1 nats, is left out."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from scalelab.laws.fit import fit_power_law
+    from scalelab.pipeline.config import PipelineConfig
+    from scalelab.pipeline.steps import fit
+    from scalelab.runs.sweep import RunSpec
+    from scalelab.sweeps.result import SweepResult
+
+    cfg = PipelineConfig()
+    cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, block_size=4), n_boot=50)
+    sizes, loss = [10, 20, 40, 80, 160], [1.30, 0.95, 0.80, 0.70, 0.62]
+    names = [f"n{n}" for n in sizes]
+    table = pd.DataFrame({"run": names, "train_tokens": sizes, "test_loss_nats": loss,
+                          "stop_reason": "patience", "params": 10})  # fmt: skip
+    data = SweepResult(tmp_path, tuple(RunSpec(n) for n in names), table, "train_tokens")
+    prep = SimpleNamespace(cfg=cfg, data_dir=toy_store(tmp_path / "s"))
+    got = fit(prep, data, None, [], None)["data"]  # type: ignore[arg-type]
+    assert got["x_range"] == [20, 160]
+    expected = fit_power_law(sizes[1:], loss[1:], n_boot=50, seed=cfg.seed)
+    assert got["power"]["exponent"] == pytest.approx(expected.exponent)

@@ -351,8 +351,9 @@ def fit(
     sources: list[dict[str, Any]],
     data_check: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Step 7: observed exponents of both sweeps (both forms, with bootstrap intervals) beside
-    every source of d, and the data side's regime (`laws.observe.analyse_regime`): local
+    """Step 7: observed exponents of both sweeps (both forms, with bootstrap intervals; the
+    data side's over its fit range by rule where that holds 3 sizes, `x_range` says which)
+    beside every source of d, and the data side's regime (`laws.observe.analyse_regime`): local
     slopes, the fit range by rule (from the first size below the unigram entropy of the
     scored test tokens, up to the largest run that is neither budget- nor model-limited by
     `data_check`), the curvature test over it, and the plain and excess exponents."""
@@ -360,11 +361,17 @@ def fit(
 
     cfg = prep.cfg
     out: dict[str, Any] = {"sources": sources}
+    analysis = regime(prep, data, sources, data_check)
+    rng = analysis["fit_range"]
     sides = [("data", data)] + ([("model", models)] if models is not None else [])
     for side, sweep in sides:
         t = sweep.table.sort_values(sweep.size)
         x, y = t[sweep.size].to_numpy(float), t["test_loss_nats"].to_numpy(float)
-        out[side] = {}
+        out[side] = {"x_range": [float(x.min()), float(x.max())]}
+        if side == "data" and rng["n_points"] >= 3:  # the data side over its fit range by rule
+            keep = (x >= rng["x_lo"]) & (x <= rng["x_hi"])
+            x, y = x[keep], y[keep]
+            out[side]["x_range"] = [rng["x_lo"], rng["x_hi"]]
         for form in ("power", "power+E"):
             if form == "power+E" and len(x) < 4:
                 out[side][form] = None
@@ -372,7 +379,7 @@ def fit(
             out[side][form] = fit_power_law(
                 x, y, form=form, n_boot=cfg.n_boot, seed=cfg.seed
             ).to_dict()
-    out["data"]["regime"] = regime(prep, data, sources, data_check)
+    out["data"]["regime"] = analysis
     return out
 
 

@@ -209,7 +209,7 @@ def sources_table(report: Report, fits: dict[str, Any]) -> None:
         implied = _implied(key, fit["exponent"])
         rows.append(
             {
-                "source of d": f"OBSERVED {key} ({side} sweep, log-log fit)",
+                "source of d": f"OBSERVED {key} ({side} sweep, log-log fit{_over(fits[side])})",
                 "d ± SE": f"implied d = {implied:.2f}" if implied else "implied d: none",
                 f"{key} = 2/(2+d)"
                 if key == "alpha_D"
@@ -228,6 +228,12 @@ def sources_table(report: Report, fits: dict[str, Any]) -> None:
         "±1.96 SE); the range is d's min–max over batch sizes 2048/4096/8192 and K 10/20/40, "
         "which the SE does not include.",
     )
+
+
+def _over(side_fits: dict[str, Any]) -> str:
+    """' over A … B' where the fit covers a range (the data side's fit range by rule)."""
+    lo, hi = side_fits.get("x_range") or (None, None)
+    return "" if lo is None else f" over {lo:,.0f} … {hi:,.0f}"
 
 
 def _side_figure(report: Report, side: str, fits: dict[str, Any], table: pd.DataFrame) -> None:
