@@ -223,7 +223,10 @@ def many_report(root: Path) -> Path:
     by_kind = score_by_kind(observed, preds, kinds, n_boot=500)
     stats_error = "model folder /a/long/path/to/a/validate/folder/sweep/runs/n0000050000 does "
     stats_error += "not exist; pass a run or HF folder"
-    details = {n: {"statistics": {"error": stats_error}} for n in names}
+    second_error = ("γ not measured: the plug-in H_n is resolved at n = [1, 2] of 1 … 8 (the "
+                    "horizon): only 2 context length(s) in (1.0, inf); γ needs 4")  # fmt: skip
+    second = {"error": second_error, "horizon": {"horizon": 8.0}}
+    details = {n: {"statistics": {"error": stats_error}, "second_theory": second} for n in names}
     result = {"primary": MANY_SOURCES[0], "band": 0.02, "n_boot": 500,
               "scores": by_kind["all"], "scores_by_kind": by_kind,
               "verdict_by_kind": {k: verdict(v) for k, v in by_kind.items()},
@@ -239,7 +242,8 @@ def test_many_report_tables_fit_a_laptop_page_without_scrolling(tmp_path: Path) 
     got = check_in_browser(page, tmp_path)
     assert got["images"] == got["loaded"] == len(got["promised"]) == 2, got
     assert got["scrollWidth"] <= got["innerWidth"] == WIDTH and not got["wide"], got
-    assert len(got["tables"]) == 3 + 1 + 1 + 1, got  # 3 at a glance, margins, table, statistics
+    # 3 at a glance, margins, table, the second theory's instruments and the earlier ones
+    assert len(got["tables"]) == 3 + 1 + 1 + 2, got
     clipped = [
         t for t in got["tables"] if t["scrollWidth"] > t["clientWidth"] or t["right"] > WIDTH
     ]

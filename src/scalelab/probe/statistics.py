@@ -126,8 +126,9 @@ def predict_from_counts(
         gamma = gamma_from_entropies(h["n"], h["H"], h["resolved"], hz["horizon"])
     except InputError as err:
         resolved = [n for n, ok in zip(h["n"], h["resolved"], strict=True) if ok and n >= 1]
-        return {**out, "error": f"γ not measured: the plug-in H_n is resolved at n = "
-                f"{resolved or 'none'} of 1 … {hz['horizon']:g} (the horizon): {err}"}  # fmt: skip
+        return {**out, "error": f"γ not measured: the plug-in H_n is resolved only at n = "
+                f"{resolved or 'none'} of 1 … {hz['horizon']:g} (the horizon), and its fit "
+                f"needs 4 ({str(err).split(';')[0]})"}  # fmt: skip
     return {
         **out,
         "gamma": gamma,
