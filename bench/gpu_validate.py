@@ -38,6 +38,7 @@ import torch
 
 from scalelab.errors import ScalelabError
 from scalelab.io import atomic_write_json, provenance
+from scalelab.lm.config import GPTConfig
 from scalelab.pipeline import steps
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.runs.sweep import Pool
@@ -99,13 +100,6 @@ def code_roots(toy: bool) -> list[Path]:
     return list(dict.fromkeys(Path(paths[k]) for k in ("stdlib", "purelib", "platlib")))
 
 
-def flops_per_token(m: dict) -> float:
-    """Training FLOPs per token: 6 x (12 L d^2 block weights + V d tied head) + 12 L T d for
-    the attention scores (the PaLM/nanoGPT count; biases and norms left out)."""
-    layers, width, vocab, ctx = m["n_layer"], m["n_embd"], m["vocab_size"], m["block_size"]
-    return 6.0 * (12 * layers * width**2 + vocab * width) + 12.0 * layers * ctx * width
-
-
 def matmul_flops(device: str, dtype: torch.dtype, n: int, seconds: float) -> float:
     """FLOP/s of an n x n matmul on `device` in `dtype`: the reference of this run."""
     a = torch.randn(n, n, device=device).to(dtype)
@@ -134,7 +128,7 @@ def plan_rows(specs: list) -> list[dict]:
                 "train_tokens": s.params["train_tokens"],
                 "max_steps": s.params["max_steps"],
                 "budget_tokens": tokens,
-                "budget_flops": tokens * flops_per_token(m),
+                "budget_flops": tokens * GPTConfig.from_dict(m).train_flops_per_token,
             }
         )
     return rows
@@ -200,7 +194,7 @@ def run(opts: argparse.Namespace, say=print) -> dict:
     peak = matmul_flops(device, dtype, 256 if opts.toy else 8192, 0.2 if opts.toy else 3.0)
     say(f"reference: {str(dtype)[6:]} matmul on {device}: {peak / 1e12:.3f} TFLOP/s (this run)")
     runs, d_doc, sweep_s = train_and_measure(prep, device, say)
-    per_token = flops_per_token(specs[0].params["model"])
+    per_token = GPTConfig.from_dict(specs[0].params["model"]).train_flops_per_token
     for r in runs:
         achieved = r["tokens_per_s"] * per_token
         r.update(achieved_tflops=achieved / 1e12, ratio_to_matmul=achieved / peak)

@@ -45,13 +45,6 @@ def matmul_rate(m: int, k: int, n: int, seconds: float = 1.5) -> float:
     return 2 * m * k * n * reps / 1e9 / (time.process_time() - cpu)
 
 
-def flops_per_token(cfg: GPTConfig) -> float:
-    """Training FLOPs per token (PaLM appendix B): 6N + 12 L T d, N without position
-    embeddings, the tied head's matmul counted."""
-    n = GPT(cfg).num_params(non_embedding=False) - cfg.block_size * cfg.n_embd
-    return 6 * n + 12 * cfg.n_layer * cfg.block_size * cfg.n_embd
-
-
 def store(cache: Path, vocab: int) -> Path:
     out = cache / f"shakespeare-{vocab}"
     if not (out / "meta.json").exists():
@@ -101,7 +94,7 @@ def main() -> None:
             r = train(model_cfg, tcfg, data, Path(tmp) / "run", quiet=True)
         rows = tcfg.batch_size * model_cfg.block_size
         own = matmul_rate(rows, model_cfg.n_embd, 4 * model_cfg.n_embd)
-        achieved = flops_per_token(model_cfg) * r["tokens_per_cpu_s"] / 1e9
+        achieved = model_cfg.train_flops_per_token * r["tokens_per_cpu_s"] / 1e9
         print(
             f"{name:11} {cfg.model} vocab {cfg.vocab_size} batch {tcfg.batch_size}x"
             f"{model_cfg.block_size} ({r['dtype']}): {r['tokens_per_s']:,.0f} tokens/s, "

@@ -107,13 +107,6 @@ def matmul_peak(dtype: torch.dtype, n: int = 1024, seconds: float = 2.0) -> tupl
     return flops / (time.perf_counter() - start), flops / (time.process_time() - cpu)
 
 
-def flops_per_token(cfg: GPTConfig) -> float:
-    """Training FLOPs per token (PaLM appendix B, as nanoGPT): 6N + 12 L T d, with N the
-    parameters without position embeddings (the tied head's matmul counted)."""
-    n = GPT(cfg).num_params(non_embedding=False) - cfg.block_size * cfg.n_embd
-    return 6 * n + 12 * cfg.n_layer * cfg.block_size * cfg.n_embd
-
-
 def plain_run(cfg: GPTConfig, tcfg: TrainConfig, train_tokens, val_tokens) -> dict:
     """The reference loop: same init, batches, schedule, clipping; fp32, unfused AdamW."""
     model = PlainGPT(cfg)
@@ -207,7 +200,7 @@ def main() -> None:
                 batch_size=8, max_steps=args.steps, warmup_steps=args.steps // 2,
                 eval_interval=args.steps, eval_batches=2, test_tokens=cfg.block_size, lr=1e-3,
             )  # fmt: skip
-            fpt = flops_per_token(cfg)
+            fpt = cfg.train_flops_per_token
             # Peaks measured beside each pair of runs: the machine's load drifts.
             peaks = {"float32": matmul_peak(torch.float32)}
             plain = plain_run(cfg, tcfg, train_tokens, val_tokens)

@@ -144,8 +144,8 @@ def test_code_corpus_keeps_one_copy_of_each_file(tmp_path: Path) -> None:
 
 def test_flops_per_token_closed_form() -> None:
     # 1 layer, width 32, vocab 512, context 32, by hand: 6 (12 * 32^2 + 512 * 32) + 12 * 32 * 32
-    m = {"n_layer": 1, "n_embd": 32, "vocab_size": 512, "block_size": 32}
-    assert _bench().flops_per_token(m) == 6 * (12_288 + 16_384) + 12_288
+    cfg = GPTConfig(vocab_size=512, block_size=32, n_layer=1, n_head=1, n_embd=32)
+    assert cfg.train_flops_per_token == 6 * (12_288 + 16_384) + 12_288
 
 
 def _script(*args: str | Path) -> subprocess.CompletedProcess[str]:

@@ -40,6 +40,15 @@ class GPTConfig(Config):
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
 
+    @property
+    def train_flops_per_token(self) -> float:
+        """Training FLOPs per token, the PaLM/nanoGPT count that benchmarks read throughput
+        against: 6 × (12·L·d² block weights + V·d tied head) + 12·L·T·d attention scores
+        (biases, norms and position embeddings left out)."""
+        d, layers = self.n_embd, self.n_layer
+        weights = 12 * layers * d**2 + self.vocab_size * d
+        return 6.0 * weights + 12.0 * layers * self.block_size * d
+
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig(Config):
