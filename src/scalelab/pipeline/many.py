@@ -3,13 +3,17 @@
 For each corpus: run `validate` (or reuse a folder whose summary.json exists: read, never
 rerun), then collect the predictions of every source of d — each reference model's d at the
 protocol's batch size, the same d extrapolated in batch size (`intrinsic.debiased`), the
-calibrated MLE on the same points — and of the second theory, alpha_D = γ/(2β) from corpus
-statistics (`probe.statistics`). Scores (`laws.score`) put each source beside four baselines
-that ignore d (the constant 0.095, the leave-one-out mean, its mean within the corpus's kind,
-the leave-one-out median) with paired bootstrap intervals over corpora, on all corpora and on
-real and synthetic corpora apart. Writes OUT/table.csv and .json (one row per corpus and
-source), OUT/scores.json, OUT/report/report.html and .md; the slower derived numbers
-(calibrated d, statistics) are cached per corpus under OUT/cache/.
+calibrated MLE on the same points — and of the second theory, γ/(2β) from corpus statistics:
+with its authors' instruments (`probe.statistics.predict_from_counts`), scored against the
+exponent of the excess loss it predicts, and with the earlier instrument, scored against the
+plain slope (`probe.statistics.predict_from_statistics`). Every source is scored on the
+observable it predicts, beside baselines computed on that observable. Scores (`laws.score`)
+put each source beside four baselines that ignore d (the constant 0.095, the leave-one-out
+mean, its mean within the corpus's kind, the leave-one-out median) with paired bootstrap
+intervals over corpora, on all corpora and on real and synthetic corpora apart. Writes
+OUT/table.csv and .json (one row per corpus and source), OUT/scores.json,
+OUT/report/report.html and .md; the slower derived numbers (calibrated d, statistics) are
+cached per corpus under OUT/cache/.
 """
 
 from __future__ import annotations
