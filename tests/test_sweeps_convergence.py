@@ -247,3 +247,34 @@ def test_both_ends_are_perturbed(store: Path, tmp_path: Path) -> None:
     assert len(convergence.plan(sweep, specs, largest=2, smallest=1)) == 6  # no repeats
     with pytest.raises(ConfigError, match="smallest runs must be 0 to 2"):
         convergence.plan(sweep, specs, largest=1, smallest=3)
+
+
+def test_refits_stop_below_a_model_limited_largest_run(tmp_path: Path, monkeypatch) -> None:
+    """When the wider model beats the largest run, the check's exponent and its shifts are
+    fitted below that run, as the fit range is; when it does not, over every run."""
+    import pandas as pd
+
+    from scalelab.sweeps.result import SweepResult
+
+    sizes, loss = [100, 200, 400, 800], [4.0, 3.6, 3.3, 3.25]
+    names = [f"n{n}" for n in sizes]
+    table = pd.DataFrame({"run": names, "train_tokens": sizes, "test_loss_nats": loss,
+                          "stop_reason": "patience"})  # fmt: skip
+    sweep = SweepResult(tmp_path, tuple(RunSpec(n) for n in names), table, "train_tokens")
+    top = {"run": "n800", "test_loss_nats": 3.25, "test_loss_se_nats": 0.001, "end": "largest"}
+    small = {"run": "n100", "test_loss_nats": 4.0, "test_loss_se_nats": 0.001}
+    for wide_loss, limited in ((3.0, True), (3.25, False)):
+        rows = [
+            {**top, "perturbation": "wider", "key": "wider", "test_loss_nats_perturbed": wide_loss},
+            {**top, "perturbation": "seed", "key": "seed", "test_loss_nats_perturbed": 3.2},
+            {**small, "perturbation": "seed", "key": "seed (smallest)",
+             "test_loss_nats_perturbed": 3.9},
+        ]  # fmt: skip
+        monkeypatch.setattr(convergence, "run_check", lambda *a, rows=rows, **k: rows)
+        v = convergence.check_sweep(sweep, tmp_path / "check", largest=1, smallest=1)
+        keep = slice(0, 3) if limited else slice(0, 4)
+        want = fit_power_law(sizes[keep], loss[keep], n_boot=0).exponent
+        assert v["model_limited"] is limited and v["exponent"] == pytest.approx(want)
+        moved = fit_power_law(sizes[keep], [3.9, *loss[1:]][keep], n_boot=0).exponent
+        assert v["perturbed"]["seed (smallest)"] == pytest.approx(moved)
+        assert (v["shifts"]["seed"] == 0.0) is limited  # the dropped run's seed moves nothing

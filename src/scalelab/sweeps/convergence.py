@@ -399,16 +399,21 @@ def check_sweep(
     )
     names = sweep.names
     x, y = sweep.curve()
+    # the fit stops below a model-limited run (laws.regime.fit_range): so do the refits
+    width = model_limited(rows)
+    fitted = [n != (width or {}).get("run") or not width["limited"] for n in names]
+    if sum(fitted) < 3:  # too few below it to fit: every run, and the verdict says why
+        fitted = [True] * len(names)
     perturbed = {}
     for key in dict.fromkeys(r["key"] for r in rows if r["perturbation"] != "wider"):
         y_p = y.copy()
         for r in rows:
             if r["key"] == key:
                 y_p[names.index(r["run"])] = r["test_loss_nats_perturbed"]
-        perturbed[key] = exponent(x, y_p)
+        perturbed[key] = exponent(x[fitted], y_p[fitted])
     checked = {r["run"] for r in rows}
     reasons = sweep.ordered()["stop_reason"]
     ended = [
         n for n, why in zip(names, reasons, strict=True) if n not in checked and why != "patience"
     ]
-    return verdict(exponent(x, y), perturbed, rows, unchecked_ended=ended)
+    return verdict(exponent(x[fitted], y[fitted]), perturbed, rows, unchecked_ended=ended)
