@@ -280,15 +280,17 @@ def from_range_start(prep: Prepared, data: SweepResult) -> SweepResult:
     entropy by the declared margin, `laws.regime.fit_range`), so that the check perturbs the
     smallest run of the fitted range and refits over it; the whole sweep where no run is
     below (the range is empty and the regime verdict says so)."""
+    from scalelab.laws.regime import fit_range
     from scalelab.text.floors import store_unigram_entropy
 
     cfg = prep.cfg
     unigram = store_unigram_entropy(prep.data_dir, cfg.train.block_size, cfg.train.test_tokens)
-    _, loss = data.curve()
-    below = np.flatnonzero(loss < unigram - cfg.regime.unigram_margin)
-    if below.size == 0 or below[0] == 0 or len(data.specs) - below[0] < 2:
+    x, y = data.curve()
+    rng = fit_range(x, y, unigram_entropy=unigram, margin=cfg.regime.unigram_margin)
+    start = 0 if rng.empty else int(np.searchsorted(x, rng.x_lo))
+    if start == 0 or len(data.specs) - start < 2:
         return data
-    specs = data.specs[int(below[0]) :]
+    specs = data.specs[start:]
     keep = {s.name for s in specs}
     return dataclasses.replace(data, specs=specs, table=data.table[data.table["run"].isin(keep)])
 
