@@ -26,7 +26,7 @@ def step():
 for _ in range(40):  # the heap grows to its working size first; then steps reuse it
     step()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-print(repr([step() for _ in range(20)][-1]))
+print(repr([step() for _ in range(60)][-1]))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
