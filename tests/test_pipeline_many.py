@@ -262,12 +262,15 @@ def test_no_corpus_in_a_regime_is_a_reported_outcome_not_an_error(tmp_path, run_
         folders.append(folder)
     res = run_cli("validate-many", *folders, "--out", tmp_path / "m", "--no-run")
     assert res.returncode == 0, res.stderr
-    assert "Not scored: 0 corpus can be scored" in res.stdout
+    assert "Not scored: 0 corpora can be scored" in res.stdout
     assert "A: no power-law regime; B: no power-law regime" in res.stdout
     rows = read_json(tmp_path / "m" / "table.json")
     assert {r["corpus"] for r in rows} == {"A", "B"} and all(r["excluded"] for r in rows)
     md = (tmp_path / "m" / "report" / "report.md").read_text()
     assert "Left out of every score, never replaced (2)" in md
+    # at a glance: each source with how many corpora it predicts and how many are left out
+    assert "| M | 2 | 2 | not scored |" in md and "Margins against every baseline" not in md
+    assert "Left out of every score, shown and not judged" in md  # the figure, for reading
 
 
 def test_the_plain_observation_is_the_slope_over_the_fit_range(tmp_path):

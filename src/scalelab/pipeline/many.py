@@ -312,8 +312,9 @@ def not_scored(n_plain: int, left_out: dict[str, str]) -> str:
     if n_plain >= 2:
         return ""
     listed = "; ".join(f"{name}: {why}" for name, why in left_out.items())
+    corpora = "corpus" if n_plain == 1 else "corpora"
     return (
-        f"Not scored: {n_plain} corpus can be scored and baselines need 2. Left out, never "
+        f"Not scored: {n_plain} {corpora} can be scored and baselines need 2. Left out, never "
         f"replaced: {listed or 'none'}. The observed exponent is not observable at these "
         "budgets; a larger budget, or corpora that reach a power-law regime, can be scored."
     )

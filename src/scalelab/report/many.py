@@ -173,13 +173,33 @@ def _second_theory_rows(details: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _primary(result: dict) -> str | None:
+def unscored_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Where nothing could be scored: one row per source, how many corpora it predicts and
+    how many of those were left out."""
+    out = []
+    for source in dict.fromkeys(r["source"] for r in rows):
+        sub = [r for r in rows if r["source"] == source]
+        left = sum(bool(r["excluded"]) for r in sub)
+        out.append({"source": source, "predicted on": len(sub), "left out": left,
+                    "verdict": "not scored"})  # fmt: skip
+    return out
+
+
+def _primary(result: dict, rows: list[dict[str, Any]]) -> str | None:
     primary = result.get("primary")
     if not primary:
         return None
     row = result["scores"].get(primary)
     if row is None:
-        return f"Declared primary source of d: {primary} (no prediction)."
+        mine = [r for r in rows if r["source"] == primary]
+        if not mine:
+            return f"Declared primary source of d: {primary} (no prediction)."
+        left = sum(bool(r["excluded"]) for r in mine)
+        return (
+            f"Declared primary source of d: {primary}: not scored. It predicts {len(mine)} "
+            f"corpora and {left} of them are left out (listed below with the reason); the "
+            "verdict needs at least 2 scored corpora."
+        )
     return (
         f"Declared primary source of d: {primary}: {judged(row)} by the declared interval "
         f"rule; margin {row['margin']:+.4f} over the {row['best_baseline']}, 95% interval "
@@ -187,7 +207,15 @@ def _primary(result: dict) -> str | None:
     )
 
 
-def _glance(rep: Report, result: dict) -> None:
+_FIGURE = (
+    "predicted against observed alpha_D on the {kind} corpora, one marker per corpus and "
+    "source; the dashed line is identity. Horizontal bars: the batch-size/K range of d (or "
+    "the γ and β intervals); vertical bars: the bootstrap 95% interval of the observed "
+    "exponent."
+)
+
+
+def _glance(rep: Report, result: dict, rows: list[dict[str, Any]]) -> None:
     by_kind = result.get("scores_by_kind") or {"all": result["scores"]}
     n_boot = result.get("n_boot")
     for kind in ("all", *KINDS):
@@ -197,6 +225,12 @@ def _glance(rep: Report, result: dict) -> None:
                 f"{TITLES[kind]}: paired bootstrap over corpora ({n_boot} resamples)",
                 wrap=("source", "verdict"),
             )
+    if not any(by_kind.values()):
+        rep.table(
+            unscored_rows(rows),
+            "nothing scored: every observation is left out (the reasons are listed below)",
+            wrap=("source",),
+        )
     rep.paragraph(
         "How to read it: the margin is the best baseline's MAE minus the source's (above 0: "
         "the source is better); the best baseline is the predictor that ignores d with the "
@@ -209,10 +243,10 @@ def _glance(rep: Report, result: dict) -> None:
 def build_many_report(out: Path, rows: list[dict[str, Any]], result: dict) -> tuple[Path, Path]:
     """report/report.html and report.md under `out`."""
     rep = Report("Predicted vs observed alpha_D across corpora")
-    primary = _primary(result)
+    primary = _primary(result, rows)
     if primary:
         rep.paragraph(primary)
-    _glance(rep, result)
+    _glance(rep, result, rows)
     left_out = result.get("left_out") or {}
     if left_out:
         listed = "; ".join(f"{name} ({why})" for name, why in left_out.items())
@@ -224,18 +258,22 @@ def build_many_report(out: Path, rows: list[dict[str, Any]], result: dict) -> tu
     for key in ("scoring", "decision"):
         if rules.get(key):
             rep.paragraph(f"{key.capitalize()} (declared): {rules[key]}")
-    rep.heading("Margins against every baseline that ignores d (all corpora)")
-    rep.table(margin_rows(result["scores"]), f"band ±{result['band']:g}", wrap=("source",))
-    scored = [r for r in rows if not r["excluded"]]
+    if result["scores"]:
+        rep.heading("Margins against every baseline that ignores d (all corpora)")
+        rep.table(margin_rows(result["scores"]), f"band ±{result['band']:g}", wrap=("source",))
     for kind in KINDS:
-        sub = [r for r in scored if r["kind"] == kind]
-        if sub:
+        sub = [r for r in rows if r["kind"] == kind and r["observed_alpha_D"] is not None]
+        scored = [r for r in sub if not r["excluded"]]
+        if scored:
+            rep.figure(predicted_vs_observed(scored), f"Scored: {_FIGURE.format(kind=kind)}")
+            continue
+        shown = [r for r in sub if r["predicted_alpha_D"] <= 1.0]
+        if shown:  # nothing of this kind is scored: shown for reading, never judged
+            off = len(sub) - len(shown)
             rep.figure(
-                predicted_vs_observed(sub),
-                f"Predicted against observed alpha_D on the {kind} corpora, one marker per "
-                "corpus and source; the dashed line is identity. Horizontal bars: the "
-                "batch-size/K range of d (or the γ and β intervals); vertical bars: the "
-                "bootstrap 95% interval of the observed exponent.",
+                predicted_vs_observed(shown),
+                f"Left out of every score, shown and not judged: {_FIGURE.format(kind=kind)}"
+                + (f" {off} prediction(s) above 1 are off the chart." if off else ""),
             )
     rep.heading("The verdict in words")
     for kind, text in (result.get("verdict_by_kind") or {"all": result["verdict"]}).items():
