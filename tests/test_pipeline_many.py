@@ -292,3 +292,33 @@ def test_the_plain_observation_is_the_slope_over_the_fit_range(tmp_path):
         folders.append(str(folder))
     res = validate_many(tmp_path / "m", inputs=folders, run=False, say=lambda _m: None)
     assert res["scores"]["M"]["mae"] == pytest.approx((0.02 + 0.02) / 2)  # |0.1 − .08|, |.1 − .12|
+
+
+def test_every_corpus_is_checked_before_any_training(folders, tmp_path):
+    """A corpus too small for the sweep and a missing one are both refused, in one message,
+    before anything trains (the finished folder is reused, not checked); the refused
+    corpora leave no folder behind."""
+    small = tmp_path / "small.jsonl"
+    rng = np.random.default_rng(0)
+    words = ["".join(rng.choice(list("abcdefghij"), 4)) for _ in range(200)]
+    docs = [" ".join(rng.choice(words, 60)) for _ in range(60)]  # ~18,000 characters
+    small.write_text("".join(f'{{"text": "{d}"}}\n' for d in docs), encoding="utf-8")
+    decl = tmp_path / "declared.toml"
+    decl.write_text(
+        '[declaration]\nprimary = "M"\n'
+        f'[[corpus]]\nname = "B"\nfolder = "{folders["B"]}"\n'
+        f'[[corpus]]\nname = "small"\ncorpus = "{small}"\noptions = {{ vocab_size = 300 }}\n'
+        f'[[corpus]]\nname = "gone"\ncorpus = "{tmp_path / "gone.jsonl"}"\n',
+        encoding="utf-8",
+    )
+    said: list[str] = []
+    with pytest.raises(InputError) as err:
+        validate_many(tmp_path / "out", declaration=decl, say=said.append)
+    msg = str(err.value)
+    assert msg.startswith("2 corpora refused before any training")
+    assert "small: the corpus's train split has" in msg and "gone: " in msg
+    assert "\n" not in msg and said == [
+        "checking 2 corpora before any training (token stores, sizes, ID points)"
+    ]
+    assert not (tmp_path / "out" / "corpora" / "small").exists()
+    assert not (tmp_path / "out" / "corpora" / "gone").exists()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -79,20 +80,55 @@ def validated(e: Entry, refs: list[tuple[str, str]], run: bool, pool: dict, say:
         raise InputError(
             f"{e.folder} has no {SUMMARY} and --no-run was given; drop --no-run to validate it"
         )
-    from scalelab.pipeline.config import PipelineConfig
     from scalelab.pipeline.run import run_pipeline
 
-    paths = [p for _, p in refs]
-    if e.corpus is not None:
-        cfg = PipelineConfig.from_options(**e.options, corpus=e.corpus)
-    elif (e.folder / CONFIG).is_file():
-        request = read_json(e.folder / CONFIG)
-        paths = request.pop("references", [])
-        cfg = PipelineConfig.from_dict(request)
-    else:
-        raise InputError(f"{e.folder} is neither a validate folder nor a corpus; check it")
+    cfg, paths = _request(e, refs)
     say(f"  {e.name}: validate {cfg.corpus!r} into {e.folder}")
     return run_pipeline(e.folder, cfg, references=paths, say=say, **pool)
+
+
+def _request(e: Entry, refs: list[tuple[str, str]]) -> tuple[Any, list[str]]:
+    """The validate config and reference-model paths of an entry still to be validated: the
+    declared corpus and options, or the folder's own config."""
+    from scalelab.pipeline.config import PipelineConfig
+
+    if e.corpus is not None:
+        return PipelineConfig.from_options(**e.options, corpus=e.corpus), [p for _, p in refs]
+    if (e.folder / CONFIG).is_file():
+        request = read_json(e.folder / CONFIG)
+        paths = request.pop("references", [])
+        return PipelineConfig.from_dict(request), paths
+    raise InputError(f"{e.folder} is neither a validate folder nor a corpus; check it")
+
+
+def preflight(items: list[Entry], refs: list[tuple[str, str]], say: Callable) -> None:
+    """Prepare the token store of every corpus still to be validated before any training, so
+    that a corpus the protocol cannot take (unreadable, too small for a sweep size or for one
+    MLE batch of its test split) is refused at the start of an hours-long run, all of them in
+    one message, not when its turn comes. A folder this made for a refused corpus is removed."""
+    from scalelab.pipeline import steps
+    from scalelab.runs import outdir
+
+    todo = [e for e in items if not (e.folder / SUMMARY).is_file()]
+    if todo:
+        say(f"checking {len(todo)} corpora before any training (token stores, sizes, ID points)")
+    refused = []
+    for e in todo:
+        created = not e.folder.exists()
+        try:
+            cfg, paths = _request(e, refs)
+            steps.prepare(e.folder, cfg, paths)
+        except ScalelabError as err:
+            refused.append(f"{e.name}: {err}")
+            if created:
+                shutil.rmtree(e.folder, ignore_errors=True)
+        finally:
+            outdir.release_under(e.folder)
+    if refused:
+        raise InputError(
+            f"{len(refused)} corpora refused before any training (fix each, then rerun): "
+            + "; ".join(refused)
+        )
 
 
 def _estimate_source(label: str, folder: Path, cache: Path) -> dict[str, Any]:
@@ -364,6 +400,8 @@ def validate_many(
     band = float(rules.get("band", scoring.BAND))
     constant = float(rules.get("constant", scoring.KAPLAN_ALPHA_D))
     pool = {"workers": workers, "backend": backend, "quiet": True}
+    if run:
+        preflight(items, refs, say)
     rows, extra = [], {}
     for e in items:
         summary = validated(e, refs, run, pool, say)
