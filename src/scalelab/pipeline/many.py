@@ -101,6 +101,10 @@ def _request(e: Entry, refs: list[tuple[str, str]]) -> tuple[Any, list[str]]:
     raise InputError(f"{e.folder} is neither a validate folder nor a corpus; check it")
 
 
+def _corpora(n: int) -> str:
+    return f"{n} corpus" if n == 1 else f"{n} corpora"
+
+
 def preflight(items: list[Entry], refs: list[tuple[str, str]], say: Callable) -> None:
     """Prepare the token store of every corpus still to be validated before any training, so
     that a corpus the protocol cannot take (unreadable, too small for a sweep size or for one
@@ -111,7 +115,7 @@ def preflight(items: list[Entry], refs: list[tuple[str, str]], say: Callable) ->
 
     todo = [e for e in items if not (e.folder / SUMMARY).is_file()]
     if todo:
-        say(f"checking {len(todo)} corpora before any training (token stores, sizes, ID points)")
+        say(f"checking {_corpora(len(todo))} before any training (token stores, sizes, ID points)")
     refused = []
     for e in todo:
         created = not e.folder.exists()
@@ -126,7 +130,7 @@ def preflight(items: list[Entry], refs: list[tuple[str, str]], say: Callable) ->
             outdir.release_under(e.folder)
     if refused:
         raise InputError(
-            f"{len(refused)} corpora refused before any training (fix each, then rerun): "
+            f"{_corpora(len(refused))} refused before any training (fix each, then rerun): "
             + "; ".join(refused)
         )
 
@@ -348,9 +352,8 @@ def not_scored(n_plain: int, left_out: dict[str, str]) -> str:
     if n_plain >= 2:
         return ""
     listed = "; ".join(f"{name}: {why}" for name, why in left_out.items())
-    corpora = "corpus" if n_plain == 1 else "corpora"
     return (
-        f"Not scored: {n_plain} {corpora} can be scored and baselines need 2. Left out, never "
+        f"Not scored: {_corpora(n_plain)} can be scored and baselines need 2. Left out, never "
         f"replaced: {listed or 'none'}. The observed exponent is not observable at these "
         "budgets; a larger budget, or corpora that reach a power-law regime, can be scored."
     )
