@@ -16,7 +16,14 @@ from scalelab.lm.checkpoint import save_weights
 from scalelab.lm.config import GPTConfig
 from scalelab.lm.model import GPT
 from scalelab.pipeline import run as run_module
-from scalelab.pipeline.many import CALIBRATED, EXTRAPOLATED, STATISTICS, validate_many
+from scalelab.pipeline.declaration import entries, read_declaration
+from scalelab.pipeline.many import (
+    CALIBRATED,
+    EXTRAPOLATED,
+    STATISTICS,
+    preflight,
+    validate_many,
+)
 from scalelab.probe import position_loss as position_loss_module
 from scalelab.text.corpora import load_corpus
 from scalelab.text.store import prepare_corpus
@@ -294,10 +301,17 @@ def test_the_plain_observation_is_the_slope_over_the_fit_range(tmp_path):
     assert res["scores"]["M"]["mae"] == pytest.approx((0.02 + 0.02) / 2)  # |0.1 − .08|, |.1 − .12|
 
 
+# a sweep, model sweep and ID batch small enough for the 60-document corpus below
+FITS = (
+    "vocab_size = 300, min_tokens = 500, max_tokens = 2000, points = 3, id_batch_size = 64, "
+    "model_sweep_tokens = 2000"
+)
+
+
 def test_every_corpus_is_checked_before_any_training(folders, tmp_path):
     """A corpus too small for the sweep and a missing one are both refused, in one message,
-    before anything trains (the finished folder is reused, not checked); the refused
-    corpora leave no folder behind."""
+    before anything trains (the finished folder is reused, not checked; the corpus that
+    passes is prepared, then removed again with the output folder: nothing is left)."""
     small = tmp_path / "small.jsonl"
     rng = np.random.default_rng(0)
     words = ["".join(rng.choice(list("abcdefghij"), 4)) for _ in range(200)]
@@ -307,6 +321,7 @@ def test_every_corpus_is_checked_before_any_training(folders, tmp_path):
     decl.write_text(
         '[declaration]\nprimary = "M"\n'
         f'[[corpus]]\nname = "B"\nfolder = "{folders["B"]}"\n'
+        f'[[corpus]]\nname = "fits"\ncorpus = "{small}"\noptions = {{ {FITS} }}\n'
         f'[[corpus]]\nname = "small"\ncorpus = "{small}"\noptions = {{ vocab_size = 300 }}\n'
         f'[[corpus]]\nname = "gone"\ncorpus = "{tmp_path / "gone.jsonl"}"\n',
         encoding="utf-8",
@@ -318,7 +333,16 @@ def test_every_corpus_is_checked_before_any_training(folders, tmp_path):
     assert msg.startswith("2 corpora refused before any training")
     assert "small: the corpus's train split has" in msg and "gone: " in msg
     assert "\n" not in msg and said == [
-        "checking 2 corpora before any training (token stores, sizes, ID points)"
+        "checking 3 corpora before any training (token stores, sizes, ID points)"
     ]
-    assert not (tmp_path / "out" / "corpora" / "small").exists()
-    assert not (tmp_path / "out" / "corpora" / "gone").exists()
+    assert "fits:" not in msg and not (tmp_path / "out").exists()
+    # with only the corpus that fits, the check passes and leaves its token store
+    decl.write_text(
+        f'[declaration]\nprimary = "M"\n[[corpus]]\nname = "fits"\ncorpus = "{small}"\n'
+        f"options = {{ {FITS} }}\n",
+        encoding="utf-8",
+    )
+    entry = read_declaration(decl)
+    items = entries(entry, tmp_path / "out")
+    preflight(tmp_path / "out", items, [], said.append)
+    assert (tmp_path / "out" / "corpora" / "fits" / "data" / "meta.json").is_file()

@@ -105,30 +105,32 @@ def _corpora(n: int) -> str:
     return f"{n} corpus" if n == 1 else f"{n} corpora"
 
 
-def preflight(items: list[Entry], refs: list[tuple[str, str]], say: Callable) -> None:
+def preflight(out: Path, items: list[Entry], refs: list[tuple[str, str]], say: Callable) -> None:
     """Prepare the token store of every corpus still to be validated before any training, so
     that a corpus the protocol cannot take (unreadable, too small for a sweep size or for one
     MLE batch of its test split) is refused at the start of an hours-long run, all of them in
-    one message, not when its turn comes. A folder this made for a refused corpus is removed."""
+    one message, not when its turn comes. On refusal every folder this made is removed again
+    (`out` too, if it made it): nothing is left half-written."""
     from scalelab.pipeline import steps
     from scalelab.runs import outdir
 
     todo = [e for e in items if not (e.folder / SUMMARY).is_file()]
     if todo:
         say(f"checking {_corpora(len(todo))} before any training (token stores, sizes, ID points)")
-    refused = []
+    fresh, made, refused = not out.exists(), [], []
     for e in todo:
-        created = not e.folder.exists()
+        if not e.folder.exists():
+            made.append(e.folder)
         try:
             cfg, paths = _request(e, refs)
             steps.prepare(e.folder, cfg, paths)
         except ScalelabError as err:
             refused.append(f"{e.name}: {err}")
-            if created:
-                shutil.rmtree(e.folder, ignore_errors=True)
         finally:
             outdir.release_under(e.folder)
     if refused:
+        for folder in [out] if fresh else made:
+            shutil.rmtree(folder, ignore_errors=True)
         raise InputError(
             f"{_corpora(len(refused))} refused before any training (fix each, then rerun): "
             + "; ".join(refused)
@@ -404,7 +406,7 @@ def validate_many(
     constant = float(rules.get("constant", scoring.KAPLAN_ALPHA_D))
     pool = {"workers": workers, "backend": backend, "quiet": True}
     if run:
-        preflight(items, refs, say)
+        preflight(out, items, refs, say)
     rows, extra = [], {}
     for e in items:
         summary = validated(e, refs, run, pool, say)
