@@ -63,7 +63,7 @@ def test_json_regime_is_the_librarys(tmp_path: Path, fit_cli) -> None:
     got = json.loads(out)["regime"]
     lib = analyse_regime(part.n, part.loss, unigram_entropy=8.0, n_boot=200, seed=0)
     assert got == json.loads(to_json(lib.to_dict()))
-    assert got["power_law"] and got["verdict"].startswith("power law: test loss over")
+    assert got["power_law"] and got["verdict"].startswith("POWER LAW: test loss over")
 
 
 def test_groups_and_limited_runs(tmp_path: Path, fit_cli) -> None:
@@ -73,7 +73,11 @@ def test_groups_and_limited_runs(tmp_path: Path, fit_cli) -> None:
     groups = json.loads(out)["groups"]
     straight, bent = groups["straight"]["regime"], groups["bent"]["regime"]
     assert straight["fit_range"]["x_hi"] == pytest.approx(SIZES[5])  # below the limited run
-    assert not bent["power_law"] and bent["verdict"].startswith("the range holds no power-law")
+    assert (
+        not bent["power_law"]
+        and bent["outcome"] == "CURVED"
+        and bent["verdict"].startswith("CURVED")
+    )
     code, out2, _ = fit_cli(path, *ARGS, "--group", "corpus", "--limited-col", "limited")
     assert code == 0 and json.loads(out2)["groups"]["straight"]["regime"] == straight
 
@@ -115,7 +119,7 @@ def test_plain_output_names_the_verdict_and_the_range(tmp_path: Path, fit_cli) -
         path, "--x", "n", "--y", "loss", "--n-boot", "100", "--group", "corpus"
     )
     assert code == 0, err
-    assert "local slopes" in out and "no power-law" in out and "fitted range" in out
+    assert "local slopes" in out and "CURVED" in out and "fitted range" in out
 
 
 @pytest.mark.parametrize(

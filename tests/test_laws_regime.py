@@ -14,7 +14,7 @@ from scalelab.laws.excess import excess_exponent
 from scalelab.laws.fit import fit_power_law
 from scalelab.laws.observe import IDEAL, analyse_regime
 from scalelab.laws.regime import (
-    NO_REGIME,
+    CURVED,
     RegimeConfig,
     curvature_test,
     fit_range,
@@ -128,10 +128,10 @@ def test_fit_range_by_hand() -> None:
 
 def test_analysis_says_in_words_that_the_concave_table_holds_no_regime() -> None:
     a = analyse_regime(*concave_table(), unigram_entropy=7.5, n_boot=300)
-    assert not a.power_law and a.verdict.startswith(NO_REGIME)
+    assert not a.power_law and a.outcome == CURVED and a.verdict.startswith("CURVED: test loss")
     assert a.plain is not None and a.excess is not None and not a.excess.estimable
     b = analyse_regime(*noisy_power_law(0), n_boot=300)
-    assert b.power_law and b.verdict.startswith("power law: test loss over 100 … 10,000")
+    assert b.power_law and b.verdict.startswith("POWER LAW: test loss over 100 … 10,000")
     assert b.plain is not None and abs(b.plain.exponent - 0.3) < 0.03
 
 

@@ -139,9 +139,10 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
         assert "Not checked: 1 run(s)" in check["text"]
         assert lo == pytest.approx(min(check["exponent"], *check["perturbed"].values()))
     # The regime: every toy run ended at its budget, so the fit range is empty and the
-    # verdict says no power-law regime, in words, in the summary and the report.
+    # verdict says UNDECIDED (no fit range), in words, in the summary and the report.
     regime = summary["fits"]["data"]["regime"]
-    assert not regime["power_law"] and "no power-law regime" in regime["verdict"]
+    assert not regime["power_law"] and regime["outcome"] == "UNDECIDED"
+    assert regime["verdict"].startswith("UNDECIDED: no fit range")
     assert set(regime["limited_runs"]) == {r["run"] for r in rows}
     assert regime["unigram_entropy_nats"] > 0
     # The shared shape (the data sweep's largest run is one of the model sweep's) is checked

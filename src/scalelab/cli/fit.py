@@ -256,6 +256,23 @@ def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and math.isfinite(value)
 
 
+def _outcome_line(regime: dict[str, Any], *, excess: bool) -> str:
+    """'UNDECIDED, power 0.14; to decide: ...' for one observable."""
+    from scalelab.laws.observe import outcome_of, power_words
+
+    parts = [outcome_of(regime, excess=excess), power_words(regime, excess=excess)]
+    plan = regime.get("excess_plan" if excess else "plan")
+    if plan:
+        chosen = plan["chosen"]
+        parts.append(
+            f"to decide: {chosen['seeds']} seed(s) per size over {chosen['decades']:.2f} decades "
+            f"(power {chosen['power']:.2f})"
+            if chosen
+            else f"no rerun tried reaches power {plan['target']:.0%}"
+        )
+    return ", ".join(p for p in parts if p)
+
+
 def _print_regime(regime: dict[str, Any]) -> None:
     """Local slopes with bands, then the range, the test, the verdict and the exponents."""
     from scalelab.io import format_interval
@@ -277,6 +294,11 @@ def _print_regime(regime: dict[str, Any]) -> None:
     )
     rng, test = regime["fit_range"], regime["curvature"]
     record = {
+        "outcome (plain slope)": _outcome_line(regime, excess=False),
+    }
+    if regime.get("excess_outcome"):
+        record["outcome (excess L − E)"] = _outcome_line(regime, excess=True)
+    record |= {
         "verdict": regime["verdict"],
         "fitted range": f"{rng['x_lo']:,.0f} … {rng['x_hi']:,.0f} ({rng['decades']:.2f} decades)"
         if rng["n_points"]

@@ -15,15 +15,28 @@ Curvature test (an equivalence test, so that passing needs evidence of straightn
 fit `log L = b0 + b1 u + b2 u²` with `u = log n` centred on the range's midpoint. The
 exponent at `u` is `-(b1 + 2 b2 u)`; across the range it changes by
 `Δ = -2 b2 (u_max − u_min)`; relative to the exponent at the midpoint, `r = Δ / (−b1)`.
-PASS iff the `level` (90%) studentized-bootstrap interval of `r` lies inside
-`(−tolerance, +tolerance)` (two one-sided 5% tests), with at least `MIN_POINTS` sizes over
-at least `min_decades` decades and a decreasing curve. An interval that merely includes 0
-is not enough: with few points or much noise the test does not pass.
+The test has three outcomes (declared in docs/fitting.md#three-outcomes before it was applied
+to any committed sweep):
+- POWER LAW: the `level` (90%) studentized-bootstrap interval of `r` lies inside
+  `(−tolerance, +tolerance)` (two one-sided 5% tests), with at least `MIN_POINTS` sizes over
+  at least `min_decades` decades and a decreasing curve. An interval that merely includes 0
+  is not enough: with few points or much noise the test does not pass.
+- CURVED: the interval lies wholly beyond the tolerance (`r` > +tolerance or < −tolerance,
+  one-sided 5%): the exponent is shown to change by more than the tolerance. A wider range
+  would only change it more, so this needs `MIN_POINTS` sizes but not `min_decades`.
+- UNDECIDED: neither. The data cannot tell a power law from a curve; its power
+  (`laws.power`) says how often an exact power law would have passed, and what would decide.
+
+Seeds: where some size has several runs, the quadratic is fitted to every run (the same
+coefficients as a fit of the per-size means in log when each size has as many runs) and the
+residuals (seed-to-seed scatter and any misfit, pooled) are resampled per run.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -36,7 +49,17 @@ from scalelab.errors import ConfigError, InputError
 #: Fewest distinct sizes the curvature test runs on: a quadratic (3 parameters) with two
 #: residual degrees of freedom left for the noise.
 MIN_POINTS = 5
-NO_REGIME = "the range holds no power-law regime; the exponent is not observable at this budget"
+#: The three outcomes of the curvature test (module docstring).
+POWER_LAW, CURVED, UNDECIDED = "POWER LAW", "CURVED", "UNDECIDED"
+OUTCOMES = (POWER_LAW, CURVED, UNDECIDED)
+#: Float slack on `min_decades`: a grid of exactly 1.5 decades spans 1.4999999999999998.
+DECADES_SLACK = 1e-9
+#: The words of each outcome, as the verdicts print them.
+WORDS = {
+    POWER_LAW: "power law",
+    CURVED: "curved: the exponent changes by more than the tolerance across the range",
+    UNDECIDED: "undecided: the data cannot tell a power law from a curve at this noise",
+}
 
 
 @dataclass(frozen=True)
@@ -170,7 +193,10 @@ def local_slopes(
 
 @dataclass(frozen=True)
 class CurvatureTest:
-    """The equivalence test of straightness over one range (module docstring)."""
+    """The equivalence test of straightness over one range (module docstring). `passed`:
+    the outcome is POWER LAW; `noise_log`: the residual sd of log loss per run about the
+    quadratic (the noise the interval is built from); `seed_noise_log`: the pooled
+    within-size sd where some size has several runs (None otherwise)."""
 
     passed: bool
     n_points: int
@@ -185,10 +211,16 @@ class CurvatureTest:
     level: float
     min_decades: float
     reason: str
+    outcome: str = UNDECIDED
+    sizes: tuple[float, ...] = ()
+    runs_per_size: tuple[int, ...] = ()
+    noise_log: float = math.nan
+    seed_noise_log: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["x_range"] = list(self.x_range)
+        d["sizes"], d["runs_per_size"] = list(self.sizes), list(self.runs_per_size)
         d["relative_change_interval"] = list(self.relative_change_interval)
         return d
 
@@ -201,11 +233,11 @@ def curvature_test(
     n_boot: int = 1000,
     seed: int = 0,
 ) -> CurvatureTest:
-    """Does the exponent stay within `config.tolerance` of itself across the range?"""
-    sizes, loss, _ = by_size(x, y)
-    lx, ly = np.log(sizes), np.log(loss)
+    """Does the exponent stay within `config.tolerance` of itself across the range? Three
+    outcomes (module docstring); several runs at one size are seeds."""
+    sizes, loss, counts = by_size(x, y)
     n = sizes.size
-    decades = float((lx.max() - lx.min()) / math.log(10)) if n else 0.0
+    decades = float((np.log(sizes).max() - np.log(sizes).min()) / math.log(10)) if n else 0.0
     nan2 = (math.nan, math.nan)
     common = {
         "n_points": int(n),
@@ -214,20 +246,25 @@ def curvature_test(
         "tolerance": config.tolerance,
         "level": config.level,
         "min_decades": config.min_decades,
+        "sizes": tuple(float(v) for v in sizes),
+        "runs_per_size": tuple(int(c) for c in counts),
     }
     if n < MIN_POINTS:
-        return CurvatureTest(
-            False, **common, **_no_numbers(), reason=f"{n} size(s): the test needs {MIN_POINTS}"
-        )
+        reason = f"{n} size(s): the test needs {MIN_POINTS}"
+        return CurvatureTest(False, **common, **_no_numbers(), reason=reason)
+    lx, ly, seed_noise = _rows(sizes, loss, counts, x, y)
     u = lx - 0.5 * (lx.min() + lx.max())
     span = float(u.max() - u.min())
     coef, _, resid = _quadratic(u, ly[None, :])
     b1, b2 = float(coef[0, 1]), float(coef[0, 2])
     alpha_mid, change = -b1, -2.0 * b2 * span
+    noise = float(np.sqrt((resid[0] ** 2).sum() / (u.size - 3)))
     shape = {
         "exponent_mid": alpha_mid,
         "exponent_lo_end": alpha_mid - change / 2,
         "exponent_hi_end": alpha_mid + change / 2,
+        "noise_log": noise,
+        "seed_noise_log": seed_noise,
     }
     if not alpha_mid > 0:
         return CurvatureTest(
@@ -236,27 +273,85 @@ def curvature_test(
             **shape,
             relative_change=math.nan,
             relative_change_interval=nan2,
-            reason="the loss does not fall over the range",
+            reason="the loss does not fall over the range: there is no exponent to test",
         )
     interval = _change_interval(u, ly, resid[0], change, span, config.level, n_boot, seed)
     rel = (float(interval[0] / alpha_mid), float(interval[1] / alpha_mid))
-    passed = bool(-config.tolerance < rel[0] and rel[1] < config.tolerance)
-    reason = (
-        f"the exponent changes by {change / alpha_mid:+.2f} of itself across the range, "
-        f"{config.level:.0%} interval [{rel[0]:+.2f}, {rel[1]:+.2f}]"
-        f" {'inside' if passed else 'not inside'} ±{config.tolerance:g}"
-    )
-    if decades < config.min_decades:
-        passed = False
-        reason += f"; the range spans {decades:.2f} decades, under {config.min_decades:g}"
+    outcome, reason = _outcome(change / alpha_mid, rel, decades, config)
     return CurvatureTest(
-        passed,
+        outcome == POWER_LAW,
         **common,
         **shape,
         relative_change=change / alpha_mid,
         relative_change_interval=rel,
         reason=reason,
+        outcome=outcome,
     )
+
+
+def _outcome(
+    change: float, rel: tuple[float, float], decades: float, config: RegimeConfig
+) -> tuple[str, str]:
+    """The outcome of a relative change `change` with interval `rel`, and its words."""
+    tol = config.tolerance
+    inside = bool(-tol < rel[0] and rel[1] < tol)
+    beyond = bool(rel[0] > tol or rel[1] < -tol)
+    where = "inside" if inside else ("beyond" if beyond else "neither inside nor beyond")
+    reason = (
+        f"the exponent changes by {change:+.2f} of itself across the range, "
+        f"{config.level:.0%} interval [{rel[0]:+.2f}, {rel[1]:+.2f}] {where} ±{tol:g}"
+    )
+    outcome = POWER_LAW if inside else (CURVED if beyond else UNDECIDED)
+    if inside and decades < config.min_decades - DECADES_SLACK:
+        outcome = UNDECIDED
+        reason += f"; the range spans {decades:.2f} decades, under {config.min_decades:g}"
+    return outcome, reason
+
+
+def curvature_test_over_floor(
+    x: Any,
+    y: Any,
+    floors: Sequence[float],
+    *,
+    config: RegimeConfig = RegimeConfig(),
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> CurvatureTest:
+    """The test on the excess loss `y − E` with E uncertain: run at every E of `floors` (the
+    first is the estimate, the rest span its interval) and judge the union of their
+    intervals, so that E's uncertainty widens the interval instead of being ignored."""
+    ya = np.asarray(y, dtype=np.float64)
+    tests = [curvature_test(x, ya - e, config=config, n_boot=n_boot, seed=seed) for e in floors]
+    first = tests[0]
+    rels = [t.relative_change_interval for t in tests]
+    if first.n_points < MIN_POINTS or any(not t.exponent_mid > 0 for t in tests):
+        return first
+    rel = (min(r[0] for r in rels), max(r[1] for r in rels))
+    outcome, reason = _outcome(first.relative_change, rel, first.decades, config)
+    reason += f" (the union over E in [{min(floors):.4g}, {max(floors):.4g}])"
+    return dataclasses.replace(
+        first,
+        passed=outcome == POWER_LAW,
+        relative_change_interval=rel,
+        reason=reason,
+        outcome=outcome,
+    )
+
+
+def _rows(
+    sizes: np.ndarray, loss: np.ndarray, counts: np.ndarray, x: Any, y: Any
+) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """log size and log loss the quadratic is fitted to: the per-size means when every size
+    has one run, else every run (sorted by size), with the pooled within-size sd of log loss."""
+    if counts.max() == 1:
+        return np.log(sizes), np.log(loss), None
+    xa, la = np.asarray(x, dtype=np.float64), np.log(np.asarray(y, dtype=np.float64))
+    order = np.argsort(xa, kind="stable")
+    xa, la = xa[order], la[order]
+    inverse = np.searchsorted(sizes, xa)
+    within = la - np.log(loss)[inverse]
+    seed_noise = float(np.sqrt((within**2).sum() / (xa.size - sizes.size)))
+    return np.log(xa), la, seed_noise
 
 
 def _no_numbers() -> dict[str, Any]:
@@ -306,6 +401,65 @@ def _change_interval(
     t = (d_star[ok] - change) / se_star[ok]
     t_lo, t_hi = np.quantile(t, [q, 1.0 - q])
     return float(change - t_hi * se), float(change - t_lo * se)
+
+
+def batch_outcomes(
+    x: Any,
+    log_losses: np.ndarray,
+    *,
+    config: RegimeConfig = RegimeConfig(),
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> np.ndarray:
+    """`curvature_test`'s outcome on each row of `log_losses` [S, runs] at the sizes `x`
+    (one per run, ascending), vectorised over the rows: the same arithmetic, so that a power
+    simulates the test itself. With one row and the same seed it draws the same resamples
+    (tests/test_regime_outcomes.py checks outcomes and intervals equal)."""
+    xa = np.asarray(x, dtype=np.float64)
+    ly = np.atleast_2d(np.asarray(log_losses, dtype=np.float64))
+    sizes = np.unique(xa)
+    out = np.full(ly.shape[0], UNDECIDED, dtype=object)
+    if sizes.size < MIN_POINTS:
+        return out
+    decades = float((np.log(sizes).max() - np.log(sizes).min()) / math.log(10))
+    lx = np.log(xa)
+    u = lx - 0.5 * (lx.min() + lx.max())
+    span = float(u.max() - u.min())
+    n = u.size
+    coef, fitted, resid = _quadratic(u, ly)
+    alpha, change = -coef[:, 1], -2.0 * coef[:, 2] * span
+    design = np.stack([np.ones_like(u), u, u * u], axis=1)
+    se_of = 2.0 * span * math.sqrt(np.linalg.inv(design.T @ design)[2, 2])
+    se = np.sqrt((resid * resid).sum(-1) / (n - 3)) * se_of
+    q = (1.0 - config.level) / 2.0
+    if n_boot <= 0:
+        t_q = float(student_t.ppf(1.0 - q, n - 3))
+        lo, hi = change - t_q * se, change + t_q * se
+    else:
+        hat = design @ np.linalg.pinv(design)
+        adj = resid / np.sqrt(np.clip(1.0 - np.diag(hat), 1e-12, None))
+        adj = adj - adj.mean(-1, keepdims=True)
+        idx = np.random.default_rng(seed).integers(0, n, size=(ly.shape[0], n_boot, n))
+        draws = fitted[:, None, :] + np.take_along_axis(adj[:, None, :], idx, axis=-1)
+        c_star, _, r_star = _quadratic(u, draws)
+        d_star = -2.0 * c_star[..., 2] * span
+        se_star = np.sqrt((r_star * r_star).sum(-1) / (n - 3)) * se_of
+        t = np.where(
+            se_star > 0, (d_star - change[:, None]) / np.where(se_star > 0, se_star, 1), np.nan
+        )
+        t_lo, t_hi = np.nanquantile(t, [q, 1.0 - q], axis=1)
+        lo, hi = change - t_hi * se, change - t_lo * se
+    lo, hi = np.where(se == 0, change, lo), np.where(se == 0, change, hi)
+    falls = alpha > 0
+    rel_lo, rel_hi = lo / np.where(falls, alpha, 1), hi / np.where(falls, alpha, 1)
+    tol = config.tolerance
+    inside = (-tol < rel_lo) & (rel_hi < tol) & falls
+    beyond = ((rel_lo > tol) | (rel_hi < -tol)) & falls
+    if decades < config.min_decades - DECADES_SLACK:
+        inside[:] = False
+    out[inside] = POWER_LAW
+    out[beyond] = CURVED
+    return out
 
 
 @dataclass(frozen=True)

@@ -286,13 +286,17 @@ def excess_observed(summary: dict) -> tuple[dict[str, Any] | None, str]:
 
 def excluded_because(summary: dict) -> str:
     """Why a validation's observed exponent is left out of every score ('' when it is not):
-    no power-law regime over its fit range, or a convergence check that flags it. A folder
-    from before the regime test has none to fail and is scored (its rows say so)."""
+    an outcome other than POWER LAW over its fit range (CURVED or UNDECIDED, with the test's
+    power), or a convergence check that flags it. A folder from before the regime test has
+    none to fail and is scored (its rows say so)."""
+    from scalelab.laws.observe import outcome_of, power_words
+
     regime = summary["fits"]["data"].get("regime")
     check = (summary.get("convergence") or {}).get("data") or {}
     why = []
     if regime is not None and not regime["power_law"]:
-        why.append("no power-law regime")
+        power = power_words(regime)
+        why.append(outcome_of(regime) + (f" ({power})" if power else ""))
     why += [label.lower() for label in check.get("labels", [])]
     return "; ".join(why)
 

@@ -16,16 +16,16 @@ from matplotlib.ticker import LogFormatter
 
 from scalelab.io import atomic_write
 from scalelab.laws.excess import ESTIMATED
+from scalelab.laws.observe import outcome_of
 from scalelab.report.plots import new_figure
 
 
 def _shade_range(ax: Any, regime: dict[str, Any]) -> None:
     rng = regime["fit_range"]
     if rng["n_points"] > 0:
-        verdict = "power law" if regime["power_law"] else "no power-law regime"
+        verdict = outcome_of(regime)
         if regime.get("excess_curvature"):
-            ex = "power law" if regime["excess_power_law"] else "no power-law regime"
-            verdict = f"L: {verdict}; L − E: {ex}"
+            verdict = f"L: {verdict}; L − E: {outcome_of(regime, excess=True)}"
         label = f"fitted range ({verdict})"
         ax.axvspan(
             rng["x_lo"],

@@ -15,6 +15,8 @@ import pandas as pd
 
 from scalelab.io import provenance, read_json
 from scalelab.laws.fit import PowerLawFit
+from scalelab.laws.observe import outcome_of
+from scalelab.laws.regime import CURVED, POWER_LAW, UNDECIDED
 from scalelab.laws.score import KAPLAN_ALPHA_D
 from scalelab.laws.theory import d_from_alpha_D, d_from_alpha_N
 from scalelab.report.document import Report
@@ -63,13 +65,15 @@ def regime_words(regime: dict[str, Any] | None) -> str:
     """The data side's regime verdict as one paragraph: is there a power law to read?"""
     if regime is None:
         return "Regime: not tested (this folder predates the regime test)."
-    head = (
-        "A power-law regime was reached"
-        if regime["power_law"]
-        else "No power-law regime was reached at this budget: the data exponent is not "
-        "observable here, and the plain slope below is a description of the range, not an "
-        "exponent"
-    )
+    outcome = outcome_of(regime)
+    heads = {
+        POWER_LAW: "A power-law regime was reached: the plain slope below is an exponent",
+        CURVED: "The curve is CURVED over the fit range: the exponent changes by more than the "
+        "tolerance, so the plain slope below describes the range and is not an exponent",
+        UNDECIDED: "UNDECIDED: the sweep cannot tell a power law from a curve at its noise, so "
+        "the plain slope below is not yet an exponent (the verdict says what would decide it)",
+    }
+    head = heads.get(outcome, f"{outcome}: the plain slope below is not read as an exponent")
     rng = regime["fit_range"]
     ends = f"Fit range: {rng['lower_reason']}; {rng['upper_reason']}."
     floor = regime.get("floor_nats")

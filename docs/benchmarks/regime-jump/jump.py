@@ -1,0 +1,51 @@
+"""The cause of the jump (issue: "Something at one size in every corpus"): the cpu-regime
+preset's five sizes around it (5,657 ... 39,397 tokens), changing one setting at a time.
+
+    python docs/benchmarks/regime-jump/jump.py OUT [CORPUS ...]
+
+Each (corpus, variant) is one resumable data sweep under OUT/<corpus>/<variant>; a finished
+variant is skipped. `table.csv` in this folder is rebuilt by `table.py` from OUT.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+from scalelab.pipeline.config import PipelineConfig
+from scalelab.pipeline.steps import prepare, run_data_sweep
+from scalelab.runs.sweep import Pool
+from scalelab.sweeps.schedule import Schedule
+
+#: The cpu-regime preset's schedule, restated so that each variant changes one field of it.
+BASE = Schedule(
+    patience=20, patience_fraction=0.25, max_epochs=400.0, min_steps=1_000, step_cap=16_000
+)
+SIZES = {"min_tokens": 5_657, "max_tokens": 39_397, "points": 5}  # the preset's grid there
+VARIANTS: dict[str, dict] = {
+    "base": {},
+    "width-2x64": {"model": "2x64"},  # 4x the parameters: does the jump move with the model?
+    "decay": {"train_min_lr": 2e-4},  # the rate decays 10x over each run's step budget
+    "eval-10": {"train_eval_interval": 10},  # validations 2.5x as often
+    "patience-60": {"schedule": BASE.replace(patience=60)},  # 3x the patience
+    "min-steps-3000": {"schedule": BASE.replace(min_steps=3_000)},  # 3x the floor
+}
+
+
+def main(out: Path, corpora: list[str]) -> None:
+    torch.set_num_threads(1)
+    for corpus in corpora:
+        for name, change in VARIANTS.items():
+            options = {"corpus": corpus, **SIZES, **change}
+            cfg = PipelineConfig.from_preset("cpu-regime", **options)
+            folder = out / corpus / name
+            prep = prepare(folder, cfg)
+            data = run_data_sweep(prep, Pool(workers=1), say=print)
+            data.table.to_csv(folder / "runs.csv", index=False)
+            print(f"== {corpus} {name} done", flush=True)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), sys.argv[2:] or ["shakespeare", "python-stdlib"])

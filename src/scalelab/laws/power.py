@@ -1,0 +1,194 @@
+"""How often the regime test would say POWER LAW on an exact power law, and what would decide
+an UNDECIDED one.
+
+Why: a test that passes rarely even on a perfect power law reads "not shown" where the data
+cannot decide. Its power at the sweep's own sizes, runs per size, slope and noise is the
+number that says which it is. Computed by simulation through the same test, seeded
+(`laws.regime.batch_outcomes`: `curvature_test`'s arithmetic vectorised over draws):
+`L_i = (n_i / n_mid)^-α · exp(ε_i)`, ε_i ~ N(0, σ²) independently per run, σ the test's own
+residual sd per run (seed-to-seed scatter and misfit pooled, or the scatter of the means about
+the quadratic where each size has one run).
+
+What would decide (`decision_plan`): the power of the same test with more seeds per size,
+with the grid extended upward at its own log spacing, or both; each option's cost in CPU time
+from a cost model of the caller's (seconds per run of a given size, measured in the sweep).
+The cheapest option with power >= `target` is the one to run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from scalelab.errors import InputError
+from scalelab.laws.regime import POWER_LAW, RegimeConfig, batch_outcomes
+
+#: Power an option must reach to be called deciding: the usual 80%.
+TARGET_POWER = 0.8
+#: Simulated noise draws per power (the interval of a power p is about ±2·sqrt(p(1−p)/n)).
+N_SIM = 200
+#: Bootstrap resamples inside each simulated test (the committed tables of the issue: 300).
+N_BOOT_SIM = 300
+
+
+@dataclass(frozen=True)
+class Power:
+    """The share `power` of `n_sim` exact power laws the test calls POWER LAW, with its
+    binomial standard error, at these sizes, runs per size, exponent and noise."""
+
+    power: float
+    se: float
+    n_sim: int
+    exponent: float
+    noise_log: float
+    sizes: tuple[float, ...]
+    runs_per_size: tuple[int, ...]
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["sizes"], d["runs_per_size"] = list(self.sizes), list(self.runs_per_size)
+        return d
+
+
+def regime_power(
+    sizes: Sequence[float],
+    runs_per_size: Sequence[int] | int,
+    exponent: float,
+    noise_log: float,
+    *,
+    config: RegimeConfig = RegimeConfig(),
+    n_sim: int = N_SIM,
+    n_boot: int = N_BOOT_SIM,
+    seed: int = 0,
+) -> Power:
+    """P(POWER LAW) of `curvature_test` on exact power laws with per-run log noise `noise_log`."""
+    xs = np.asarray(sizes, dtype=np.float64)
+    k = np.broadcast_to(np.asarray(runs_per_size, dtype=int), xs.shape)
+    if xs.ndim != 1 or xs.size == 0 or np.any(xs <= 0) or np.any(k < 1):
+        raise InputError("power needs positive sizes and at least one run per size")
+    if not (math.isfinite(exponent) and math.isfinite(noise_log) and noise_log >= 0):
+        raise InputError(f"power needs a finite exponent and noise, got {exponent}, {noise_log}")
+    order = np.argsort(xs)
+    x = np.repeat(xs[order], k[order])
+    mid = math.sqrt(xs.min() * xs.max())
+    noise = np.random.default_rng(seed).normal(0.0, noise_log, (n_sim, x.size))
+    outcomes = batch_outcomes(
+        x, -exponent * np.log(x / mid) + noise, config=config, n_boot=n_boot, seed=seed
+    )
+    hits = int((outcomes == POWER_LAW).sum())
+    p = hits / n_sim
+    return Power(
+        power=p,
+        se=math.sqrt(p * (1 - p) / n_sim),
+        n_sim=n_sim,
+        exponent=float(exponent),
+        noise_log=float(noise_log),
+        sizes=tuple(float(s) for s in xs),
+        runs_per_size=tuple(int(c) for c in k),
+    )
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to rerun the sweep: `seeds` runs per size over `sizes`; its power and the CPU
+    seconds of the runs it adds (None without a cost model)."""
+
+    seeds: int
+    sizes: tuple[float, ...]
+    decades: float
+    power: float
+    added_cpu_s: float | None
+    added_runs: int
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "sizes": list(self.sizes)}
+
+    def words(self) -> str:
+        cost = "" if self.added_cpu_s is None else f", ≈ {self.added_cpu_s / 60:.0f} CPU-min more"
+        return (
+            f"{self.seeds} seed(s) per size over {self.decades:.2f} decades "
+            f"({len(self.sizes)} sizes, {self.sizes[0]:,.0f} … {self.sizes[-1]:,.0f}): "
+            f"power {self.power:.2f}{cost}"
+        )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The options tried and the cheapest with power >= `target` (`chosen`; None: none)."""
+
+    target: float
+    options: tuple[Option, ...]
+    chosen: Option | None
+
+    def to_dict(self) -> dict:
+        return {
+            "target": self.target,
+            "options": [o.to_dict() for o in self.options],
+            "chosen": None if self.chosen is None else self.chosen.to_dict(),
+        }
+
+    def words(self) -> str:
+        if self.chosen is None:
+            best = max(self.options, key=lambda o: o.power, default=None)
+            tail = f"; the best tried: {best.words()}" if best else ""
+            return f"no option tried reaches power {self.target:.0%}{tail}"
+        return f"to decide: {self.chosen.words()}"
+
+
+def decision_plan(
+    sizes: Sequence[float],
+    runs_per_size: Sequence[int] | int,
+    exponent: float,
+    noise_log: float,
+    *,
+    cpu_s_per_run: Callable[[float], float] | None = None,
+    seeds: Sequence[int] = (2, 3, 5, 8),
+    extra_decades: Sequence[float] = (0.0, 0.5, 1.0),
+    target: float = TARGET_POWER,
+    config: RegimeConfig = RegimeConfig(),
+    n_sim: int = N_SIM // 2,
+    n_boot: int = N_BOOT_SIM,
+    seed: int = 0,
+) -> Plan:
+    """Power of reruns with more seeds per size and a grid extended upward (module docstring).
+    `cpu_s_per_run(size)`: the CPU seconds one run of that size costs (None: no costs)."""
+    xs = np.sort(np.asarray(sizes, dtype=np.float64))
+    k_now = int(np.min(np.broadcast_to(np.asarray(runs_per_size), xs.shape)))
+    step = float(np.mean(np.diff(np.log10(xs)))) if xs.size > 1 else 0.25
+    options = []
+    for extra in extra_decades:
+        added = round(extra / step) if step > 0 else 0
+        grid = np.concatenate([xs, xs[-1] * 10 ** (step * np.arange(1, added + 1))])
+        for k in sorted({k_now, *seeds}):
+            if k < k_now or (k == k_now and added == 0):
+                continue
+            p = regime_power(
+                grid, k, exponent, noise_log, config=config, n_sim=n_sim, n_boot=n_boot, seed=seed
+            )
+            cost = None
+            if cpu_s_per_run is not None:
+                new_seeds = sum((k - k_now) * cpu_s_per_run(s) for s in xs)
+                new_sizes = sum(k * cpu_s_per_run(s) for s in grid[xs.size :])
+                cost = float(new_seeds + new_sizes)
+            runs = (k - k_now) * xs.size + k * (grid.size - xs.size)
+            decades = float(np.log10(grid[-1] / grid[0]))
+            options.append(Option(k, tuple(map(float, grid)), decades, p.power, cost, runs))
+    ok = [o for o in options if o.power >= target]
+    chosen = min(ok, key=lambda o: (o.added_cpu_s or 0.0, o.added_runs)) if ok else None
+    return Plan(target, tuple(options), chosen)
+
+
+def cost_model(sizes: Sequence[float], cpu_s: Sequence[float]) -> Callable[[float], float]:
+    """CPU seconds per run as a power of its size, fitted in log to the sweep's own runs
+    (extrapolated above the largest: a planning estimate, said so where it is printed)."""
+    x = np.asarray(sizes, dtype=np.float64)
+    c = np.asarray(cpu_s, dtype=np.float64)
+    ok = np.isfinite(c) & (c > 0) & (x > 0)
+    if ok.sum() < 2:
+        mean = float(np.nanmean(c)) if ok.any() else math.nan
+        return lambda _size: mean
+    b, a = np.polyfit(np.log(x[ok]), np.log(c[ok]), 1)
+    return lambda size: float(math.exp(a + b * math.log(size)))
