@@ -163,6 +163,11 @@ _MODEL = _opt("--model", "The data sweep's model shape LAYERSxWIDTH[xHEADS].")
 _MIN = _opt("--min-tokens", "Smallest training set (tokens).")
 _MAX = _opt("--max-tokens", "Largest training set (tokens); also the model sweep's data.")
 _POINTS = _opt("--points", "Sizes in the data sweep's geometric grid.")
+_SEEDS = _opt(
+    "--seeds-per-size",
+    "Data-sweep runs per size (seeds seed, seed + 1, ...; the same nested subset): the "
+    "regime test reads their scatter as the noise.",
+)
 _MODELS = typer.Option(
     ",".join(_D["model_sweep"]),
     "--model-sweep",
@@ -227,6 +232,7 @@ def validate_command(
     min_tokens: int = _MIN,
     max_tokens: int = _MAX,
     points: int = _POINTS,
+    seeds_per_size: int = _SEEDS,
     model_sweep: str = _MODELS,
     workers: int = _WORKERS,
     threads: int | None = _THREADS,

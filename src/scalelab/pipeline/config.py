@@ -152,6 +152,7 @@ class PipelineConfig(Config):
     min_tokens: int = 500  # is the own reference model; two decades below max_tokens
     max_tokens: int = 50_000  # the demo's time (docs/sweeps.md#how-the-defaults-were-chosen)
     points: int = 7
+    seeds_per_size: int = 1  # data-sweep runs per size (seeds seed, seed + 1, ...)
     train: TrainPart = dataclasses.field(default_factory=TrainPart)
     schedule: Schedule = dataclasses.field(default_factory=_schedule)
     check: CheckPart = dataclasses.field(default_factory=CheckPart)
@@ -171,6 +172,7 @@ class PipelineConfig(Config):
             )
         if self.points < 3:
             raise ConfigError(f"points must be >= 3 to fit an exponent, got {self.points}")
+        positive_int(self.seeds_per_size, "seeds_per_size")
         if not 1 <= self.check.largest <= self.points:
             raise ConfigError(f"check largest must be in [1, points], got {self.check.largest}")
         if self.check.smallest > self.points:

@@ -195,7 +195,12 @@ def data_sweep_config(prep: Prepared) -> DataSweepConfig:
     from scalelab.sweeps import data as data_sweep
 
     return data_sweep.make_config(
-        prep.data_dir, prep.model_cfg, prep.train_cfg, prep.cfg.schedule, prep.grid
+        prep.data_dir,
+        prep.model_cfg,
+        prep.train_cfg,
+        prep.cfg.schedule,
+        prep.grid,
+        seeds=prep.cfg.seeds_per_size,
     )
 
 
@@ -402,6 +407,18 @@ def limited_runs(data: SweepResult, data_check: dict[str, Any] | None) -> dict[s
     return out
 
 
+def run_cpu_seconds(data: SweepResult) -> np.ndarray | None:
+    """CPU seconds each run of the sweep took (with its cooldown), in spec order: the cost
+    model of the regime test's plan (None where the table does not record them)."""
+    rows = data.ordered()
+    if "train_cpu_time_s" not in rows:
+        return None
+    cpu = rows["train_cpu_time_s"].to_numpy(float)
+    if "cooldown_cpu_time_s" in rows:
+        cpu = cpu + rows["cooldown_cpu_time_s"].fillna(0.0).to_numpy(float)
+    return cpu
+
+
 def regime(
     prep: Prepared,
     data: SweepResult,
@@ -439,6 +456,7 @@ def regime(
         floor_source="given" if floor is not None else "power+E",
         predictions=predictions,
         ideal_exponent=ideal,
+        cpu_s=run_cpu_seconds(data),
         config=cfg.regime,
         n_boot=cfg.n_boot,
         seed=cfg.seed,

@@ -42,6 +42,7 @@ ABSENT: dict[str, Any] = {
     "min_delta_sd": 0.0,  # ... and any improvement counted
     "init_from": None,  # runs started from scratch
     "precision": "auto",  # the models that measure d ran at the device's precision
+    "seeds_per_size": 1,  # one run per size of a validation's data sweep
 }
 
 

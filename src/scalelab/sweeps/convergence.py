@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,7 +49,8 @@ from scalelab.lm.model import GPTConfig
 from scalelab.lm.stopping import StopRule
 from scalelab.lm.train import METRICS, TrainConfig
 from scalelab.runs.sweep import RunSpec
-from scalelab.sweeps.result import SweepResult
+from scalelab.sweeps.result import CONSTANT_LR, SweepResult
+from scalelab.sweeps.schedule import cooled
 
 FACTOR = 3
 COOLDOWN_FRACTION = 0.2
@@ -84,23 +84,10 @@ def stricter(spec: RunSpec, factor: int = FACTOR) -> RunSpec:
 
 def cooldown(spec: RunSpec, run_dir: Path, fraction: float = COOLDOWN_FRACTION) -> RunSpec:
     """A run that starts from `run_dir`'s tested weights and decays the learning rate to zero
-    over `fraction` of the steps to its best (whole validation intervals, at least two)."""
-    if not 0 < fraction <= 1:
-        raise ConfigError(f"the cooldown fraction must be in (0, 1], got {fraction!r}")
+    over `fraction` of the steps to its best (`sweeps.schedule.cooled`, the one rule)."""
     t = TrainConfig.from_dict(spec.params["train"])
     best = int(read_json(run_dir / "result.json")["best_step"])
-    intervals = max(2, math.ceil(fraction * best / t.eval_interval))
-    steps = intervals * t.eval_interval
-    t = t.replace(
-        init_from=str(run_dir.resolve()),
-        max_steps=steps,
-        warmup_steps=0,
-        min_lr=0.0,
-        decay_steps=None,
-        patience=None,
-        patience_fraction=0.0,
-    )
-    return _with_train(spec, t)
+    return _with_train(spec, cooled(t, best, run_dir, fraction))
 
 
 def reseeded(spec: RunSpec) -> RunSpec:
@@ -398,7 +385,9 @@ def check_sweep(
         quiet=quiet,
     )
     names = sweep.names
-    x, y = sweep.curve()
+    # An annealed sweep (sweeps.schedule cooldown_fraction) is checked on its constant-rate
+    # phase, the one its stopping rule ran and the perturbations change.
+    x, y = sweep.curve(CONSTANT_LR if CONSTANT_LR in sweep.table else "test_loss_nats")
     # the fit stops below a model-limited run (laws.regime.fit_range): so do the refits
     width = model_limited(rows)
     fitted = [n != (width or {}).get("run") or not width["limited"] for n in names]

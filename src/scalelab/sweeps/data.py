@@ -5,6 +5,15 @@ for growing n are nested subsets; the validation and test splits never change. E
 one run folder `runs/n<tokens>`; `runs.csv` gets one row per finished run with the columns
 the report reads (`train_tokens`, `test_loss_nats`, `best_val_loss_nats`, `stop_reason`,
 `params_non_embedding`, ...).
+
+Seeds (`seeds` > 1): every size is trained `seeds` times, `runs/n<tokens>` with the sweep's
+seed and `runs/n<tokens>-s<j>` with seed + j (initialisation and data order); all seeds of a
+size read the same nested subset. The regime test reads them as repeated sizes.
+
+Annealing (the schedule's `cooldown_fraction`): once a run has stopped, its cooldown
+`runs/<name>-cool` continues from its tested weights with the rate decaying to zero
+(`sweeps.schedule.cooled`). Its test loss is the run's `test_loss_nats`; the constant-rate
+loss stays beside it as `test_loss_constant_lr_nats` (the convergence check reads that one).
 """
 
 from __future__ import annotations
@@ -21,13 +30,16 @@ import pandas as pd
 from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.fields import positive_int
+from scalelab.io import atomic_write, read_json
 from scalelab.lm.config import GPTConfig, TrainConfig
-from scalelab.runs.sweep import Backend, RunSpec, opened_sweep
-from scalelab.sweeps.schedule import Schedule
+from scalelab.runs.sweep import Backend, RunSpec, finished_rows, opened_sweep
+from scalelab.sweeps.result import CONSTANT_LR
+from scalelab.sweeps.schedule import Schedule, cooled
 from scalelab.sweeps.worker import run_params, run_specs
 from scalelab.text.store import TokenStore
 
 KIND = "data"
+COOL = "-cool"  # the suffix of a run's cooldown folder
 
 
 def geometric_grid(lo: int, hi: int, points: int) -> list[int]:
@@ -96,15 +108,20 @@ class DataSweepConfig(Config):
     model: dict[str, Any]
     train: dict[str, Any]
     schedule: dict[str, Any]
+    seeds: int = 1  # runs per size (seed, seed + 1, ...)
 
     def validate(self) -> None:
         model = GPTConfig.from_dict(self.model)
         TrainConfig.from_dict(self.train)
         Schedule.from_dict(self.schedule)
+        positive_int(self.seeds, "seeds")
         check_sizes(self.sizes, TokenStore(self.data_dir, "train").n_tokens, model.block_size)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "sizes": list(self.sizes)}
+        out = {**super().to_dict(), "sizes": list(self.sizes)}
+        if self.seeds == 1:  # a one-seed sweep's folder from before seeds resumes
+            del out["seeds"]
+        return out
 
 
 def make_config(
@@ -113,6 +130,7 @@ def make_config(
     train: TrainConfig,
     schedule: Schedule,
     sizes: Sequence[int],
+    seeds: int = 1,
 ) -> DataSweepConfig:
     return DataSweepConfig(
         data_dir=str(Path(data_dir).resolve()),
@@ -120,26 +138,66 @@ def make_config(
         model=model.to_dict(),
         train=train.to_dict(),
         schedule=schedule.to_dict(),
+        seeds=seeds,
     )
 
 
-def run_name(n_tokens: int) -> str:
-    return f"n{n_tokens:010d}"
+def run_name(n_tokens: int, seed_offset: int = 0) -> str:
+    return f"n{n_tokens:010d}" + (f"-s{seed_offset}" if seed_offset else "")
 
 
 def specs(cfg: DataSweepConfig) -> list[RunSpec]:
-    """One run per size, smallest first."""
+    """`cfg.seeds` runs per size, smallest size first."""
     model = GPTConfig.from_dict(cfg.model)
     base = TrainConfig.from_dict(cfg.train)
     schedule = Schedule.from_dict(cfg.schedule)
     out = []
     for n in cfg.sizes:
-        run_cfg = schedule.train_config(base, n, model.block_size)
-        params = run_params(
-            model, run_cfg, Path(cfg.data_dir), train_tokens=n, policy=schedule.policy
-        )
-        out.append(RunSpec(run_name(n), params))
+        for j in range(cfg.seeds):
+            run_cfg = schedule.train_config(base.replace(seed=base.seed + j), n, model.block_size)
+            params = run_params(
+                model, run_cfg, Path(cfg.data_dir), train_tokens=n, policy=schedule.policy
+            )
+            out.append(RunSpec(run_name(n, j), params))
     return out
+
+
+def cooldown_specs(sweep_dir: Path, runs: Sequence[RunSpec], fraction: float) -> list[RunSpec]:
+    """The cooldown of every finished run of `runs` (module docstring)."""
+    out = []
+    for spec in runs:
+        run_dir = sweep_dir / "runs" / spec.name
+        if not (run_dir / "result.json").exists():
+            continue
+        best = int(read_json(run_dir / "result.json")["best_step"])
+        t = cooled(TrainConfig.from_dict(spec.params["train"]), best, run_dir, fraction)
+        params = {**spec.params, "train": t.to_dict(), "max_steps": t.max_steps}
+        out.append(RunSpec(f"{spec.name}{COOL}", params))
+    return out
+
+
+def annealed_table(
+    sweep_dir: Path, runs: Sequence[RunSpec], cool: Sequence[RunSpec]
+) -> pd.DataFrame:
+    """runs.csv of an annealed sweep: one row per run whose cooldown has finished, its test
+    loss the cooldown's, the constant-rate loss beside it, and the cooldown's steps."""
+    done = {r["run"]: r for r in finished_rows(sweep_dir, cool)}
+    rows = []
+    for row in finished_rows(sweep_dir, runs):
+        after = done.get(row["run"] + COOL)
+        if after is not None:
+            rows.append(
+                {
+                    **row,
+                    CONSTANT_LR: row["test_loss_nats"],
+                    "test_loss_nats": after["test_loss_nats"],
+                    "cooldown_steps": after["steps"],
+                    "cooldown_cpu_time_s": after.get("train_cpu_time_s"),
+                }
+            )
+    table = pd.DataFrame(rows)
+    atomic_write(sweep_dir / "runs.csv", lambda p: table.to_csv(p, index=False))
+    return table
 
 
 def data_sweep(
@@ -154,6 +212,14 @@ def data_sweep(
     """Run (or resume) the sweep; `only` runs just the named runs (one scheduler task each),
     but the table always covers every finished run. The folder is locked until return."""
     with opened_sweep(sweep_dir, KIND, cfg.to_dict()) as folder:
-        return run_specs(
-            folder, specs(cfg), workers=workers, backend=backend, only=only, quiet=quiet
-        )
+        runs = specs(cfg)
+        table = run_specs(folder, runs, workers=workers, backend=backend, only=only, quiet=quiet)
+        fraction = Schedule.from_dict(cfg.schedule).cooldown_fraction
+        if fraction is None:
+            return table
+        cool = cooldown_specs(folder, runs, fraction)
+        chosen = [c for c in cool if not only or c.name.removesuffix(COOL) in set(only)]
+        if chosen:
+            names = [c.name for c in chosen]
+            run_specs(folder, cool, workers=workers, backend=backend, only=names, quiet=quiet)
+        return annealed_table(folder, runs, cool)

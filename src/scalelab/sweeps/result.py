@@ -10,6 +10,9 @@ import pandas as pd
 
 from scalelab.runs.sweep import RunSpec
 
+#: The column of an annealed sweep's table that holds each run's loss before its cooldown.
+CONSTANT_LR = "test_loss_constant_lr_nats"
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SweepResult:
@@ -30,10 +33,10 @@ class SweepResult:
         """The table's rows in the order of `specs` (smallest first), indexed by run."""
         return self.table.set_index("run").loc[self.names]
 
-    def curve(self) -> tuple[np.ndarray, np.ndarray]:
-        """(size, test loss in nats) of every run, smallest first."""
+    def curve(self, column: str = "test_loss_nats") -> tuple[np.ndarray, np.ndarray]:
+        """(size, test loss in nats, or `column`) of every run, smallest first."""
         rows = self.ordered()
-        return rows[self.size].to_numpy(float), rows["test_loss_nats"].to_numpy(float)
+        return rows[self.size].to_numpy(float), rows[column].to_numpy(float)
 
     def run_dir(self, index: int = -1) -> Path:
         """The run folder of `specs[index]` (default: the largest run)."""

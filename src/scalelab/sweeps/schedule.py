@@ -12,12 +12,20 @@ docs/background.md):
   the budget is then rounded up to whole validation intervals.
 - `epochs`: a fixed number of passes over each run's own tokens, no early stopping.
 - `tokens`: the same number of training tokens for every run, no early stopping.
+
+Annealing within each run's own horizon (`cooldown_fraction`, converge only): a constant
+rate with early stopping finds the horizon (the best step); then the rate decays to zero from
+that checkpoint over `cooldown_fraction` of the steps to it (`cooled`, whole validation
+intervals, at least two), early stopping off, and the cooldown's best validation is tested.
+This is the warmup-stable-decay schedule with the decay placed where the run's own stopping
+rule says its horizon ends; the data sweep trains both phases (sweeps/data.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
@@ -41,6 +49,7 @@ class Schedule(Config):
     decay_epochs: float | None = None  # converge: LR decay length in passes (None: budget)
     epochs: float = 1.0  # epochs: passes over each run's tokens
     token_budget: int | None = None  # tokens: training tokens per run
+    cooldown_fraction: float | None = None  # converge: anneal after the best step (None: off)
 
     def validate(self) -> None:
         choice(self.policy, "policy", POLICIES)
@@ -62,6 +71,11 @@ class Schedule(Config):
         if self.policy == "tokens" and self.token_budget is None:
             raise ConfigError("policy 'tokens' needs a token budget: pass --token-budget N")
         positive_int(self.token_budget, "token_budget", optional=True)
+        f = self.cooldown_fraction
+        if f is not None and not (isinstance(f, int | float) and 0 < f <= 1):
+            raise ConfigError(f"cooldown_fraction must be in (0, 1] (or None), got {f!r}")
+        if f is not None and self.policy != "converge":
+            raise ConfigError("cooldown_fraction needs the converge policy (it finds the horizon)")
 
     def train_config(self, base: TrainConfig, n_tokens: int, block_size: int) -> TrainConfig:
         """`base` with the length fields this policy sets for a run on `n_tokens` tokens."""
@@ -91,3 +105,21 @@ class Schedule(Config):
             decay_steps=decay,
             warmup_steps=min(base.warmup_steps, max((decay or steps) // 10, 1)),
         )
+
+
+def cooled(train: TrainConfig, best_step: int, run_dir: Path, fraction: float) -> TrainConfig:
+    """The cooldown of a finished run (`run_dir`, best at `best_step`): from its tested weights
+    and optimizer state, the rate decays to zero over `fraction` of the steps to the best
+    (whole validation intervals, at least two); no early stopping."""
+    if not 0 < fraction <= 1:
+        raise ConfigError(f"the cooldown fraction must be in (0, 1], got {fraction!r}")
+    intervals = max(2, math.ceil(fraction * best_step / train.eval_interval))
+    return train.replace(
+        init_from=str(run_dir.resolve()),
+        max_steps=intervals * train.eval_interval,
+        warmup_steps=0,
+        min_lr=0.0,
+        decay_steps=None,
+        patience=None,
+        patience_fraction=0.0,
+    )
