@@ -182,7 +182,9 @@ def test_flagged_observations_are_left_out_of_every_score_and_listed(tmp_path, m
         source = {"label": "M", "dimension": 2 / p - 2, "alpha_D": p,
                   "alpha_D_range": [p - 0.01, p + 0.01], "sensitivity": []}  # fmt: skip
         fits = {"power": {"exponent": o, "exponent_ci95": [o - 0.01, o + 0.01]}}
-        fits["regime"] = {"power_law": name != "C"}
+        fits["regime"] = {"power_law": name != "C", "outcome": "POWER LAW"}
+        if name == "C":
+            fits["regime"].update(outcome="UNDECIDED", power={"power": 0.19})
         summary = {
             "sources": [source],
             "fits": {"data": fits},
@@ -193,12 +195,12 @@ def test_flagged_observations_are_left_out_of_every_score_and_listed(tmp_path, m
         atomic_write_json(folder / "summary.json", summary)
         folders.append(str(folder))
     res = validate_many(tmp_path / "many", inputs=folders, run=False, say=lambda _m: None)
-    assert res["left_out"] == {"C": "no power-law regime", "D": "budget-limited"}
+    assert res["left_out"] == {"C": "UNDECIDED (power 0.19)", "D": "budget-limited"}
     assert res["scores"]["M"]["corpora"] == ["A", "B"]
     assert res["scores"]["M"]["mae"] == pytest.approx(0.01)
     rows = read_json(tmp_path / "many" / "table.json")
     assert {r["corpus"]: r["excluded"] for r in rows if r["source"] == "M"} == {
-        "A": "", "B": "", "C": "no power-law regime", "D": "budget-limited"
+        "A": "", "B": "", "C": "UNDECIDED (power 0.19)", "D": "budget-limited"
     }  # fmt: skip
 
 
@@ -270,7 +272,7 @@ def test_no_corpus_in_a_regime_is_a_reported_outcome_not_an_error(tmp_path, run_
     res = run_cli("validate-many", *folders, "--out", tmp_path / "m", "--no-run")
     assert res.returncode == 0, res.stderr
     assert "Not scored: 0 corpora can be scored" in res.stdout
-    assert "A: no power-law regime; B: no power-law regime" in res.stdout
+    assert "A: NOT POWER LAW (tested before the three outcomes); B: NOT POWER LAW" in res.stdout
     rows = read_json(tmp_path / "m" / "table.json")
     assert {r["corpus"] for r in rows} == {"A", "B"} and all(r["excluded"] for r in rows)
     md = (tmp_path / "m" / "report" / "report.md").read_text()

@@ -284,19 +284,24 @@ def excess_observed(summary: dict) -> tuple[dict[str, Any] | None, str]:
     return excess, ""
 
 
-def excluded_because(summary: dict) -> str:
+def excluded_because(summary: dict, *, excess: bool = False) -> str:
     """Why a validation's observed exponent is left out of every score ('' when it is not):
     an outcome other than POWER LAW over its fit range (CURVED or UNDECIDED, with the test's
-    power), or a convergence check that flags it. A folder from before the regime test has
-    none to fail and is scored (its rows say so)."""
+    power), or a convergence check that flags it. `excess`: the outcome of the excess loss
+    L − E, the second theory's observable (where it was tested; else the plain one's). A folder
+    from before the regime test has none to fail and is scored (its rows say so)."""
     from scalelab.laws.observe import outcome_of, power_words
+    from scalelab.laws.regime import POWER_LAW
 
     regime = summary["fits"]["data"].get("regime")
     check = (summary.get("convergence") or {}).get("data") or {}
     why = []
-    if regime is not None and not regime["power_law"]:
-        power = power_words(regime)
-        why.append(outcome_of(regime) + (f" ({power})" if power else ""))
+    if regime is not None:
+        own = excess and bool(outcome_of(regime, excess=True))
+        outcome = outcome_of(regime, excess=own)
+        if outcome != POWER_LAW:
+            power = power_words(regime, excess=own)
+            why.append(outcome + (f" ({power})" if power else ""))
     why += [label.lower() for label in check.get("labels", [])]
     return "; ".join(why)
 
@@ -321,7 +326,8 @@ def _rows(
         preds = [*preds, {"source": SECOND_THEORY, "d": None, "alpha_D": second["alpha_D"],
                           "lo": lo, "hi": hi}]  # fmt: skip
         obs = (excess["exponent"], *excess["exponent_ci95"]) if excess else (None, None, None)
-        observed[SECOND_THEORY] = (EXCESS, obs, "; ".join(w for w in (excluded, why) if w))
+        left_out = excluded_because(summary, excess=True)
+        observed[SECOND_THEORY] = (EXCESS, obs, "; ".join(w for w in (left_out, why) if w))
     rows = []
     for p in preds:
         observable, (obs, olo, ohi), left_out = observed[p["source"]]
