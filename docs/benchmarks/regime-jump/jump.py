@@ -1,10 +1,12 @@
 """The cause of the jump (issue: "Something at one size in every corpus"): the cpu-regime
-preset's five sizes around it (5,657 ... 39,397 tokens), changing one setting at a time.
+preset at its five sizes around it (5,657 ... 39,397 tokens), then at the three across it
+(9,190, 14,929, 24,252 tokens of the same grid) changing one setting at a time.
 
-    python docs/benchmarks/regime-jump/jump.py OUT [CORPUS ...]
+    python docs/benchmarks/regime-jump/jump.py OUT [CORPUS[:VARIANT,VARIANT...] ...]
 
 Each (corpus, variant) is one resumable data sweep under OUT/<corpus>/<variant>; a finished
-variant is skipped. `table.csv` in this folder is rebuilt by `table.py` from OUT.
+variant is skipped, an interrupted one resumes. Without variants a corpus runs all of them, in
+the order below (most informative first). `table.py` in this folder rebuilds the table.
 """
 
 from __future__ import annotations
@@ -24,21 +26,25 @@ BASE = Schedule(
     patience=20, patience_fraction=0.25, max_epochs=400.0, min_steps=1_000, step_cap=16_000
 )
 SIZES = {"min_tokens": 5_657, "max_tokens": 39_397, "points": 5}  # the preset's grid there
+#: The variants' grid: the three sizes across the jump (14,929 → 24,252), from the same grid.
+AROUND = {"min_tokens": 9_190, "max_tokens": 24_252, "points": 3}
 VARIANTS: dict[str, dict] = {
     "base": {},
     "width-2x64": {"model": "2x64"},  # 4x the parameters: does the jump move with the model?
+    "min-steps-3000": {"schedule": BASE.replace(min_steps=3_000)},  # 3x the floor
+    "patience-60": {"schedule": BASE.replace(patience=60)},  # 3x the patience
     "decay": {"train_min_lr": 2e-4},  # the rate decays 10x over each run's step budget
     "eval-10": {"train_eval_interval": 10},  # validations 2.5x as often
-    "patience-60": {"schedule": BASE.replace(patience=60)},  # 3x the patience
-    "min-steps-3000": {"schedule": BASE.replace(min_steps=3_000)},  # 3x the floor
 }
 
 
 def main(out: Path, corpora: list[str]) -> None:
     torch.set_num_threads(1)
-    for corpus in corpora:
-        for name, change in VARIANTS.items():
-            options = {"corpus": corpus, **SIZES, **change}
+    for item in corpora:
+        corpus, _, names = item.partition(":")
+        for name in names.split(",") if names else VARIANTS:
+            change = VARIANTS[name]
+            options = {"corpus": corpus, **(SIZES if name == "base" else AROUND), **change}
             cfg = PipelineConfig.from_preset("cpu-regime", **options)
             folder = out / corpus / name
             prep = prepare(folder, cfg)
@@ -48,4 +54,4 @@ def main(out: Path, corpora: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2:] or ["shakespeare", "python-stdlib"])
+    main(Path(sys.argv[1]), sys.argv[2:] or ["shakespeare", "python-stdlib:base,width-2x64"])
