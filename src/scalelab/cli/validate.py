@@ -24,6 +24,7 @@ from scalelab.cli.common import (
 )
 from scalelab.io import format_interval
 from scalelab.pipeline.config import FLAT, PipelineConfig, flat_defaults
+from scalelab.runs.sweep import WORKERS
 
 _D = flat_defaults()
 
@@ -168,7 +169,7 @@ _MODELS = typer.Option(
     "--model-sweep",
     help="Model-size sweep shapes LAYERSxWIDTH, comma-separated ('' for none).",
 )
-_WORKERS = typer.Option(2, "--workers", help="Runs in parallel (one torch thread each).")
+_WORKERS = typer.Option(WORKERS, "--workers", help="Runs in parallel (one torch thread each).")
 _THREADS = threads_option(help="Torch threads of the main process.")
 _IDB = _opt("--id-batch-size", "Points per MLE batch.")
 _IDP = _opt("--id-per-doc", "Positions per test document for d.")

@@ -27,6 +27,7 @@ from scalelab.fields import choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.laws.regime import RegimeConfig
 from scalelab.probe.config import PRECISIONS
+from scalelab.sweeps.convergence import FACTOR, WIDTH_FACTOR
 from scalelab.sweeps.schedule import Schedule
 
 
@@ -37,7 +38,8 @@ class TrainPart(Config):
     `TrainConfig` (steps between validations and checkpoints); its default differs by command,
     each in one place: 100 for one `scalelab train` run (`TrainConfig`), 50 for `scalelab
     sweep` (`sweeps.worker.EVAL_INTERVAL`), 25 here, where validate's small runs stop by a
-    patience counted in validations (docs/sweeps.md)."""
+    patience counted in validations (docs/sweeps.md); the gpu preset sets 50 for its longer runs.
+    tests/test_cli_defaults.py fails when one of these is written a second time."""
 
     block_size: int = 128  # the context length of every model, and of the probe of d
     batch_size: int = 16
@@ -60,9 +62,9 @@ class CheckPart(Config):
     """The convergence check (sweeps/convergence.py) of both sweeps."""
 
     largest: int = 1  # the largest runs of each sweep that are perturbed
-    factor: int = 3  # ... with a stopping rule (and budget) this many times stricter
+    factor: int = FACTOR  # ... with a stopping rule (and budget) this many times stricter
     smallest: int = 1  # the smallest runs, perturbed too (stricter, another seed): both ends
-    width_factor: int | None = 2  # the data sweep's largest size with a model this much wider
+    width_factor: int | None = WIDTH_FACTOR  # the largest size, with a model this much wider
 
     def validate(self) -> None:
         positive_int(self.largest, "largest")

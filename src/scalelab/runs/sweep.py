@@ -58,11 +58,16 @@ class Backend(Config):
             raise ConfigError("--ray-address and --run-gpus need --backend ray; add it")
 
 
+# Local processes for the runs of validate, the demo and validate-many (one torch thread each):
+# two, for the 2-core machine they were sized on (docs/sweeps.md). One default, one place.
+WORKERS = 2
+
+
 @dataclass(frozen=True)
 class Pool:
     """Where the runs of a command go: `workers` local processes, or `backend` when given."""
 
-    workers: int = 2
+    workers: int = WORKERS
     backend: Backend | None = None
 
 
