@@ -60,6 +60,7 @@ _FIGURES = typer.Option(
 )
 
 
+_TABLE = typer.Argument(..., metavar="TABLE", help="Results table: .csv, .tsv, .parquet or .jsonl.")
 TABLES = (".csv", ".tsv", ".parquet", ".jsonl", ".ndjson")
 
 
@@ -76,9 +77,7 @@ def _check_inputs(table: Path, form: str, x: str | None) -> None:
 
 def fit_command(
     ctx: typer.Context,
-    table: Path = typer.Argument(
-        ..., metavar="TABLE", help="Results table: .csv, .tsv, .parquet or .jsonl."
-    ),
+    table: Path = _TABLE,
     x: str | None = typer.Option(None, "--x", help="Size column (power, power+E)."),
     y: str = typer.Option(..., "--y", help="Loss column (positive)."),
     form: str = typer.Option(
