@@ -34,7 +34,7 @@ def test_validate_help_lists_every_preset_with_its_time() -> None:
 
 def test_quick_preset_is_small_and_leaves_the_others_alone() -> None:
     quick = PipelineConfig.from_preset("quick")
-    assert (quick.min_tokens, quick.max_tokens, quick.points) == (500, 5_000, 3)
+    assert (quick.min_tokens, quick.max_tokens, quick.points) == (500, 5_000, 5)
     assert quick.model_sweep.models == () and quick.check.smallest == 0
     assert quick.vocab_size == 512
     assert PipelineConfig.from_preset("cpu-hour").model == "4x96"  # unchanged

@@ -202,13 +202,13 @@ def _explicit(ctx: typer.Context) -> frozenset[str]:
 _PRESET = typer.Option(
     None,
     "--preset",
-    help="Named sizes (time: measured on 2 CPU cores unless said): quick (a first try: 3 sizes "
-    "of 500-5,000 tokens, no model sweep; about 3 minutes), cpu-regime (a data sweep over two "
-    "decades sized to reach a power-law regime; 3-17.5 minutes per corpus), cpu-hour (25 "
-    "minutes on shakespeare, one hour at worst), model-side (a model sweep of 5.2k-300k "
-    "non-embedding parameters, none data-limited; 65 minutes on shakespeare) or gpu (one "
-    "H200-class GPU, 4.9M-85M parameters, 10M-100M tokens; not yet run). Options given here "
-    "override its values (docs/sweeps.md#presets).",
+    help="Named sizes (times on 2 CPU cores): quick (a first try: 5 sizes of 500-5,000 tokens, "
+    "no model sweep; 136 CPU-seconds on shakespeare, about 2 minutes of 2 free cores), "
+    "cpu-regime (a data sweep over two decades sized to reach a power-law regime; 3-17.5 "
+    "minutes per corpus), cpu-hour (25 minutes on shakespeare, one hour at worst), model-side "
+    "(a model sweep of 5.2k-300k non-embedding parameters, none data-limited; 65 minutes on "
+    "shakespeare) or gpu (one H200-class GPU, 4.9M-85M parameters, 10M-100M tokens; not yet "
+    "run). Options given here override its values (docs/sweeps.md#presets).",
 )
 
 

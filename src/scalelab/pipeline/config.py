@@ -303,14 +303,15 @@ def flat_defaults(cfg: PipelineConfig | None = None) -> dict[str, Any]:
 # place. How each was sized, and which corpora reach its sizes: docs/sweeps.md#presets. Neither
 # was tuned on an exponent.
 PRESETS: dict[str, dict[str, Any]] = {
-    # A first try of `validate` in about 3 minutes on 2 CPU cores (docs/sweeps.md#presets): the
-    # default model on 3 sizes, 500 ... 5,000 tokens, BPE 512, no model sweep, the check of the
-    # largest run only. Too small for any regime: it shows the steps and the report, not a law.
+    # A first try of `validate` on 2 CPU cores (docs/sweeps.md#presets): the default model on
+    # 5 sizes, 500 ... 5,000 tokens, BPE 512, no model sweep, the check of the largest run only;
+    # 136 CPU-seconds on shakespeare. Too small for any regime: it shows the steps and the
+    # report, not a law.
     "quick": {
         "vocab_size": 512,
         "min_tokens": 500,
         "max_tokens": 5_000,
-        "points": 3,
+        "points": 5,  # 3 give a fit range of 2 sizes (1,581 and 5,000 on shakespeare): too few
         "model_sweep": (),
         "check_smallest": 0,
     },

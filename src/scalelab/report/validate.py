@@ -123,7 +123,7 @@ def glance_rows(fits: dict[str, Any]) -> list[dict[str, str]]:
     elif regime["power_law"]:
         shape = "POWER LAW"
     else:
-        shape = f"not shown: {regime['curvature'].get('reason') or regime['verdict']}"
+        shape = f"not shown: {(regime.get('curvature') or {}).get('reason') or regime['verdict']}"
     rows = [{"question": "Is the data curve a power law over its fit range?", "answer": shape}]
     fit = fits["data"].get("power")
     if fit:
