@@ -113,6 +113,8 @@ CASES: dict[str, tuple[list[str], str]] = {
     "fit-negative-loss": (["fit", "{table_negative}", "--x", "n", "--y", "loss"], "positive"),
     "fit-n-boot": (["fit", "{table}", "--x", "n", "--y", "loss", "--n-boot", "-5"], "boot"),
     "fit-holdout": (["fit", "{table}", "--x", "n", "--y", "loss", "--holdout", "9"], "holdout"),
+    "fit-npy": (["fit", "{points}", "--x", "n", "--y", "loss"], "TABLE {points}"),
+    "fit-no-x": (["fit", "{table}", "--y", "loss"], "--form power needs --x"),
     "fit-chinchilla-no-cols": (
         ["fit", "{table}", "--y", "loss", "--form", "chinchilla"],
         "--form chinchilla needs --n-col",
@@ -535,6 +537,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "induction-evaluate-bits": (["induction", "evaluate", "{ind_run}", "--bits", "8,x"], "bits"),
     "induction-construct-n": (["induction", "construct", "--n", "2"], "need n >= 3, got 2"),
     "induction-construct-alphabet": (["induction", "construct", "--alphabet", "1"], "alphabet"),
+    "induction-construct-negative-n": (["induction", "construct", "--n", "-5"], "--n >= 1, got -5"),
     "induction-construct-mode": (
         ["induction", "construct", "--n", "8", "--mode", "round"],
         "round",
@@ -622,6 +625,26 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["validate", "--corpus", "{text}", "--out", "{out}", "--reference-model", "{tmp}/noref"],
         "noref",
     ),
+    "validate-check-largest": (
+        ["validate", "--corpus", "{text}", "--out", "{out}", "--check-largest", "0"],
+        "--check-largest 0",
+    ),
+    "validate-check-smallest": (
+        ["validate", "--corpus", "{text}", "--out", "{out}", "--check-smallest", "9"],
+        "--check-smallest must be in [0, --points 7]",
+    ),
+    "validate-model-shape": (  # refused before the tokenizer is trained
+        ["validate", "--corpus", "{text}", "--out", "{out}", "--model", "2by48"],
+        "--model 2by48",
+    ),
+    "validate-model-sweep-shape": (
+        ["validate", "--corpus", "{text}", "--out", "{out}", "--model-sweep", "1x16,2by3,2x48"],
+        "--model-sweep 2by3",
+    ),
+    "validate-id-per-doc": (
+        ["validate", "--corpus", "{text}", "--out", "{out}", "--id-per-doc", "0"],
+        "--id-per-doc 0",
+    ),
     "validate-out-is-sweep": (["validate", "--corpus", "{text}", "--out", "{data_sweep}"], "sweep"),
     # --- demo
     "demo-corpus": (["demo", "--out", "{out}", "--corpus", "klingon"], "klingon"),
@@ -634,7 +657,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "demo-out-is-sweep": (["demo", "--out", "{data_sweep}"], "sweep"),
     "demo-id-batch": (
         ["demo", "--out", "{out}", "--id-batch-size", "5"],
-        "--id-batch-size 5 must exceed K = 20",
+        "--id-batch-size 5: batch size 5 must exceed K = 20",
     ),
     # --- validate (any corpus; the demo's pipeline)
     "validate-corpus": (["validate", "--corpus", "klingon", "--out", "{out}"], "klingon"),
@@ -725,6 +748,8 @@ FIXES = {
     "exponents-nan-d": "d (intrinsic dimension) must be finite",
     "exponents-negative-d": "d (intrinsic dimension) must be > 0",
     "exponents-nothing": "give exactly one of --d, --alpha-n, --alpha-d",
+    "fit-npy": "give a .csv/.tsv/.parquet/.jsonl/.ndjson file",
+    "fit-no-x": "give the size column with --x COLUMN",
     "fit-chinchilla-no-cols": "needs --n-col and one of --d-col or --c-col",
     "fit-empty-csv": "give a UTF-8 csv file with a header row",
     "fit-form": "choose one of power, power+E, chinchilla",
@@ -750,7 +775,8 @@ FIXES = {
     "induction-compare-depth-heads": "n_head must be a positive integer",
     "induction-compare-depth-steps": "max_steps must be a positive integer",
     "induction-compare-depth-store": "prepare it again",
-    "induction-construct-alphabet": "use --alphabet 2 or more",
+    "induction-construct-alphabet": "needs --alphabet >= 2",
+    "induction-construct-negative-n": "needs a length --n >= 1",
     "induction-construct-mode": "use one of ('float', 'fixed')",
     "induction-construct-n": "hard instances need n >= 3",
     "induction-evaluate-bits": "--bits must be comma-separated integers",
@@ -847,6 +873,11 @@ FIXES = {
     "validate-max-tokens": "use --max-tokens 60997 or less",
     "validate-text-too-small": "give a larger corpus (or, from Python, a smaller train.block_size)",
     "validate-model-sweep": "list more or none",
+    "validate-check-largest": "must be a positive integer",
+    "validate-check-smallest": "must be in [0, --points 7]",
+    "validate-model-shape": "give a preset name or a shape",
+    "validate-model-sweep-shape": "give a preset name or a shape",
+    "validate-id-per-doc": "must be a positive integer",
     "validate-out-is-sweep": "use a new --out",
     "validate-points": "points must be >= 3",
     "validate-reference": "check the path",

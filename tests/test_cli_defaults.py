@@ -6,9 +6,11 @@ table where the option's name differs from the field's."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -200,3 +202,111 @@ def test_cli_defaults_equal_the_config_defaults(name: str) -> None:
     wrong, checked = mismatches(name, ALL[name])
     assert not wrong
     assert checked >= 1, f"{name}: no option was compared; is the table stale?"
+
+
+# One definition per default (docs/sweeps.md): these values may be written as literals only at
+# their one place; everywhere else reads the constant or the field. (name, value) -> the files
+# allowed to hold it. A second literal (a new `workers=2`, `k=20`, `batch_size=4096`, ...) fails.
+ONE_PLACE: dict[tuple[str, int], set[str]] = {
+    ("workers", 2): {"runs/sweep.py"},  # WORKERS: validate's, the demo's, validate-many's
+    ("eval_interval", 100): {
+        "lm/config.py",  # TrainConfig: one `scalelab train` run
+        "probe/depth.py",  # induction compare-depth's own runs (a command of its own)
+    },
+    ("eval_interval", 50): {
+        "sweeps/worker.py",  # EVAL_INTERVAL: `scalelab sweep`
+        "induction/train.py",  # the induction task's own trainer (a command of its own)
+    },
+    ("eval_interval", 25): {"pipeline/config.py"},  # TrainPart: validate's runs
+    ("factor", 3): {"sweeps/convergence.py"},  # FACTOR: the check's stricter rule
+    ("width_factor", 2): {"sweeps/convergence.py"},  # WIDTH_FACTOR: the check's wider model
+    ("k", 20): {"intrinsic/__init__.py"},  # PAPER_K
+    ("batch_size", 4096): {"intrinsic/__init__.py"},  # PAPER_BATCH_SIZE
+}
+ALIASES = {
+    "WORKERS": "workers",
+    "EVAL_INTERVAL": "eval_interval",
+    "FACTOR": "factor",
+    "WIDTH_FACTOR": "width_factor",
+    "PAPER_K": "k",
+    "PAPER_BATCH_SIZE": "batch_size",
+}
+SRC = Path(__file__).resolve().parents[1] / "src" / "scalelab"
+
+
+def named_int_literals(tree: ast.AST) -> Iterator[tuple[str, int, int]]:
+    """(name, value, line) of every integer literal bound to a name: a parameter default
+    (also inside typer.Option(...)), an assignment, a keyword argument, `d.get("name", v)`,
+    `d.get("name") or v`, and `typer.Option(v, "--name")`."""
+
+    def lit(node: ast.AST | None) -> int | None:
+        if isinstance(node, ast.Call) and node.args:  # typer.Option(2, ...)
+            node = node.args[0]
+        ok = isinstance(node, ast.Constant) and type(node.value) is int
+        return node.value if ok else None  # type: ignore[union-attr]
+
+    def get_key(node: ast.AST) -> str | None:
+        ok = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        ok = ok and node.func.attr == "get" and bool(node.args)  # type: ignore[union-attr]
+        key = node.args[0] if ok else None  # type: ignore[union-attr]
+        return key.value if isinstance(key, ast.Constant) else None
+
+    for node in ast.walk(tree):
+        pairs: list[tuple[str, ast.AST]] = []
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            a = node.args
+            pos = a.posonlyargs + a.args
+            pairs += zip(
+                [x.arg for x in pos[len(pos) - len(a.defaults) :]], a.defaults, strict=True
+            )
+            pairs += zip([x.arg for x in a.kwonlyargs], a.kw_defaults, strict=True)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            pairs.append((node.target.id, node.value))
+        elif isinstance(node, ast.Assign):
+            pairs += [(t.id, node.value) for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.Call):
+            pairs += [(kw.arg, kw.value) for kw in node.keywords if kw.arg]
+            if get_key(node) and len(node.args) == 2:
+                pairs.append((get_key(node), node.args[1]))  # type: ignore[arg-type]
+            flag = node.args[1] if len(node.args) >= 2 else None
+            if isinstance(flag, ast.Constant) and str(flag.value).startswith("--"):
+                pairs.append((flag.value[2:].replace("-", "_"), node.args[0]))
+        elif isinstance(node, ast.BoolOp) and get_key(node.values[0]):
+            pairs.append((get_key(node.values[0]), node.values[-1]))  # type: ignore[arg-type]
+        for name, value in pairs:
+            if lit(value) is not None:
+                yield ALIASES.get(name, name), lit(value), value.lineno  # type: ignore[misc]
+
+
+def second_definitions(src: Path) -> list[str]:
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        where = path.relative_to(src).as_posix()
+        for name, value, line in sorted(
+            named_int_literals(ast.parse(path.read_text())), key=lambda t: t[2]
+        ):
+            allowed = ONE_PLACE.get((name, value))
+            if allowed is not None and where not in allowed:
+                found.append(f"{where}:{line}: {name} = {value}")
+    return found
+
+
+def test_each_shared_default_is_defined_once() -> None:
+    assert second_definitions(SRC) == []
+
+
+def test_a_second_definition_is_found(tmp_path: Path) -> None:
+    """The scan itself can fail: each way of writing the literal again is caught."""
+    (tmp_path / "pipeline").mkdir()
+    (tmp_path / "pipeline" / "x.py").write_text(
+        "import typer\n"
+        "def f(workers: int = 2, *, k=20): ...\n"
+        "W = typer.Option(2, '--workers')\n"
+        "g(batch_size=4096)\n"
+        "s.get('k', 20)\n"
+        "r.get('batch_size') or 4096\n"
+        "FACTOR = 3\n"
+        "eval_interval: int = 25\n"
+    )
+    found = second_definitions(tmp_path)
+    assert [f.split(":")[1] for f in found] == ["2", "2", "3", "4", "5", "6", "7", "8"]

@@ -251,3 +251,37 @@ def test_many_report_tables_fit_a_laptop_page_without_scrolling(tmp_path: Path) 
     shot = tmp_path / "many.png"
     chromium(tmp_path, f"--screenshot={shot}", page.as_uri())
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def validate_folder(root: Path) -> Path:
+    """A real `scalelab validate` folder at toy size (docs/python.md's part 4): 3 sizes of
+    20-step runs on a generated corpus, no model sweep."""
+    from scalelab.pipeline.config import PipelineConfig
+    from scalelab.pipeline.run import run_pipeline
+    from scalelab.sweeps.schedule import Schedule
+
+    rng = np.random.default_rng(0)
+    lexicon = ["".join(rng.choice(list("abcdefghij"), rng.integers(2, 6))) for _ in range(200)]
+    corpus = root / "corpus.txt"
+    corpus.parent.mkdir(parents=True)
+    corpus.write_text("\n\n".join(" ".join(rng.choice(lexicon, 60)) for _ in range(300)))
+    cfg = PipelineConfig.from_options(
+        corpus=str(corpus), vocab_size=300, model="1x32x1", train_block_size=32,
+        train_batch_size=4, min_tokens=1000, max_tokens=9000, points=3, train_eval_interval=10,
+        train_eval_batches=2, train_test_tokens=1024, model_sweep=(), id_per_doc=32,
+        id_batch_size=256, n_boot=20,
+        schedule=Schedule(max_epochs=2.0, decay_epochs=1.0, min_steps=10, step_cap=20, patience=2),
+    )  # fmt: skip
+    summary = run_pipeline(root / "validate", cfg, workers=1, quiet=True, say=lambda _: None)
+    return Path(summary["report_html"])
+
+
+def test_validate_report_opens_with_a_verdict_that_fits_the_page(tmp_path: Path) -> None:
+    """The validate page's first table, the verdict at a glance, fits a 1280-pixel page
+    without scrolling in its box; nothing on the page is wider than the window."""
+    got = check_in_browser(validate_folder(tmp_path / "v"), tmp_path)
+    assert got["loaded"] == got["images"] >= 3, got
+    assert got["scrollWidth"] <= got["innerWidth"] == WIDTH and not got["wide"], got
+    first = got["tables"][0]
+    assert first["caption"].startswith("At a glance"), got["tables"]
+    assert first["scrollWidth"] <= first["clientWidth"] and first["right"] <= WIDTH, first

@@ -82,6 +82,13 @@ def make_sweep(
     return sweep, sizes, loss
 
 
+def few_boots(sweep: Path) -> Path:
+    """100 bootstrap resamples (fits.json, as the pipeline writes it) for a test that reads
+    no interval: the bootstraps of both fit forms are most of a report's time."""
+    atomic_write_json(sweep / "fits.json", {"power": {"n_boot": 100, "seed": 0}})
+    return sweep
+
+
 def test_data_sweep_report_shows_known_exponent_prediction_and_warnings(tmp_path: Path) -> None:
     sweep, sizes, loss = make_sweep(tmp_path)
     html_path, md_path = build_report(sweep)
@@ -112,10 +119,10 @@ def test_data_sweep_report_shows_known_exponent_prediction_and_warnings(tmp_path
 def test_model_sweep_report_uses_parameters_and_alpha_n(tmp_path: Path) -> None:
     sweep, sizes, loss = make_sweep(tmp_path, "model", exponent=0.3, d=6.0, ablation=False)
     out = tmp_path / "elsewhere"
-    _, md_path = build_report(sweep, out)
+    _, md_path = build_report(few_boots(sweep), out)
     assert md_path == out / "report.md" and not (sweep / "report").exists()
     md = md_path.read_text()
-    truth = fit_power_law(sizes, loss, n_boot=1000, seed=0)
+    truth = fit_power_law(sizes, loss, n_boot=100, seed=0)
     row = next(line for line in md.splitlines() if line.startswith("| observed alpha_N"))
     assert f"| {truth.exponent:.4g} |" in row
     pred = next(line for line in md.splitlines() if line.startswith("| predicted alpha_N"))
@@ -124,7 +131,7 @@ def test_model_sweep_report_uses_parameters_and_alpha_n(tmp_path: Path) -> None:
 
 def test_without_estimate_the_report_says_so(tmp_path: Path) -> None:
     sweep, _, _ = make_sweep(tmp_path, d=None, ablation=False)
-    md = build_report(sweep)[1].read_text()
+    md = build_report(few_boots(sweep))[1].read_text()
     assert "No estimate.json" in md and "predicted alpha_D" not in md
     assert "observed alpha_D" in md
 
@@ -178,7 +185,7 @@ def test_cli_report_success_and_bad_folder(
         return info.value.code or 0, out, err
 
     sweep, _, _ = make_sweep(tmp_path, ablation=False)
-    code, out, err = call(sweep, "--out", tmp_path / "r", "--json")
+    code, out, err = call(few_boots(sweep), "--out", tmp_path / "r", "--json")
     assert code == 0, err
     assert json.loads(out)["html"] == str(tmp_path / "r" / "report.html")
     code, out, err = call(tmp_path / "missing")

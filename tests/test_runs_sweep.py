@@ -115,3 +115,32 @@ def test_workers_die_with_a_killed_sweep_process(tmp_path: Path) -> None:
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert not left, f"workers {left} outlived their killed sweep process"
+
+
+UNGUARDED = """
+from pathlib import Path
+from scalelab.runs.sweep import RunSpec, open_sweep, run_sweep
+
+def double(params, run_dir):
+    return {"y": 2 * params["x"]}
+
+folder = Path(FOLDER)
+open_sweep(folder, "toy", {"xs": [1, 2]})
+run_sweep(folder, [RunSpec("a", {"x": 1}), RunSpec("b", {"x": 2})], double, workers=2,
+          quiet=True)
+print("finished")
+"""
+
+
+def test_a_script_without_the_main_guard_is_told_so(tmp_path: Path) -> None:
+    """Spawned workers import the main module again: an unguarded script re-runs its sweep in
+    them and finds the folder locked by the parent. Both the worker's and the parent's
+    message name the missing guard (the guarded path: test_parallel_workers_give_the_same_table)."""
+    script = tmp_path / "script.py"
+    script.write_text(UNGUARDED.replace("FOLDER", repr(str(tmp_path / "sweep"))))
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode != 0 and "finished" not in done.stdout
+    assert "locked by this worker's parent process" in done.stderr  # the worker's line
+    assert 'if __name__ == "__main__":' in done.stderr.splitlines()[-1]  # the parent's

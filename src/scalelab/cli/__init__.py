@@ -17,7 +17,10 @@ from typing import Any
 
 from scalelab.errors import ScalelabError
 
-HELP = "Scaling laws from intrinsic dimension, and depth separation on induction heads."
+HELP = (
+    "Scaling laws from intrinsic dimension, and depth separation on induction heads. "
+    "`scalelab --version` prints the version."
+)
 
 # command name -> (module under scalelab.cli, its help's first line), in the listing order.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -150,6 +153,11 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "16")  # 2^16 cycles instead of 2^28
     blas_threads_for_load()
+    if (sys.argv[1:] if argv is None else argv) == ["--version"]:
+        from scalelab import __version__
+
+        print(f"scalelab {__version__}")
+        sys.exit(0)
     try:
         from typer._click import exceptions as click_errors  # typer >= 0.24 has its own click
     except ImportError:  # pragma: no cover - older typer uses click itself

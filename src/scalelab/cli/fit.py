@@ -60,9 +60,24 @@ _FIGURES = typer.Option(
 )
 
 
+_TABLE = typer.Argument(..., metavar="TABLE", help="Results table: .csv, .tsv, .parquet or .jsonl.")
+TABLES = (".csv", ".tsv", ".parquet", ".jsonl", ".ndjson")
+
+
+def _check_inputs(table: Path, form: str, x: str | None) -> None:
+    """Refuse, before any table is read, what the options alone show to be wrong."""
+    from scalelab.errors import ConfigError, InputError
+
+    if table.suffix.lower() not in TABLES:
+        hint = " (a point cloud is for `scalelab id`)" if table.suffix.lower() == ".npy" else ""
+        raise InputError(f"TABLE {table}: give a {'/'.join(TABLES)} file{hint}")
+    if form in ("power", "power+E") and x is None:
+        raise ConfigError(f"--form {form} needs --x: give the size column with --x COLUMN")
+
+
 def fit_command(
     ctx: typer.Context,
-    table: Path = typer.Argument(..., help="Results table: .csv, .tsv, .parquet or .jsonl."),
+    table: Path = _TABLE,
     x: str | None = typer.Option(None, "--x", help="Size column (power, power+E)."),
     y: str = typer.Option(..., "--y", help="Loss column (positive)."),
     form: str = typer.Option(
@@ -115,6 +130,7 @@ def fit_command(
     from scalelab.io import atomic_write_json, provenance
     from scalelab.laws.table import fit_groups, fit_table, read_table
 
+    _check_inputs(table, form, x)
     check_file(out)
     opts = ctx.params
     kwargs = {

@@ -88,6 +88,7 @@ def _summary(row: dict[str, Any]) -> list[dict[str, Any]]:
     se = row["dimension_se"]
     pairs = {
         "dimension": f"{row['dimension']:.4f}" + ("" if se is None else f" ± {se:.4f} (SE)"),
+        **({} if se is not None else {"standard error": _no_se(row)}),
         "batches": f"{row['n_batches']} of >= {min(row['batch_size'], row['n_points'])} points",
         "points": f"{row['n_points']} ({row['n_duplicates_removed']} duplicates removed)",
         "estimator": f"{row['estimator']}, k = {row['k']}, metric {row['metric']}",
@@ -96,6 +97,16 @@ def _summary(row: dict[str, Any]) -> list[dict[str, Any]]:
         "beta": row["beta"],
     }
     return [{"quantity": k, "value": v} for k, v in pairs.items()]
+
+
+def _no_se(row: dict[str, Any]) -> str:
+    """Why a result has no standard error: it comes from the spread over batches."""
+    if row["n_batches"] >= 2:
+        return "none"
+    return (
+        "none: one batch (the SE is the spread over batches); give at least "
+        f"{2 * row['batch_size']} points or --batch-size {row['n_points'] // 2} or less"
+    )
 
 
 def exponents_command(

@@ -41,14 +41,31 @@ def _values(text: str | None, convert: type, name: str) -> tuple | None:
     return None if text is None else tuple(parse_list(text, convert, f"--{name}"))
 
 
+def _preset_help() -> str:
+    """Each preset's grid, read from PRESETS (one definition)."""
+
+    def csv(values: tuple) -> str:
+        return ",".join(f"{v:g}" for v in values) or "none"
+
+    grids = [
+        f"{name}: dims {csv(c.dims)}, betas {csv(c.betas)}, n-values {csv(c.n_values)}, "
+        f"seeds {csv(c.seeds)}, model-widths {csv(c.model_widths)}"
+        for name, c in PRESETS.items()
+    ]
+    return f"One of ({'; '.join(grids)}). The options below replace the preset's values."
+
+
+_PRESET_VALUE = "default: the preset's"
+
+
 def sweep_command(
     out: Path = typer.Option(..., "--out", help="Sweep folder (created, or resumed)."),
-    preset: str = typer.Option("quick", help=f"One of: {', '.join(PRESETS)}."),
+    preset: str = typer.Option("quick", help=_preset_help()),
     manifold: str | None = typer.Option(None, help=f"One of: {', '.join(MANIFOLDS)}."),
-    dims: str | None = typer.Option(None, help="Intrinsic dimensions, e.g. 2,4,6,8."),
-    betas: str | None = typer.Option(None, help="Hölder exponents in (0, 1], e.g. 1,0.5."),
-    n_values: str | None = typer.Option(None, help="Training sizes, e.g. 160,1000,16000."),
-    seeds: str | None = typer.Option(None, help="Data/init seeds, e.g. 0,1,2."),
+    dims: str | None = typer.Option(None, help=f"Intrinsic dimensions ({_PRESET_VALUE})."),
+    betas: str | None = typer.Option(None, help=f"Hölder exponents in (0, 1] ({_PRESET_VALUE})."),
+    n_values: str | None = typer.Option(None, help=f"Training sizes ({_PRESET_VALUE})."),
+    seeds: str | None = typer.Option(None, help=f"Data/init seeds ({_PRESET_VALUE})."),
     noise_std: float | None = typer.Option(None, help="Label noise standard deviation."),
     attention: str | None = typer.Option(None, help="relu (the paper's) or softmax."),
     model_widths: str | None = typer.Option(

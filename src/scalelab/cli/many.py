@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from scalelab.cli.common import JSON, print_json, print_table, set_threads, threads_option
+from scalelab.runs.sweep import WORKERS
 
 
 def validate_many_command(
@@ -27,7 +28,7 @@ def validate_many_command(
     run: bool = typer.Option(
         True, "--run/--no-run", help="Run validate where a folder has no summary.json."
     ),
-    workers: int = typer.Option(2, "--workers", help="Sweep runs in parallel."),
+    workers: int = typer.Option(WORKERS, "--workers", help="Sweep runs in parallel."),
     threads: int | None = threads_option(),
     json_out: bool = JSON,
 ) -> None:

@@ -24,6 +24,7 @@ from scalelab.cli.common import (
 )
 from scalelab.io import format_interval
 from scalelab.pipeline.config import FLAT, PipelineConfig, flat_defaults
+from scalelab.runs.sweep import WORKERS
 
 _D = flat_defaults()
 
@@ -173,13 +174,14 @@ _MODELS = typer.Option(
     "--model-sweep",
     help="Model-size sweep shapes LAYERSxWIDTH, comma-separated ('' for none).",
 )
-_WORKERS = typer.Option(2, "--workers", help="Runs in parallel (one torch thread each).")
+_WORKERS = typer.Option(WORKERS, "--workers", help="Runs in parallel (one torch thread each).")
 _THREADS = threads_option(help="Torch threads of the main process.")
 _IDB = _opt("--id-batch-size", "Points per MLE batch.")
 _IDP = _opt("--id-per-doc", "Positions per test document for d.")
 _IDREF = _opt(
     "--id-reference-documents",
-    "Test documents (a seeded subset) the given reference models read for d (default all).",
+    "Test documents (a seeded subset) each given reference model reads for d (the cpu-hour "
+    "preset: every one).",
 )
 _CHECKL = _opt("--check-largest", "Convergence check: perturb this many largest runs per sweep.")
 _CHECKF = _opt("--check-factor", "Convergence check: the stricter stopping rule's factor.")
@@ -205,11 +207,13 @@ def _explicit(ctx: typer.Context) -> frozenset[str]:
 _PRESET = typer.Option(
     None,
     "--preset",
-    help="Named sizes: gpu (one H200-class GPU, 4.9M-85M parameters, 10M-100M tokens), "
-    "cpu-hour (2 cores, one hour), cpu-regime (2 cores, at most 25 minutes: a data sweep "
-    "over two decades sized to reach a power-law regime) or model-side (a model sweep of "
-    "5.2k-300k non-embedding parameters, none data-limited); options given here override "
-    "its values (docs/sweeps.md).",
+    help="Named sizes (times on 2 CPU cores): quick (a first try: 5 sizes of 500-5,000 tokens, "
+    "no model sweep; 136 CPU-seconds on shakespeare, about 2 minutes of 2 free cores), "
+    "cpu-regime (a data sweep over two decades sized to reach a power-law regime; 3-17.5 "
+    "minutes per corpus), cpu-hour (25 minutes on shakespeare, one hour at worst), model-side "
+    "(a model sweep of 5.2k-300k non-embedding parameters, none data-limited; 65 minutes on "
+    "shakespeare) or gpu (one H200-class GPU, 4.9M-85M parameters, 10M-100M tokens; not yet "
+    "run). Options given here override its values (docs/sweeps.md#presets).",
 )
 
 

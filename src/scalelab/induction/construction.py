@@ -89,10 +89,10 @@ class CircleConstants:
 
 def two_layer_construction(alphabet_size: int, max_len: int) -> InductionTransformer:
     """A float64 `InductionTransformer` of width 12 with the hand-set weights above."""
-    if alphabet_size < 2 or max_len < 1:
-        raise ConfigError(
-            "the construction needs alphabet_size >= 2 and max_len >= 1; use --alphabet 2 or more"
-        )
+    if alphabet_size < 2:
+        raise ConfigError(f"the construction needs --alphabet >= 2, got {alphabet_size}")
+    if max_len < 1:
+        raise ConfigError(f"the construction needs a length --n >= 1, got {max_len}")
     s = alphabet_size
     k = CircleConstants.for_task(max(max_len, 2), s)
     model = blank_two_layer(s, max_len, WIDTH, D_HEAD)

@@ -86,10 +86,10 @@ def blank_two_layer(
 
 def one_hot_construction(alphabet_size: int, max_len: int) -> InductionTransformer:
     """A float64 `InductionTransformer` with the hand-set weights described above."""
-    if alphabet_size < 2 or max_len < 1:
-        raise ConfigError(
-            "the construction needs alphabet_size >= 2 and max_len >= 1; use --alphabet 2 or more"
-        )
+    if alphabet_size < 2:
+        raise ConfigError(f"the construction needs --alphabet >= 2, got {alphabet_size}")
+    if max_len < 1:
+        raise ConfigError(f"the construction needs a length --n >= 1, got {max_len}")
     s = alphabet_size
     k = OneHotConstants.for_length(max_len)
     width = 3 * s + 5

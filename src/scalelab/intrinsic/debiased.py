@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from scalelab.errors import InputError
+from scalelab.intrinsic import PAPER_BATCH_SIZE
 
 
 def extrapolate_in_batch(batch_sizes: Any, dims: Any) -> dict[str, Any]:
@@ -65,7 +66,7 @@ def batch_points(sensitivity: list[dict[str, Any]], k: int) -> tuple[list[int], 
 
 
 def calibrated_in_batches(
-    points: np.ndarray, batch_size: int = 4096, *, k: int = 5, seed: int = 0
+    points: np.ndarray, batch_size: int = PAPER_BATCH_SIZE, *, k: int = 5, seed: int = 0
 ) -> dict[str, Any]:
     """The calibrated MLE (its defaults: K = 5, harmonic mean) on seeded batches of
     `batch_size` points: d = mean over batches ± SE, as the protocol reports the plain MLE."""

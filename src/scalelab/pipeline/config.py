@@ -27,6 +27,7 @@ from scalelab.fields import choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.laws.regime import RegimeConfig
 from scalelab.probe.config import PRECISIONS
+from scalelab.sweeps.convergence import FACTOR, WIDTH_FACTOR
 from scalelab.sweeps.schedule import Schedule
 
 
@@ -37,7 +38,8 @@ class TrainPart(Config):
     `TrainConfig` (steps between validations and checkpoints); its default differs by command,
     each in one place: 100 for one `scalelab train` run (`TrainConfig`), 50 for `scalelab
     sweep` (`sweeps.worker.EVAL_INTERVAL`), 25 here, where validate's small runs stop by a
-    patience counted in validations (docs/sweeps.md)."""
+    patience counted in validations (docs/sweeps.md); the gpu preset sets 50 for its longer runs.
+    tests/test_cli_defaults.py fails when one of these is written a second time."""
 
     block_size: int = 128  # the context length of every model, and of the probe of d
     batch_size: int = 16
@@ -60,9 +62,9 @@ class CheckPart(Config):
     """The convergence check (sweeps/convergence.py) of both sweeps."""
 
     largest: int = 1  # the largest runs of each sweep that are perturbed
-    factor: int = 3  # ... with a stopping rule (and budget) this many times stricter
+    factor: int = FACTOR  # ... with a stopping rule (and budget) this many times stricter
     smallest: int = 1  # the smallest runs, perturbed too (stricter, another seed): both ends
-    width_factor: int | None = 2  # the data sweep's largest size with a model this much wider
+    width_factor: int | None = WIDTH_FACTOR  # the largest size, with a model this much wider
 
     def validate(self) -> None:
         positive_int(self.largest, "largest")
@@ -91,11 +93,10 @@ class IdPart(Config):
         positive_int(self.per_doc, "per_doc")
         positive_int(self.max_documents, "max_documents", optional=True)
         positive_int(self.reference_documents, "reference_documents", optional=True)
+        positive_int(self.k, "k")
         choice(self.precision, "precision", PRECISIONS)
         if self.batch_size <= self.k:
-            raise ConfigError(
-                f"--id-batch-size {self.batch_size} must exceed K = {self.k}; raise it"
-            )
+            raise ConfigError(f"batch size {self.batch_size} must exceed K = {self.k}; raise it")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,15 +169,36 @@ class PipelineConfig(Config):
                 raise ConfigError(f"{name} must be a {part.__name__}, got {getattr(self, name)!r}")
         if not 0 < self.min_tokens < self.max_tokens:
             raise ConfigError(
-                f"need 0 < min_tokens < max_tokens, got {self.min_tokens}, {self.max_tokens}"
+                f"--min-tokens {self.min_tokens}, --max-tokens {self.max_tokens}: need "
+                "0 < min_tokens < max_tokens; lower --min-tokens or raise --max-tokens"
             )
         if self.points < 3:
-            raise ConfigError(f"points must be >= 3 to fit an exponent, got {self.points}")
-        positive_int(self.seeds_per_size, "seeds_per_size")
+            raise ConfigError(f"--points must be >= 3 to fit an exponent, got {self.points}")
+        positive_int(self.seeds_per_size, "--seeds-per-size")
         if not 1 <= self.check.largest <= self.points:
-            raise ConfigError(f"check largest must be in [1, points], got {self.check.largest}")
+            raise ConfigError(
+                f"--check-largest must be in [1, --points {self.points}], got {self.check.largest}"
+            )
         if self.check.smallest > self.points:
-            raise ConfigError(f"check smallest must be in [0, points], got {self.check.smallest}")
+            raise ConfigError(
+                f"--check-smallest must be in [0, --points {self.points}], "
+                f"got {self.check.smallest}"
+            )
+        positive_int(self.vocab_size, "--vocab-size")
+        self._check_shapes()
+
+    def _check_shapes(self) -> None:
+        """Refuse a model shape now, not after the tokenizer and the data sweep have run."""
+        from scalelab.lm.config import preset_config
+        from scalelab.sweeps.model import parse_model
+
+        base = preset_config("tiny", max(self.vocab_size, 257))
+        shapes = [("--model", self.model)] + [("--model-sweep", m) for m in self.model_sweep.models]
+        for option, text in shapes:
+            try:
+                parse_model(text, base)
+            except ConfigError as err:
+                raise ConfigError(f"{option} {text}: {err}") from None
 
     @property
     def model_sweep_tokens(self) -> int:
@@ -220,7 +242,7 @@ class PipelineConfig(Config):
                 value = tuple(value) if (part, field) == ("model_sweep", "models") else value
                 nested.setdefault(part, {})[field] = value
         for part, changes in nested.items():  # one part at a time: validated as a whole
-            values[part] = values[part].replace(**changes)
+            values[part] = _replaced(values[part], part, changes)
         return cls(**values)
 
     @classmethod
@@ -249,6 +271,26 @@ def _flat() -> dict[str, tuple[str | None, str | None]]:
 FLAT = _flat()
 
 
+def _replaced(part: Config, name: str, changes: dict[str, Any]) -> Config:
+    """`part` with `changes`; a refusal names the flat option(s) at fault (the CLI's
+    --PART-FIELD, a declaration's PART_FIELD), found by trying each change alone."""
+    try:
+        return part.replace(**changes)
+    except ConfigError as err:
+        alone = [f for f in changes if not _accepts(part, f, changes[f])] or list(changes)
+        keys = {v: k for k, v in FLAT.items()}
+        given = ", ".join(f"--{keys[(name, f)].replace('_', '-')} {changes[f]!r}" for f in alone)
+        raise ConfigError(f"{given}: {err}") from None
+
+
+def _accepts(part: Config, field: str, value: Any) -> bool:
+    try:
+        part.replace(**{field: value})
+    except ConfigError:
+        return False
+    return True
+
+
 def flat_defaults(cfg: PipelineConfig | None = None) -> dict[str, Any]:
     """Every flat option with its value in `cfg` (default: the defaults)."""
     cfg = cfg or PipelineConfig()
@@ -263,6 +305,18 @@ def flat_defaults(cfg: PipelineConfig | None = None) -> dict[str, Any]:
 # place. How each was sized, and which corpora reach its sizes: docs/sweeps.md#presets. Neither
 # was tuned on an exponent.
 PRESETS: dict[str, dict[str, Any]] = {
+    # A first try of `validate` on 2 CPU cores (docs/sweeps.md#presets): the default model on
+    # 5 sizes, 500 ... 5,000 tokens, BPE 512, no model sweep, the check of the largest run only;
+    # 136 CPU-seconds on shakespeare. Too small for any regime: it shows the steps and the
+    # report, not a law.
+    "quick": {
+        "vocab_size": 512,
+        "min_tokens": 500,
+        "max_tokens": 5_000,
+        "points": 5,  # 3 give a fit range of 2 sizes (1,581 and 5,000 on shakespeare): too few
+        "model_sweep": (),
+        "check_smallest": 0,
+    },
     # 2 CPU cores, one hour in the worst case (every run at its 4,000-step cap, the check's
     # stricter run continuing to 3x that cap and its reseeded run to the cap), from float32
     # tokens per CPU-second measured per shape; shakespeare's train split holds the sizes.

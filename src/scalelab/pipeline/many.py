@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from scalelab.errors import InputError, ScalelabError
+from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.laws import score as scoring
 from scalelab.laws.theory import alpha_D
@@ -38,6 +39,7 @@ from scalelab.pipeline.declaration import (
     read_declaration,
     references,
 )
+from scalelab.runs.sweep import WORKERS
 
 STATISTICS = "Cagnetta γ/(2β)"
 #: The second theory with its authors' instruments, scored on the exponent it predicts.
@@ -148,7 +150,7 @@ def _estimate_source(label: str, folder: Path, cache: Path) -> dict[str, Any]:
 
     doc = read_json(folder / RESULT)
     s = doc.get("settings", {})
-    cfg = EstimateConfig(k=s.get("k", 20), batch_size=s.get("batch_size", 4096))
+    cfg = EstimateConfig(k=s.get("k", PAPER_K), batch_size=s.get("batch_size", PAPER_BATCH_SIZE))
     x, _ = load_embeddings(folder / EMBEDDINGS)
     row = summarize(label, doc["model"]["kind"], doc, sensitivity(x, cfg))
     row["points"] = str(folder / EMBEDDINGS)
@@ -182,7 +184,7 @@ def _calibrated(row: dict, cache: Path, seed: int) -> dict[str, Any] | None:
     from scalelab.probe.estimate import load_embeddings
 
     x, _ = load_embeddings(Path(row["points"]))
-    est = calibrated_in_batches(x, row.get("batch_size") or 4096, seed=seed)
+    est = calibrated_in_batches(x, row.get("batch_size") or PAPER_BATCH_SIZE, seed=seed)
     atomic_write_json(path, est)
     return est
 
@@ -197,7 +199,7 @@ def predictions(rows: list[dict], cache: Path, seed: int = 0) -> list[dict[str, 
         lo, hi = r["alpha_D_range"]
         out.append({"source": r["label"], "d": r["dimension"], "alpha_D": r["alpha_D"],
                     "lo": lo, "hi": hi, "details": None})  # fmt: skip
-        b, d = batch_points(r.get("sensitivity", []), r.get("k") or 20)
+        b, d = batch_points(r.get("sensitivity", []), r.get("k") or PAPER_K)
         if len(set(b)) >= 2:
             fit = extrapolate_in_batch(b, d)
             out.append({"source": r["label"] + EXTRAPOLATED, "d": fit["d_inf"],
@@ -398,7 +400,7 @@ def validate_many(
     inputs: list[str] | tuple[str, ...] = (),
     reference_models: list[str] | tuple[str, ...] = (),
     run: bool = True,
-    workers: int = 2,
+    workers: int = WORKERS,
     backend: Any = None,
     say: Callable[[str], None] = print,
 ) -> dict[str, Any]:

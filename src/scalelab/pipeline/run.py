@@ -27,7 +27,7 @@ from scalelab.pipeline import steps
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.steps import Prepared
 from scalelab.runs import outdir
-from scalelab.runs.sweep import Backend, Pool
+from scalelab.runs.sweep import WORKERS, Backend, Pool
 from scalelab.sweeps.result import SweepResult
 
 SUMMARY = "summary.json"
@@ -59,7 +59,7 @@ def run_pipeline(
     cfg: PipelineConfig,
     *,
     references: Sequence[str] = (),
-    workers: int = 2,
+    workers: int = WORKERS,
     backend: Backend | None = None,
     quiet: bool = False,
     say: Callable[[str], None] = print,

@@ -146,12 +146,13 @@ def synthetic_check(out: Path, seed: int) -> dict[str, Any]:
     path = out / "synthetic.json"
     if path.exists():
         return read_json(path)
+    from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
     from scalelab.intrinsic.mle import MLE
     from scalelab.intrinsic.synthetic import curved_manifold
 
-    points = curved_manifold(4096, 8, 768, seed=seed)
-    row = {"manifold": "curved S^8 in R^768", "n": 4096, "true_dimension": 8}
-    row["dimension"] = float(MLE(k=20).fit(points).dimension_)
+    points = curved_manifold(PAPER_BATCH_SIZE, 8, 768, seed=seed)
+    row = {"manifold": "curved S^8 in R^768", "n": PAPER_BATCH_SIZE, "true_dimension": 8}
+    row["dimension"] = float(MLE(k=PAPER_K).fit(points).dimension_)
     atomic_write_json(path, row)
     return row
 

@@ -108,8 +108,60 @@ def capacity_words(cap: dict[str, Any] | None) -> str:
     )
 
 
+OWN_CAVEAT = (
+    "from a tiny model trained here: not a good instrument for d (it reads a much lower d "
+    "than a pretrained model on the same text); its prediction checks the pipeline, not the "
+    "theory; give a pretrained model with --reference-model"
+)
+
+
+def glance_rows(fits: dict[str, Any]) -> list[dict[str, str]]:
+    """The verdict in a few short rows (question, answer), narrow enough for any page: the
+    regime, the observed slope, the closest prediction against the constant, the check, and
+    the caveat on the own model's d."""
+    regime = fits["data"].get("regime")
+    if regime is None:
+        shape = "not tested (this folder predates the regime test)"
+    elif regime.get("outcome"):
+        shape = str(regime["outcome"])
+    elif regime["power_law"]:
+        shape = "POWER LAW"
+    else:
+        shape = f"not shown: {(regime.get('curvature') or {}).get('reason') or regime['verdict']}"
+    rows = [{"question": "Is the data curve a power law over its fit range?", "answer": shape}]
+    fit = fits["data"].get("power")
+    if fit:
+        lo, hi = fits["data"].get("x_range") or (None, None)
+        over = f" over {lo:,.0f} … {hi:,.0f} tokens" if lo and hi else ""
+        name = "exponent" if regime and regime.get("power_law") else "slope (not an exponent)"
+        value = f"{fit['exponent']:.3f} {_ci(fit['exponent_ci95'])}{over}"
+        rows.append({"question": f"Observed data {name}", "answer": value})
+    ranked = [r for r in baseline_rows(fits) if r["beats the constant"] is not None]
+    if ranked:
+        best = min(ranked, key=lambda r: r["miss = abs(pred - obs)"])
+        const = abs(KAPLAN_ALPHA_D - fit["exponent"])  # type: ignore[index]
+        rows.append(
+            {
+                "question": "Closest prediction from d, beside the constant 0.095",
+                "answer": f"{best['predictor']}: {best['alpha_D']:.3f}, misses by "
+                f"{best['miss = abs(pred - obs)']:.3f} (the constant by {const:.3f})",
+            }
+        )
+    for side, check in fits["convergence"].items():
+        if check is not None:
+            labels = ", ".join(check.get("labels") or []) or "converged within the check"
+            rows.append({"question": f"Convergence check ({side} sweep)", "answer": labels})
+    for s in fits["sources"]:
+        if str(s["label"]).startswith("own"):
+            rows.append(
+                {"question": f"d of {s['label']}", "answer": f"{s['dimension']:.2f}, {OWN_CAVEAT}"}
+            )
+    return rows
+
+
 def verdicts(report: Report, fits: dict[str, Any], tables: dict[str, pd.DataFrame]) -> None:
     report.heading("Verdict")
+    report.table(glance_rows(fits), caption="At a glance (details below).")
     report.paragraph(regime_words(fits["data"].get("regime")))
     for side, check in fits["convergence"].items():
         if check is None:

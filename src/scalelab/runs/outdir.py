@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import multiprocessing
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -147,6 +148,16 @@ def claim(
     return folder
 
 
+# A worker process of a sweep (spawned: it imports the main module again) that finds its own
+# parent holding the lock is re-running an unguarded script, not racing another command.
+MAIN_GUARD = (
+    "{folder} is locked by this worker's parent process (pid {pid}): the script that started "
+    "a sweep with workers > 1 ran again in the worker; put its code under "
+    '`if __name__ == "__main__":` (workers are spawned and import the main module; '
+    "docs/python.md)"
+)
+
+
 def lock(folder: str | Path) -> Path:
     """Create `folder` and take its exclusive lock (re-entrant within this process), or
     raise at once if another live process holds it."""
@@ -161,6 +172,8 @@ def lock(folder: str | Path) -> Path:
     except BlockingIOError:
         other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
         os.close(fd)
+        if other == str(os.getppid()) and multiprocessing.current_process().name != "MainProcess":
+            raise ConfigError(MAIN_GUARD.format(folder=folder, pid=other)) from None
         raise ConfigError(
             f"{folder} is in use by another scalelab process (pid {other}); wait for it to "
             "finish, or use another --out"

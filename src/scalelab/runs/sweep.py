@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from scalelab.config import Config
-from scalelab.errors import ConfigError
+from scalelab.errors import ConfigError, ScalelabError
 from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
 from scalelab.progress import progress
 from scalelab.runs.outdir import LOCK, claim, claimed
@@ -58,11 +59,21 @@ class Backend(Config):
             raise ConfigError("--ray-address and --run-gpus need --backend ray; add it")
 
 
+BROKEN_POOL = (
+    "a worker process of the sweep ended abruptly. Most likely a script started the sweep with "
+    'workers > 1 without `if __name__ == "__main__":` around its code (workers are spawned and '
+    "import the main module: docs/python.md); else it was killed (memory?): rerun to resume"
+)
+# Local processes for the runs of validate, the demo and validate-many (one torch thread each):
+# two, for the 2-core machine they were sized on (docs/sweeps.md). One default, one place.
+WORKERS = 2
+
+
 @dataclass(frozen=True)
 class Pool:
     """Where the runs of a command go: `workers` local processes, or `backend` when given."""
 
-    workers: int = 2
+    workers: int = WORKERS
     backend: Backend | None = None
 
 
@@ -190,7 +201,10 @@ def run_sweep(
                     for s in todo
                 }
                 for fut in as_completed(futures):
-                    fut.result()
+                    try:
+                        fut.result()
+                    except BrokenProcessPool:
+                        raise ScalelabError(BROKEN_POOL) from None
                     write_table(sweep_dir, specs)
                     advance(1, info=futures[fut].name)
     return write_table(sweep_dir, specs)

@@ -146,7 +146,8 @@ def prepare_corpus(
             raise InputError(
                 f"the {name} split of {corpus.name!r} is empty: {len(corpus.documents)} "
                 "document(s) are too few; give more documents (e.g. --split-on line) or "
-                "raise --val-fraction/--test-fraction"
+                "raise the split's fraction (`scalelab corpus prepare --val-fraction/"
+                "--test-fraction`, then pass that token store as the corpus)"
             )
     tok, tok_source = _resolve_tokenizer(tokenizer)
     request = {

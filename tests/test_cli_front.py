@@ -1,0 +1,55 @@
+"""What a new user meets first: `--version`, the presets listed with their times in
+`validate --help`, usage lines that name arguments plainly, and `id` saying why a result has
+no standard error."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+import scalelab
+from scalelab.cli import load_command
+from scalelab.pipeline.config import PRESETS, PipelineConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_version_is_the_package_version(run_cli: Callable) -> None:
+    result = run_cli("--version")
+    assert result.returncode == 0
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert result.stdout == f"scalelab {declared}\n" == f"scalelab {scalelab.__version__}\n"
+
+
+def test_validate_help_lists_every_preset_with_its_time() -> None:
+    (preset,) = [p for p in load_command("validate").params if p.name == "preset"]
+    for name in PRESETS:
+        start = preset.help.index(f"{name} (")
+        part = preset.help[start : preset.help.index(")", start)]
+        assert "minutes" in part or "not yet run" in part, part
+
+
+def test_quick_preset_is_small_and_leaves_the_others_alone() -> None:
+    quick = PipelineConfig.from_preset("quick")
+    assert (quick.min_tokens, quick.max_tokens, quick.points) == (500, 5_000, 5)
+    assert quick.model_sweep.models == () and quick.check.smallest == 0
+    assert quick.vocab_size == 512
+    assert PipelineConfig.from_preset("cpu-hour").model == "4x96"  # unchanged
+
+
+def test_fit_usage_names_its_argument() -> None:
+    (table,) = [p for p in load_command("fit").params if p.name == "table"]
+    assert table.metavar == "TABLE"
+
+
+def test_id_on_one_batch_says_why_there_is_no_se(run_cli: Callable, tmp_path: Path) -> None:
+    path = tmp_path / "points.npy"
+    np.save(path, np.random.default_rng(0).normal(size=(100, 5)))
+    one = run_cli("id", path, "--quiet")
+    assert one.returncode == 0
+    assert "one batch" in one.stdout and "--batch-size" in one.stdout  # (a table may wrap)
+    two = run_cli("id", path, "--quiet", "--batch-size", "50")
+    assert "(SE)" in two.stdout and "one batch" not in two.stdout
