@@ -537,7 +537,10 @@ CASES: dict[str, tuple[list[str], str]] = {
     "induction-evaluate-bits": (["induction", "evaluate", "{ind_run}", "--bits", "8,x"], "bits"),
     "induction-construct-n": (["induction", "construct", "--n", "2"], "need n >= 3, got 2"),
     "induction-construct-alphabet": (["induction", "construct", "--alphabet", "1"], "alphabet"),
-    "induction-construct-negative-n": (["induction", "construct", "--n", "-5"], "--n >= 1, got -5"),
+    "induction-construct-negative-n": (
+        ["induction", "construct", "--n", "-5"],
+        "(the length, --n), got -5",
+    ),
     "induction-construct-mode": (
         ["induction", "construct", "--n", "8", "--mode", "round"],
         "round",
@@ -776,7 +779,7 @@ FIXES = {
     "induction-compare-depth-steps": "max_steps must be a positive integer",
     "induction-compare-depth-store": "prepare it again",
     "induction-construct-alphabet": "needs --alphabet >= 2",
-    "induction-construct-negative-n": "needs a length --n >= 1",
+    "induction-construct-negative-n": "needs max_len >= 1",
     "induction-construct-mode": "use one of ('float', 'fixed')",
     "induction-construct-n": "hard instances need n >= 3",
     "induction-evaluate-bits": "--bits must be comma-separated integers",

@@ -92,7 +92,7 @@ def two_layer_construction(alphabet_size: int, max_len: int) -> InductionTransfo
     if alphabet_size < 2:
         raise ConfigError(f"the construction needs --alphabet >= 2, got {alphabet_size}")
     if max_len < 1:
-        raise ConfigError(f"the construction needs a length --n >= 1, got {max_len}")
+        raise ConfigError(f"the construction needs max_len >= 1 (the length, --n), got {max_len}")
     s = alphabet_size
     k = CircleConstants.for_task(max(max_len, 2), s)
     model = blank_two_layer(s, max_len, WIDTH, D_HEAD)

@@ -89,7 +89,7 @@ def one_hot_construction(alphabet_size: int, max_len: int) -> InductionTransform
     if alphabet_size < 2:
         raise ConfigError(f"the construction needs --alphabet >= 2, got {alphabet_size}")
     if max_len < 1:
-        raise ConfigError(f"the construction needs a length --n >= 1, got {max_len}")
+        raise ConfigError(f"the construction needs max_len >= 1 (the length, --n), got {max_len}")
     s = alphabet_size
     k = OneHotConstants.for_length(max_len)
     width = 3 * s + 5

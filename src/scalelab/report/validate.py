@@ -161,7 +161,9 @@ def glance_rows(fits: dict[str, Any]) -> list[dict[str, str]]:
 
 def verdicts(report: Report, fits: dict[str, Any], tables: dict[str, pd.DataFrame]) -> None:
     report.heading("Verdict")
-    report.table(glance_rows(fits), caption="At a glance (details below).")
+    report.table(
+        glance_rows(fits), caption="At a glance (details below).", wrap=("question", "answer")
+    )
     report.paragraph(regime_words(fits["data"].get("regime")))
     for side, check in fits["convergence"].items():
         if check is None:
