@@ -4,6 +4,7 @@ SIGKILL of a real process, DDP with 2 gloo processes vs 1 process, and CLI error
 from __future__ import annotations
 
 import importlib.util
+import io
 import itertools
 import json
 import math
@@ -139,17 +140,24 @@ def test_checkpoint_round_trip_and_corruption(tmp_path: Path) -> None:
         load_model(tmp_path)
 
 
-def test_patience_keeps_and_tests_the_best_weights(store: Path, tmp_path: Path) -> None:
+def test_patience_keeps_and_tests_the_best_weights(
+    store: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     """Few training tokens and a high lr: the model memorises them, validation turns up, the run
-    stops by patience; checkpoint and test loss are those of the best validation step."""
+    stops by patience; checkpoint and test loss are those of the best validation step. Quiet
+    means silent: no step line reaches stderr (a `log` stream receives them instead)."""
     model_cfg = GPTConfig(vocab_size=384, block_size=32, n_layer=2, n_head=2, n_embd=64)
     cfg = TrainConfig(
         batch_size=8, lr=1e-2, min_lr=1e-2, warmup_steps=0, max_steps=400, eval_interval=10,
         eval_batches=2, train_tokens=300, patience=2, test_tokens=2048,
     )  # fmt: skip
     result = train(model_cfg, cfg, store, tmp_path / "run", quiet=True)
+    assert "step 10/" not in capfd.readouterr().err
     rows = _metrics(tmp_path / "run")
     assert result["stop_reason"] == "patience" and result["steps"] < 400
+    log = io.StringIO()
+    again = train(model_cfg, cfg.replace(seed=1), store, tmp_path / "logged", quiet=True, log=log)
+    assert f"step {again['steps']}/" in log.getvalue() and "done: test loss" in log.getvalue()
     assert [r["step"] for r in rows] == list(range(10, result["steps"] + 1, 10))
     best = min(rows, key=lambda r: r["val_loss_nats"])
     assert result["best_step"] == best["step"] and rows[-1]["val_loss_nats"] > best["val_loss_nats"]

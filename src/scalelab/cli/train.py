@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import typer
@@ -74,7 +75,7 @@ def train_command(
         dropout=dropout,
     )
     try:
-        result = train(model_cfg, train_cfg, data, out, quiet=quiet, device=device)
+        result = train(model_cfg, train_cfg, data, out, quiet=quiet, device=device, log=sys.stderr)
     finally:
         shutdown_distributed()
     if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 prints

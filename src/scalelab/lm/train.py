@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 import torch
@@ -126,9 +126,9 @@ def _truncate_metrics(path: Path, last_step: int) -> None:
     atomic_write_text(path, "".join(f"{line}\n" for line in kept))
 
 
-def _log(ctx: DistContext, message: str) -> None:
-    if ctx.is_main:
-        print(message, file=sys.stderr, flush=True)
+def _log(ctx: DistContext, stream: TextIO | None, message: str) -> None:
+    if ctx.is_main and stream is not None:
+        print(message, file=stream, flush=True)
 
 
 def train(
@@ -140,9 +140,11 @@ def train(
     quiet: bool = False,
     device: str | None = None,
     on_eval: Callable[[GPT], dict[str, Any]] | None = None,
+    log: TextIO | None = None,
 ) -> dict[str, Any]:
     """Train (or resume, or return the result of a finished run in `out_dir`) and return the
-    result dict that is also written to `out_dir/result.json`. `on_eval(model)` adds its
+    result dict that is also written to `out_dir/result.json`. Log lines (steps, resume, the
+    result) go to `log` when given, else to stderr unless `quiet`. `on_eval(model)` adds its
     fields to every metrics.jsonl row (e.g. head scores over training); it runs in eval mode
     under `torch.random.fork_rng`, so it cannot change training (resume stays bit-exact)."""
     keep_freed_memory()
@@ -167,7 +169,8 @@ def train(
         cuda = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
         with torch.random.fork_rng(devices=cuda):
             torch.manual_seed(train_cfg.seed + ctx.rank)  # dropout only; data has its own stream
-            return _Trainer(model_cfg, train_cfg, data, out_dir, ctx, on_eval).run(quiet)
+            stream = log if log is not None else (None if quiet else sys.stderr)
+            return _Trainer(model_cfg, train_cfg, data, out_dir, ctx, on_eval, stream).run(quiet)
 
 
 def check_world_size(cfg: TrainConfig, world_size: int) -> None:
@@ -191,9 +194,10 @@ class _Trainer:
         out_dir: Path,
         ctx: DistContext,
         on_eval: Callable[[GPT], dict[str, Any]] | None = None,
+        stream: TextIO | None = None,
     ) -> None:
         self.cfg, self.data, self.out_dir, self.ctx = cfg, data, out_dir, ctx
-        self.on_eval = on_eval
+        self.on_eval, self.stream = on_eval, stream
         self.session_start = time.perf_counter()
         self.session_train_time = 0.0
         self.session_train_cpu = 0.0
@@ -243,7 +247,7 @@ class _Trainer:
         stop = StopState(**{k: self.s[k] for k in STOP_KEYS})
         if self.s["stop_reason"] == "patience" and not stop.stopped(self.rule):
             self.s["stop_reason"] = None  # a stricter rule than the one that stopped it: go on
-        _log(self.ctx, f"resuming {self.out_dir} at step {self.s['step']}")
+        _log(self.ctx, self.stream, f"resuming {self.out_dir} at step {self.s['step']}")
 
     def _init_from(self, run: Path) -> None:
         """Start from another run's tested weights and its last optimizer state (a cooldown
@@ -262,7 +266,11 @@ class _Trainer:
         cpu_states = saved.get("torch_rng_ranks") or [saved["torch_rng"]]
         cuda_states = saved.get("cuda_rng_ranks") or [saved.get("cuda_rng")]
         if len(cpu_states) != self.ctx.world_size:  # resumed on another number of processes
-            _log(self.ctx, "note: new process count; dropout masks differ from an unbroken run")
+            _log(
+                self.ctx,
+                self.stream,
+                "note: new process count; dropout masks differ from an unbroken run",
+            )
             torch.manual_seed(self.cfg.seed + rank + 7919 * saved["loop"]["step"])
             return
         torch.set_rng_state(cpu_states[rank])
@@ -382,6 +390,7 @@ class _Trainer:
             s["stop_reason"] = "patience"
         _log(
             ctx,
+            self.stream,
             f"step {s['step']}/{self.total_steps} train {row['train_loss_nats']:.4f} "
             f"val {val:.4f} lr {s['lr']:.2e} {row['tokens_per_s'] / 1e3:.2f}k tok/s"
             + (" *" if improved else ""),
@@ -451,5 +460,9 @@ class _Trainer:
         if ctx.is_main:
             atomic_write_json(self.out_dir / "result.json", result)
         ctx.barrier()
-        _log(ctx, f"done: test loss {test:.4f} nats/token ({s['stop_reason']}, step {s['step']})")
+        _log(
+            ctx,
+            self.stream,
+            f"done: test loss {test:.4f} nats/token ({s['stop_reason']}, step {s['step']})",
+        )
         return result

@@ -60,7 +60,7 @@ def train_worker(params: dict[str, Any], run_dir: Path, *, quiet: bool = True) -
         return train(*args, quiet=False)
     run_dir.mkdir(parents=True, exist_ok=True)
     with open(run_dir / LOG, "a", encoding="utf-8") as log, contextlib.redirect_stderr(log):
-        return train(*args, quiet=True)
+        return train(*args, quiet=True, log=log)
 
 
 def run_specs(
