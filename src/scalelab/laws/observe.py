@@ -148,19 +148,9 @@ def analyse_regime(
     xs, ys = sizes[keep], loss[keep]
     test = curvature_test(xa[rows], ya[rows], config=config, n_boot=n_boot, seed=seed)
     plain = fit_power_law(xs, ys, n_boot=n_boot, seed=seed) if xs.size >= _PLAIN_MIN else None
-    excess = None
-    if floor is not None and xs.size >= _PLAIN_MIN:
-        excess = excess_exponent(
-            xs, ys, floor=floor, floor_source=floor_source, n_boot=n_boot, seed=seed
-        )
-    elif floor is None and xs.size >= _POWER_E_MIN:
-        excess = excess_exponent(xs, ys, n_boot=n_boot, seed=seed)
-    excess_test = None
-    if excess is not None and excess.estimable:
-        floors = [excess.E] if floor is not None else _floors(excess, float(ys.min()))
-        excess_test = curvature_test_over_floor(
-            xa[rows], ya[rows], floors, config=config, n_boot=n_boot, seed=seed
-        )
+    excess, excess_test = _excess(
+        xs, ys, xa[rows], ya[rows], floor, floor_source, config=config, n_boot=n_boot, seed=seed
+    )
     excess_slopes = None
     above = loss > (excess.E if excess is not None else np.inf)
     if excess is not None and excess.estimable and above.sum() >= 2:  # every size above E
@@ -191,6 +181,36 @@ def analyse_regime(
         excess_plan=e_plan,
         **common,
     )
+
+
+def _excess(
+    xs: np.ndarray,
+    ys: np.ndarray,
+    x_rows: np.ndarray,
+    y_rows: np.ndarray,
+    floor: float | None,
+    floor_source: str,
+    *,
+    config: RegimeConfig,
+    n_boot: int,
+    seed: int,
+) -> tuple[ExcessFit | None, CurvatureTest | None]:
+    """The excess exponent over the range (E given, else the power+E fit's) and the curvature
+    test of L − E, E's interval carried in where E was fitted."""
+    excess = None
+    if floor is not None and xs.size >= _PLAIN_MIN:
+        excess = excess_exponent(
+            xs, ys, floor=floor, floor_source=floor_source, n_boot=n_boot, seed=seed
+        )
+    elif floor is None and xs.size >= _POWER_E_MIN:
+        excess = excess_exponent(xs, ys, n_boot=n_boot, seed=seed)
+    if excess is None or not excess.estimable:
+        return excess, None
+    floors = [excess.E] if floor is not None else _floors(excess, float(ys.min()))
+    test = curvature_test_over_floor(
+        x_rows, y_rows, floors, config=config, n_boot=n_boot, seed=seed
+    )
+    return excess, test
 
 
 def _floors(excess: ExcessFit, min_loss: float) -> list[float]:
