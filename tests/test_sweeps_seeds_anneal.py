@@ -83,3 +83,12 @@ def test_the_cooldown_rule_and_its_refusals(tmp_path: Path) -> None:
         Schedule(cooldown_fraction=0.0)
     with pytest.raises(ConfigError, match="converge"):
         Schedule(policy="epochs", cooldown_fraction=0.2)
+
+
+def test_the_model_sweep_refuses_a_cooldown(swept, capsys: pytest.CaptureFixture[str]) -> None:
+    from test_sweeps_data import cli
+
+    _, cfg = swept
+    args = ["sweep", "model", "--data", cfg.data_dir, "--out", "never-made", "--models"]
+    code, _, err = cli([*args, "1x8,1x16,1x32", "--cooldown-fraction", "0.2"], capsys)
+    assert code == 2 and "--cooldown-fraction 0.2" in err and not Path("never-made").exists()

@@ -23,6 +23,7 @@ from scalelab.cli.common import (
     set_threads,
     threads_option,
 )
+from scalelab.errors import ConfigError
 from scalelab.lm.config import PRESETS, GPTConfig, TrainConfig, configs_for_preset
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
@@ -73,6 +74,12 @@ DECAY_EPOCHS = typer.Option(
     "step budget). Makes the schedule independent of the budget.",
 )
 EPOCHS = typer.Option(_S.epochs, "--epochs", help="epochs: passes over each run's tokens.")
+COOLDOWN = typer.Option(
+    _S.cooldown_fraction,
+    "--cooldown-fraction",
+    help="converge: after each run stops, anneal from its best step to lr 0 over this share "
+    "of the steps to it, and test that (default: off; docs/sweeps.md).",
+)
 TOKEN_BUDGET = typer.Option(
     _S.token_budget, "--token-budget", help="tokens: training tokens per run."
 )
@@ -176,6 +183,7 @@ def data_command(
     decay_epochs: float | None = DECAY_EPOCHS,
     epochs: float = EPOCHS,
     token_budget: int | None = TOKEN_BUDGET,
+    cooldown_fraction: float | None = COOLDOWN,
     eval_interval: int = EVAL_EVERY,
     eval_batches: int = EVAL_BATCHES,
     context_len: int | None = CONTEXT,
@@ -239,6 +247,7 @@ def model_command(
     decay_epochs: float | None = DECAY_EPOCHS,
     epochs: float = EPOCHS,
     token_budget: int | None = TOKEN_BUDGET,
+    cooldown_fraction: float | None = COOLDOWN,
     eval_interval: int = EVAL_EVERY,
     eval_batches: int = EVAL_BATCHES,
     context_len: int | None = CONTEXT,
@@ -265,6 +274,11 @@ def model_command(
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
     base, train_cfg = _configs(ctx)
     names = parse_list(models, str, "--models")
+    if cooldown_fraction is not None:
+        raise ConfigError(
+            f"--cooldown-fraction {cooldown_fraction}: annealing is implemented for data sweeps "
+            "only; drop it here, or use `scalelab sweep data`"
+        )
     cfg = model_sweep.make_config(data, names, base, train_cfg, _schedule(ctx), train_tokens)
     if plan:
         _plan(model_sweep.specs(cfg), json_out)
