@@ -111,6 +111,8 @@ def test_cli_refuses_lengths_out_of_order(tmp_path, run_cli) -> None:
         {"min_train_n": 300},  # above train_n
         {"train_n": 5000},  # above n
         {"seeds": ()},
+        {"hard_fraction": 0.0},  # no INDEX rows: nothing to separate
+        {"rel_scale": 0.0},
     ],
 )
 def test_bad_settings_are_refused(kw: dict) -> None:

@@ -357,6 +357,9 @@ def trained_separation_command(
     train_n: int = typer.Option(_TS.train_n, help="Longest training length."),
     min_train_n: int = typer.Option(_TS.min_train_n, help="Shortest training length."),
     steps: int = typer.Option(_TS.steps, help="Training steps per model."),
+    hard_fraction: float = typer.Option(_TS.hard_fraction, help="Share of INDEX rows in training."),
+    last_weight: float = typer.Option(_TS.last_weight, help="Extra loss weight on their answer."),
+    rel_scale: float = typer.Option(_TS.rel_scale, help="Multiplier of the position bias."),
     seeds: str = typer.Option(_csv(_TS.seeds), help="Seeds (comma-separated)."),
     quick: bool = typer.Option(False, help="A small version (seconds; the bound does not bite)."),
     quiet: bool = QUIET,
@@ -369,6 +372,7 @@ def trained_separation_command(
     seed_list = tuple(parse_list(seeds, int, "--seeds"))
     cfg = _TS.replace(
         n=n, width=width, bits=bits, train_n=train_n, min_train_n=min_train_n, steps=steps,
+        hard_fraction=hard_fraction, last_weight=last_weight, rel_scale=rel_scale,
         seeds=seed_list,
     )  # fmt: skip
     cfg = cfg.quick() if quick else cfg

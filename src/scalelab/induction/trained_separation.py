@@ -87,6 +87,11 @@ class TrainedSeparationConfig(Config):
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not self.seeds:
             raise ConfigError("seeds must name at least one seed, e.g. --seeds 0,1,2")
+        if not 0.0 < self.hard_fraction <= 1.0 or self.last_weight < 0 or self.rel_scale <= 0:
+            raise ConfigError(
+                f"need 0 < hard_fraction <= 1, last_weight >= 0 and rel_scale > 0, got "
+                f"{self.hard_fraction}, {self.last_weight}, {self.rel_scale}"
+            )
         if self.width % self.n_head:
             raise ConfigError(f"width {self.width} is not divisible by n_head {self.n_head}")
 
