@@ -167,9 +167,11 @@ class Attention(nn.Module):
         split in two, so a long sequence never forms a T × T matrix: the keys at distance
         ≥ R share one bias, so their part is a causal flash attention of the queries i ≥ R
         over the keys j ≤ i − R (which also returns its log-normaliser); the R nearer keys
-        are scored one distance at a time; one softmax over the R + 1 parts combines them."""
+        are scored one distance at a time; one softmax over the R + 1 parts combines them.
+        The kernel that returns the log-normaliser is torch's CPU flash attention (a private
+        op), so on other devices the mask path runs."""
         t, r = q.shape[-2], self.max_distance
-        if torch.is_grad_enabled() or t <= r:
+        if torch.is_grad_enabled() or t <= r or q.device.type != "cpu":
             causal = torch.ones(t, t, dtype=torch.bool, device=q.device).tril()
             mask = self.position_bias(t, t).to(q.dtype).masked_fill(~causal, -math.inf)
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
