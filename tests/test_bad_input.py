@@ -551,6 +551,10 @@ CASES: dict[str, tuple[list[str], str]] = {
     "induction-size-ns": (["induction", "size", "--out", "{out}", "--ns", "2,x"], "2,x"),
     "induction-formation-n": (["induction", "formation", "--out", "{out}", "--n", "2"], "n >= 3"),
     "induction-bound-ns": (["induction", "bound", "--out", "{out}", "--ns", "1"], "every n >= 3"),
+    "induction-trained-separation-lengths": (
+        ["induction", "trained-separation", "--out", "{out}", "--min-train-n", "500"],
+        "min_train_n",
+    ),
     "induction-sweep-layers": (
         ["induction", "sweep", "--out", "{out}", *IND_SWEEP[:4], "--layers", "0", *IND_SWEEP[6:]],
         "n_layer must be >= 1, got 0",
@@ -815,7 +819,8 @@ FIXES = {
     "induction-train-heads": "change one or set d_head",
     "induction-train-layers": "n_layer must be >= 1",
     "induction-train-out-is-sweep": "use a new --out",
-    "induction-train-positions": "positions must be one of ('learned', 'sinusoidal')",
+    "induction-train-positions": "positions must be one of ('learned', 'sinusoidal', 'relative')",
+    "induction-trained-separation-lengths": "change the one out of order",
     "manifold-sample-ambient": "use --D 5 or more",
     "manifold-sample-beta": "beta must be in (0, 1]",
     "manifold-sample-d": "need d >= 1 and D >= 1",

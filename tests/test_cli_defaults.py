@@ -23,6 +23,7 @@ from scalelab.induction.separation import SeparationConfig
 from scalelab.induction.size import SizeConfig
 from scalelab.induction.sweep import InductionSweepConfig, run_induction_sweep
 from scalelab.induction.train import InductionTrainConfig
+from scalelab.induction.trained_separation import TrainedSeparationConfig
 from scalelab.intrinsic.protocol import make_estimator
 from scalelab.laws.forecast_config import ForecastConfig
 from scalelab.laws.regime import RegimeConfig
@@ -119,6 +120,7 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
     "induction size": ([SizeConfig()], {}, set()),
     "induction formation": ([FormationConfig()], {}, set()),
     "induction bound": ([BoundTrainedConfig()], {}, set()),
+    "induction trained-separation": ([TrainedSeparationConfig()], {}, set()),
 }
 # Commands with no config behind their options (every option a preset override, or a
 # small check whose settings are its own).

@@ -115,7 +115,7 @@ def train_command(
     layers: int = typer.Option(_M.n_layer, help="Number of attention layers L."),
     heads: int = typer.Option(_M.n_head, help="Heads per layer h."),
     width: int = typer.Option(_M.d_model, help="Model width m."),
-    positions: str = typer.Option(_M.positions, help="learned | sinusoidal."),
+    positions: str = typer.Option(_M.positions, help="learned | sinusoidal | relative."),
     mlp: bool = typer.Option(_M.mlp, "--mlp/--no-mlp", help="Add an MLP to each block."),
     steps: int = typer.Option(_T.max_steps, help="Step cap."),
     target: float | None = typer.Option(

@@ -1,7 +1,8 @@
 """`scalelab induction gather | heads | compare-depth | separation | size | formation |
-bound`: the one-layer construction, induction heads in language models, the depth
-separation in training, the sizes of the solutions against n, induction heads forming in
-training, and trained one-layer models where the lower bound applies."""
+bound | trained-separation`: the one-layer construction, induction heads in language
+models, the depth separation in training, the sizes of the solutions against n, induction
+heads forming in training, trained one-layer models where the lower bound applies, and
+both depths trained at one size where the bound forbids every one-layer model."""
 
 from __future__ import annotations
 
@@ -27,12 +28,13 @@ from scalelab.induction.bound_trained import BoundTrainedConfig
 from scalelab.induction.formation import FormationConfig
 from scalelab.induction.separation import SeparationConfig
 from scalelab.induction.size import SizeConfig
+from scalelab.induction.trained_separation import TrainedSeparationConfig
 from scalelab.probe.depth import DepthConfig
 from scalelab.probe.heads import HeadScoreConfig
 
 # The CLI's defaults are the configs'.
 _H, _DEP, _SEP, _SZ = HeadScoreConfig(), DepthConfig(), SeparationConfig(), SizeConfig()
-_F, _B = FormationConfig(), BoundTrainedConfig()
+_F, _B, _TS = FormationConfig(), BoundTrainedConfig(), TrainedSeparationConfig()
 
 
 def _csv(values: tuple) -> str:
@@ -347,6 +349,50 @@ def bound_command(
         print_table("trained models against the bound", [{k: r[k] for k in keys} for r in rows])
 
 
+def trained_separation_command(
+    out: Path = typer.Option(..., help="Folder for trained-separation.csv/.json/.png and runs."),
+    n: int = typer.Option(_TS.n, help="Target length n (where the models are tested)."),
+    width: int = typer.Option(_TS.width, help="Width m (both depths)."),
+    bits: int = typer.Option(_TS.bits, help="Precision p (training and test, both depths)."),
+    train_n: int = typer.Option(_TS.train_n, help="Longest training length."),
+    min_train_n: int = typer.Option(_TS.min_train_n, help="Shortest training length."),
+    steps: int = typer.Option(_TS.steps, help="Training steps per model."),
+    hard_fraction: float = typer.Option(_TS.hard_fraction, help="Share of INDEX rows in training."),
+    last_weight: float = typer.Option(_TS.last_weight, help="Extra loss weight on their answer."),
+    rel_scale: float = typer.Option(_TS.rel_scale, help="Multiplier of the position bias."),
+    seeds: str = typer.Option(_csv(_TS.seeds), help="Seeds (comma-separated)."),
+    quick: bool = typer.Option(False, help="A small version (seconds; the bound does not bite)."),
+    quiet: bool = QUIET,
+    json_out: bool = JSON,
+) -> None:
+    """2 vs 1 layers trained at one (h, m, p) where the bound forbids every 1-layer model."""
+    from scalelab.induction.trained_separation import plan, run_trained_separation
+    from scalelab.report.separation import write_trained_separation_figure
+
+    seed_list = tuple(parse_list(seeds, int, "--seeds"))
+    cfg = _TS.replace(
+        n=n, width=width, bits=bits, train_n=train_n, min_train_n=min_train_n, steps=steps,
+        hard_fraction=hard_fraction, last_weight=last_weight, rel_scale=rel_scale,
+        seeds=seed_list,
+    )  # fmt: skip
+    cfg = cfg.quick() if quick else cfg
+    _check_out(out)
+    if not json_out:
+        print_record("size and bound (before training)", plan(cfg))
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    doc = run_trained_separation(cfg, out, quiet=quiet)
+    write_trained_separation_figure(doc, out)
+    if json_out:
+        print_json(doc)
+        return
+    keys = ("n_layer", "seed", "n", "m", "p", "acc_hard", "protocol_message_bits", "steps")
+    trained = [r for r in doc["rows"] if r["kind"] == "trained-relative"]
+    print_table("trained at one size", [{k: r.get(k) for k in keys} for r in trained])
+    print_table("paired margin (2 layers − 1 layer, 95%)", doc["margins"])
+    print(f"{time.perf_counter() - start:.0f} s wall; figure {out}/trained_separation.png")
+
+
 def register(group: typer.Typer) -> None:
     """Add these commands to the `induction` group."""
     group.command("gather")(gather_command)
@@ -356,3 +402,4 @@ def register(group: typer.Typer) -> None:
     group.command("size")(size_command)
     group.command("formation")(formation_command)
     group.command("bound")(bound_command)
+    group.command("trained-separation")(trained_separation_command)

@@ -1,13 +1,20 @@
 """Small softmax-attention transformers for the induction-heads task.
 
-L layers of causal multi-head softmax attention (h heads, width m), learned or sinusoidal
-positions, optional MLP and LayerNorm (attention-only when both are off), and a linear
+L layers of causal multi-head softmax attention (h heads, width m), learned, sinusoidal or
+relative positions, optional MLP and LayerNorm (attention-only when both are off), and a linear
 read-out over S + 1 classes (the S symbols and ⊥, class index S).
 
 A BOS token (id S, position 0) is prepended by default and its output discarded: it gives
 attention a place to rest when σ_i has no previous occurrence (the ⊥ case). It is a
 constant input, so it is "known to both" parties in the communication argument and does
 not weaken the one-layer lower bound.
+
+Relative positions (``"relative"``) add no position vector to the residual stream: each head
+adds a learned bias b_h(min(i − j, R)) to its score of key j from query i (distances 0 … R − 1
+each their own bias, every distance ≥ R one shared bias; R = `rel_distances`). The scores
+then depend on i − j only, so a model trained at a short n runs unchanged at any n ≤ max_len,
+and its size does not depend on max_len. For a one-layer model the bias of the last query is
+a fixed function of the key position, known to Alice and Bob, so the lower bound still holds.
 
 Rounding (see `precision`) is applied where the paper counts bits: the embedding output,
 every query/key/value, and every head's attention output.
@@ -26,7 +33,7 @@ from scalelab.config import Config
 from scalelab.errors import ConfigError, InputError
 from scalelab.induction.precision import FULL, Precision
 
-POSITIONS = ("learned", "sinusoidal")
+POSITIONS = ("learned", "sinusoidal", "relative")
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,8 @@ class InductionConfig(Config):
     layer_norm: bool = True
     bos: bool = True
     bias: bool = True
+    rel_distances: int = 16
+    rel_scale: float = 1.0  # the bias is rel_scale × its parameter: Adam moves it that much faster
 
     def validate(self) -> None:
         for name in ("alphabet_size", "max_len", "n_layer", "n_head", "d_model"):
@@ -58,6 +67,8 @@ class InductionConfig(Config):
                 f"d_model {self.d_model} is not divisible by n_head {self.n_head}; "
                 "change one or set d_head"
             )
+        if self.rel_distances < 1:
+            raise ConfigError(f"rel_distances must be >= 1, got {self.rel_distances}")
         if self.d_head is not None and self.d_head < 1:
             raise ConfigError(f"d_head must be >= 1, got {self.d_head}")
 
@@ -97,6 +108,12 @@ class Attention(nn.Module):
         self.v = nn.Linear(cfg.d_model, inner, bias=cfg.bias)
         self.o = nn.Linear(inner, cfg.d_model, bias=cfg.bias)
         self.scale = 1.0 / math.sqrt(cfg.head_dim)
+        self.max_distance, self.rel_scale = cfg.rel_distances, cfg.rel_scale
+        self.rel = (
+            nn.Parameter(torch.zeros(cfg.n_head, cfg.rel_distances + 1))
+            if cfg.positions == "relative"
+            else None
+        )
 
     def project(
         self, h: torch.Tensor, precision: Precision = FULL
@@ -109,8 +126,26 @@ class Attention(nn.Module):
 
         return split(self.q(h)), split(self.k(h)), split(self.v(h))
 
+    def position_bias(self, tq: int, tk: int) -> torch.Tensor | None:
+        """The relative-position bias [heads, tq, tk] for the last `tq` queries of `tk`
+        positions (None without relative positions); distances < 0 are masked anyway.
+
+        Built as a strided (Toeplitz) view of one row of 2·tk − 1 distances, so a long
+        sequence costs one tq × tk copy, not a tq × tk index table."""
+        if self.rel is None:
+            return None
+        dist = tk - 1 - torch.arange(2 * tk - 1, device=self.rel.device)
+        dist = dist.clamp(0, self.max_distance)
+        row = self.rel_scale * self.rel[:, dist]  # row[h, c] = bias at distance tk − 1 − c
+        h = row.shape[0]
+        full = row.as_strided((h, tk, tk), (2 * tk - 1, 1, 1))  # [h, r, j] = row[h, r + j]
+        return full.flip(-2)[:, tk - tq :]  # query i = tk − 1 − r: distance i − j
+
     def scores(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        return (q @ k.transpose(-1, -2)) * self.scale
+        """Scores of the queries `q` (the last q.shape[-2] positions) against every key."""
+        s = (q @ k.transpose(-1, -2)) * self.scale
+        bias = self.position_bias(q.shape[-2], k.shape[-2])
+        return s if bias is None else s + bias.to(s.dtype)
 
     def output(self, y: torch.Tensor, precision: Precision = FULL) -> torch.Tensor:
         """Round each head's output [B, heads, T, d_head], concatenate and project."""
@@ -125,8 +160,39 @@ class Attention(nn.Module):
         causal = torch.ones(t, t, dtype=torch.bool, device=h.device).tril()
         return torch.softmax(self.scores(q, k).masked_fill(~causal, -math.inf), dim=-1)
 
+    def relative_mix(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """softmax(scores + position bias + causal mask) @ v, for relative positions.
+
+        With autograd on: the T × T bias as an SDPA mask. Without (evaluation), the same sum
+        split in two, so a long sequence never forms a T × T matrix: the keys at distance
+        ≥ R share one bias, so their part is a causal flash attention of the queries i ≥ R
+        over the keys j ≤ i − R (which also returns its log-normaliser); the R nearer keys
+        are scored one distance at a time; one softmax over the R + 1 parts combines them.
+        The kernel that returns the log-normaliser is torch's CPU flash attention (a private
+        op), so on other devices the mask path runs."""
+        t, r = q.shape[-2], self.max_distance
+        if torch.is_grad_enabled() or t <= r or q.device.type != "cpu":
+            causal = torch.ones(t, t, dtype=torch.bool, device=q.device).tril()
+            mask = self.position_bias(t, t).to(q.dtype).masked_fill(~causal, -math.inf)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
+        bias = self.rel_scale * self.rel.to(q.dtype)
+        far_y, far_lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            q[..., r:, :], k[..., : t - r, :], v[..., : t - r, :], 0.0, True, scale=self.scale
+        )[:2]
+        scores, values = [], []
+        for d in range(r):  # key i − d for query i (none for i < d)
+            s = (q[..., d:, :] * k[..., : t - d, :]).sum(-1) * self.scale + bias[:, d, None]
+            scores.append(F.pad(s, (d, 0), value=-math.inf))
+            values.append(F.pad(v[..., : t - d, :], (0, 0, d, 0)))
+        scores.append(F.pad(far_lse.to(q.dtype) + bias[:, r, None], (r, 0), value=-math.inf))
+        values.append(F.pad(far_y.to(q.dtype), (0, 0, r, 0)))
+        w = torch.softmax(torch.stack(scores, -1), dim=-1)  # [B, H, T, R + 1]
+        return (w[..., None] * torch.stack(values, -2)).sum(-2)
+
     def forward(self, h: torch.Tensor, precision: Precision = FULL) -> torch.Tensor:
         q, k, v = self.project(h, precision)
+        if self.rel is not None:
+            return self.output(self.relative_mix(q, k, v), precision)
         # the fused kernel computes softmax(scores(q, k) + causal mask) @ v without
         # materialising the T x T matrix (several times faster on CPU at T = 1024)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale)
@@ -178,8 +244,10 @@ class InductionTransformer(nn.Module):
         self.tok = nn.Embedding(cfg.alphabet_size + int(cfg.bos), cfg.d_model)
         if cfg.positions == "learned":
             self.pos = nn.Parameter(0.02 * torch.randn(cfg.n_positions, cfg.d_model))
-        else:
+        elif cfg.positions == "sinusoidal":
             self.register_buffer("pos", sinusoidal_table(cfg.n_positions, cfg.d_model))
+        else:
+            self.pos = None
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.d_model) if cfg.layer_norm else nn.Identity()
         self.head = nn.Linear(cfg.d_model, cfg.n_classes, bias=cfg.bias)
@@ -206,6 +274,8 @@ class InductionTransformer(nn.Module):
 
     def embed(self, idx: torch.Tensor, precision: Precision = FULL) -> torch.Tensor:
         """ψ_in: token + position embedding of already BOS-prefixed ids, rounded."""
+        if self.pos is None:
+            return precision(self.tok(idx))
         return precision(self.tok(idx) + self.pos[: idx.shape[1]].to(self.tok.weight.dtype))
 
     def readout(self, x: torch.Tensor) -> torch.Tensor:

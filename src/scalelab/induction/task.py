@@ -153,17 +153,29 @@ def mixture_instances(
 ) -> np.ndarray:
     """Uniform sequences with a `hard_fraction` of rows replaced by hard instances
     (which use tokens 0, 1, 2, so alphabet_size must be >= 3)."""
+    return mixture_with_hard_rows(batch, n, alphabet_size, rng, hard_fraction)[0]
+
+
+def mixture_with_hard_rows(
+    batch: int,
+    n: int,
+    alphabet_size: int,
+    rng: np.random.Generator,
+    hard_fraction: float = 0.5,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`mixture_instances` (the same random stream) and the indices of its hard rows."""
     if not 0.0 <= hard_fraction <= 1.0:
         raise ConfigError(f"hard_fraction must lie in [0, 1], got {hard_fraction}")
     seqs = uniform_instances(batch, n, alphabet_size, rng)
     n_hard = int(rng.binomial(batch, hard_fraction)) if 0 < hard_fraction < 1 else 0
     n_hard = batch if hard_fraction == 1.0 else n_hard
+    rows = np.zeros(0, dtype=np.int64)
     if n_hard:
         if alphabet_size < 3:
             raise ConfigError("hard instances need alphabet_size >= 3 (symbols 0, 1, ?)")
         rows = rng.choice(batch, size=n_hard, replace=False)
         seqs[rows] = hard_instances(n_hard, n, rng).seqs
-    return seqs
+    return seqs, rows
 
 
 def accuracy_metrics(pred: np.ndarray, target: np.ndarray) -> dict[str, float]:

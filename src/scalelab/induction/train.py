@@ -29,7 +29,7 @@ from scalelab.induction.precision import FULL, MODES, Precision
 from scalelab.induction.task import (
     accuracy_metrics,
     hard_instances,
-    mixture_instances,
+    mixture_with_hard_rows,
     solve,
     uniform_instances,
 )
@@ -60,6 +60,8 @@ class InductionTrainConfig(Config):
     target_acc: float | None = None  # stop once acc_all and acc_hard both reach it
     train_bits: int | None = None  # straight-through rounding to p bits while training
     precision_mode: str = "float"
+    min_n: int | None = None  # each step's length uniform in [min_n, n]; evaluation at n
+    last_weight: float = 0.0  # extra loss weight on the INDEX answer of the hard rows
 
     def validate(self) -> None:
         for name in ("n", "max_steps", "batch_size", "eval_interval", "eval_samples"):
@@ -75,6 +77,10 @@ class InductionTrainConfig(Config):
             raise ConfigError(f"train_bits must be >= 1, got {self.train_bits}")
         if self.precision_mode not in MODES:
             raise ConfigError(f"precision_mode must be one of {MODES}")
+        if self.min_n is not None and not 3 <= self.min_n <= self.n:
+            raise ConfigError(f"min_n must lie in [3, n={self.n}], got {self.min_n}")
+        if self.last_weight < 0:
+            raise ConfigError(f"last_weight must be >= 0, got {self.last_weight}")
 
 
 @torch.no_grad()
@@ -157,11 +163,10 @@ def train_induction(
         ):
             for step in range(1, train_cfg.max_steps + 1):
                 model.train()
-                seqs = mixture_instances(
-                    train_cfg.batch_size, train_cfg.n, s, data_rng, train_cfg.hard_fraction
-                )
+                seqs, hard_rows = _batch(train_cfg, s, data_rng)
                 x, y = torch.from_numpy(seqs), torch.from_numpy(solve(seqs))
-                loss = _step(model, opt, x, y, train_prec, lr_at(step - 1, train_cfg), train_cfg)
+                lr = lr_at(step - 1, train_cfg)
+                loss = _step(model, opt, x, y, train_prec, lr, train_cfg, hard_rows)
                 if step % train_cfg.eval_interval == 0 or step == train_cfg.max_steps:
                     metrics = evaluate(
                         model, train_cfg.n, np.random.default_rng(eval_seed), train_cfg.eval_samples
@@ -230,6 +235,15 @@ def _run_folder(
         yield out
 
 
+def _batch(
+    cfg: InductionTrainConfig, alphabet_size: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """One training batch and its hard rows: the mixture at n (the stream of earlier runs),
+    or with `min_n` at a length drawn uniformly from [min_n, n] (one more draw first)."""
+    n = cfg.n if cfg.min_n is None else int(rng.integers(cfg.min_n, cfg.n + 1))
+    return mixture_with_hard_rows(cfg.batch_size, n, alphabet_size, rng, cfg.hard_fraction)
+
+
 def _step(
     model: InductionTransformer,
     opt: torch.optim.Optimizer,
@@ -238,11 +252,18 @@ def _step(
     prec: Precision,
     lr: float,
     cfg: InductionTrainConfig,
+    hard_rows: np.ndarray,
 ) -> torch.Tensor:
-    """One optimizer step at learning rate `lr`; returns the loss."""
+    """One optimizer step at learning rate `lr`; returns the loss: cross-entropy over every
+    position, plus `last_weight` times that at the last position of the hard rows."""
     for group in opt.param_groups:
         group["lr"] = lr
-    loss = loss_fn(model(x, prec), y, model.cfg.alphabet_size)
+    logits = model(x, prec)
+    loss = loss_fn(logits, y, model.cfg.alphabet_size)
+    if cfg.last_weight and len(hard_rows):
+        rows = torch.from_numpy(hard_rows)
+        last = loss_fn(logits[rows, -1:], y[rows, -1:], model.cfg.alphabet_size)
+        loss = loss + cfg.last_weight * last
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)

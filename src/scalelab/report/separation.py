@@ -19,6 +19,8 @@ STYLE = {
     ("trained", 1): ("C0", "^", "1 layer, trained (MLP, hard instances)"),
     ("construction", 2): ("C3", "*", "2 layers, construction"),
     ("trained", 2): ("C3", "s", "2 layers, trained"),
+    ("trained-relative", 1): ("C2", "v", "1 layer, trained short, tested at n (relative pos.)"),
+    ("trained-relative", 2): ("C1", "D", "2 layers, trained short, tested at n (same method)"),
 }
 
 
@@ -93,6 +95,20 @@ def _save(fig: Figure, path: Path) -> Path:
 def write_separation_figure(rows: list[dict[str, Any]], out: str | Path) -> Path:
     """Draw `run_separation`'s rows into `out/separation.png`."""
     return _save(separation_figure(rows), Path(out) / "separation.png")
+
+
+def write_trained_separation_figure(doc: dict[str, Any], out: str | Path) -> Path:
+    """The separation figure of `run_trained_separation`'s rows (its trained models, one
+    point per seed, beside the constructions and the bound): `out/trained_separation.png`."""
+    fig = separation_figure(doc["rows"])
+    p = doc["plan"]
+    fig.axes[0].set_title(
+        f"h = {p['h']}, m = {p['m']}, p = {p['p']} at n = {p['n']}: message "
+        f"{p['message_bits']:g} bits vs k = {p['k']:g}; "
+        f"1-layer ceiling {p['one_layer_ceiling']:.3f}",
+        fontsize=8,
+    )
+    return _save(fig, Path(out) / "trained_separation.png")
 
 
 RULE_LABEL = {"3": "|Σ| = 3", "sqrt": "|Σ| = √n", "n": "|Σ| = n"}
