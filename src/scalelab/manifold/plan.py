@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
@@ -149,6 +150,15 @@ class ManifoldSweepConfig(Config):
 
     def val_count(self, n: int) -> int:
         return self.val_size or max(32, round(self.val_fraction * n))
+
+
+def _tuples(v: Any) -> Any:
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
+
+
+def config_from_json(data: dict[str, Any]) -> ManifoldSweepConfig:
+    """The config back from its sweep.json form (JSON lists become tuples)."""
+    return ManifoldSweepConfig.from_dict({k: _tuples(v) for k, v in data.items()})
 
 
 PRESETS: dict[str, ManifoldSweepConfig] = {

@@ -20,7 +20,13 @@ from scalelab import seeds
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.io import append_jsonl, atomic_write, atomic_write_json, provenance, to_json
 from scalelab.manifold.model import TransformerRegressor
-from scalelab.manifold.plan import KIND, PRESETS, ManifoldSweepConfig, specs_for
+from scalelab.manifold.plan import (
+    KIND,
+    PRESETS,
+    ManifoldSweepConfig,
+    config_from_json,
+    specs_for,
+)
 from scalelab.manifold.problem import Problem, Sample
 from scalelab.manifold.train import epoch_batches, fit_regressor, fit_schedule, mse
 from scalelab.runs.sweep import Backend, RunSpec, opened_sweep, run_sweep
@@ -31,12 +37,8 @@ __all__ = ["KIND", "PRESETS", "ManifoldSweepConfig", "run_manifold_sweep", "spec
 HIDDEN_K = (10, PAPER_K, 40)
 
 
-def _tuples(v: Any) -> Any:
-    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
-
-
 def _config_from_params(params: dict[str, Any]) -> ManifoldSweepConfig:
-    return ManifoldSweepConfig.from_dict({k: _tuples(v) for k, v in params["sweep"].items()})
+    return config_from_json(params["sweep"])
 
 
 def _test_sample(cfg: ManifoldSweepConfig, problem: Problem, run_dir: Path) -> Sample:
