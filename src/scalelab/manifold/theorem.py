@@ -70,17 +70,19 @@ def regime_power(
     noise_log: float,
     *,
     config: RegimeConfig = RegimeConfig(),
-    n_sim: int = N_SIM,
+    n_sim: int | None = None,
     n_boot: int = 400,
     seed: int = 0,
 ) -> float:
     """P(the curvature test passes | an exact power law with this slope, these sizes and
-    seeds, log-normal run noise of sd `noise_log`): simulated, seeded."""
+    seeds, log-normal run noise of sd `noise_log`): simulated (`N_SIM` by default), seeded.
+    Written to be swapped for the power function of laws.regime once main has it."""
     sizes = np.asarray(sizes, dtype=np.float64)
     if sizes.size < MIN_POINTS or not (exponent > 0) or not math.isfinite(noise_log):
         return 0.0
     rng = np.random.default_rng(seed)
     passed = 0
+    n_sim = N_SIM if n_sim is None else n_sim
     for i in range(n_sim):
         eps = rng.standard_normal((seeds_per_size, sizes.size)) * noise_log
         loss = np.exp(-exponent * np.log(sizes) + eps.mean(0))
@@ -155,7 +157,8 @@ def _check(
     seed: int = 0,
 ) -> ExponentCheck:
     noise = seed_noise(x, y)
-    res = analyse_regime(x, y, limited=limited, seed=seed)
+    # the floor of an excess risk is 0 by definition: no power+E fit is needed
+    res = analyse_regime(x, y, limited=limited, floor=0.0, floor_source="excess risk", seed=seed)
     rng, plain, test = res.fit_range, res.plain, res.curvature
     sizes_in = np.asarray([s for s in res.sizes if rng.x_lo <= s <= rng.x_hi])
     seeds = int(pd.Series(x).value_counts().min())
