@@ -98,3 +98,7 @@ def test_a_d_free_curve_family_is_not_called_informative(monkeypatch: pytest.Mon
     row = summary.scores_all["scores"]["2β/(2β+d), true d"]
     assert not row["informative"] and row["margin"] < 0
     assert json.loads(to_json([c.to_dict() for c in summary.data]))[0]["d"] == 1
+
+
+def test_power_is_unknown_with_one_seed() -> None:
+    assert np.isnan(theorem.regime_power(SIZES, 1, 0.4, float("nan"), n_sim=5))

@@ -78,7 +78,9 @@ def regime_power(
     seeds, log-normal run noise of sd `noise_log`): simulated (`N_SIM` by default), seeded.
     Written to be swapped for the power function of laws.regime once main has it."""
     sizes = np.asarray(sizes, dtype=np.float64)
-    if sizes.size < MIN_POINTS or not (exponent > 0) or not math.isfinite(noise_log):
+    if not math.isfinite(noise_log):
+        return math.nan  # one seed per size: the noise, hence the power, is unknown
+    if sizes.size < MIN_POINTS or not (exponent > 0):
         return 0.0
     rng = np.random.default_rng(seed)
     passed = 0
