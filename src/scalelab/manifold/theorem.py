@@ -122,6 +122,7 @@ class ExponentCheck:
     model_limited: bool | None
     wide_ratio: float | None
     best_at_end: str
+    train_over_noise: float | None = None
     sizes: list[float] = field(default_factory=list)
     errors: list[float] = field(default_factory=list)
     local_slopes: list[float] = field(default_factory=list)
@@ -214,7 +215,7 @@ def data_checks(table: pd.DataFrame, cfg: ManifoldSweepConfig) -> list[ExponentC
         problem = Problem(cfg.problem(d, beta)) if cfg.target == "field" else None
         check = _check("data", d, beta, x, y, preds, limited=limited, extra={
             "model_limited": limited_big, "wide_ratio": ratio,
-            "best_at_end": _best_at_end(rows)})  # fmt: skip
+            "best_at_end": _best_at_end(rows), "train_over_noise": _underfit(rows)})  # fmt: skip
         if problem is not None and check.n_points >= 2:
             sizes = np.asarray([s for s in check.sizes if s <= check.x_range[1]])
             sizes = sizes[sizes >= check.x_range[0]]
@@ -225,6 +226,15 @@ def data_checks(table: pd.DataFrame, cfg: ManifoldSweepConfig) -> list[ExponentC
 
 def _replace(check: ExponentCheck, **changes: Any) -> ExponentCheck:
     return ExponentCheck(**{**asdict(check), **changes})
+
+
+def _underfit(rows: pd.DataFrame) -> float | None:
+    """Median training MSE over the label noise variance at the largest n: ≫ 1 means the
+    model does not even fit its training sample (optimisation- or capacity-limited)."""
+    if "train_mse" not in rows or "noise_var" not in rows:
+        return None
+    big = rows[rows["n"] == rows["n"].max()]
+    return float(np.median(big["train_mse"] / big["noise_var"]))
 
 
 def _best_at_end(rows: pd.DataFrame) -> str:

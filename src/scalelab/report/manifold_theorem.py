@@ -102,6 +102,7 @@ def check_rows(checks: list[ExponentCheck]) -> list[dict[str, Any]]:
             "pred (d̂ inputs)": _f(c.predicted_d_hat), "pred (d̂ hidden)": _f(c.predicted_hidden),
             "ideal learner": _f(c.predicted_ideal), "seed sd (log)": _f(c.noise_log, 2),
             "wide/base": f"{_f(c.wide_ratio, 2)} {limited}", "best at end": c.best_at_end,
+            "train/noise": _f(c.train_over_noise, 2),
             "local slopes": ", ".join(f"{s:.2f}" for s in c.local_slopes),
         })  # fmt: skip
     return rows
