@@ -100,6 +100,7 @@ class ManifoldSweepConfig(Config):
             self.regressor(width)  # e.g. widths divisible by n_heads
         self.fit()
         self.schedule_for(min(self.n_values))
+        self.schedule_for(None)  # online_steps >= 1
 
     @property
     def problems(self) -> list[tuple[int, float]]:
