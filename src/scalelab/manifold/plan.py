@@ -99,8 +99,12 @@ class ManifoldSweepConfig(Config):
         for width in (None, *self.model_widths, *self.online_widths, self.wide_width or None):
             self.regressor(width)  # e.g. widths divisible by n_heads
         self.fit()
+        if self.online_steps < 1:
+            raise ConfigError(
+                f"online_steps (--online-steps) must be >= 1, got {self.online_steps}; "
+                "use 1 or more steps, e.g. --online-steps 6000"
+            )
         self.schedule_for(min(self.n_values))
-        self.schedule_for(None)  # online_steps >= 1
 
     @property
     def problems(self) -> list[tuple[int, float]]:
