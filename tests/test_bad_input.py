@@ -458,6 +458,10 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["manifold", "sweep", "--out", "{out}", "--preset", "smoke", "--dims", "0"],
         "dim",
     ),
+    "manifold-sweep-online-steps": (
+        ["manifold", "sweep", "--out", "{out}", "--preset", "theorem", "--online-steps", "0"],
+        "online_steps (--online-steps) must be >= 1",
+    ),
     "manifold-sweep-betas": (
         ["manifold", "sweep", "--out", "{out}", "--preset", "smoke", "--betas", "2"],
         "beta",
@@ -830,6 +834,7 @@ FIXES = {
     "manifold-sweep-attention": "attention must be one of softmax, relu",
     "manifold-sweep-betas": "beta must be in (0, 1]",
     "manifold-sweep-dims": "manifold dimension d must be a positive integer",
+    "manifold-sweep-online-steps": "use 1 or more steps",
     "manifold-sweep-manifold": "choose one of ['sphere', 'subspace', 'swissroll', 'torus']",
     "manifold-sweep-n-values": "--n-values must be comma-separated integers",
     "manifold-sweep-out-other-kind": "use a new --out",

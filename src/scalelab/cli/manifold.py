@@ -72,6 +72,9 @@ def sweep_command(
         None, help="Model-scaling widths d_embd at the largest n (with --model-dims)."
     ),
     model_dims: str | None = typer.Option(None, help="Dimensions for model scaling."),
+    online_steps: int | None = typer.Option(
+        None, help="Steps of the online (fresh-sample) runs, e.g. 6000 (the theorem preset)."
+    ),
     workers: int = typer.Option(1, help="Worker processes (each gets cores // workers)."),
     threads: int = threads_option(
         1, help="Torch threads with --workers 1 (small models gain nothing from more)."
@@ -98,6 +101,7 @@ def sweep_command(
         "attention": attention,
         "model_widths": _values(model_widths, int, "model-widths"),
         "model_dims": _values(model_dims, int, "model-dims"),
+        "online_steps": online_steps,
     }
     cfg = PRESETS[preset].replace(**{k: v for k, v in overrides.items() if v is not None})
     table = run_manifold_sweep(cfg, out, workers=workers, backend=where, quiet=quiet)

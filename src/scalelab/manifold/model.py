@@ -136,3 +136,15 @@ class TransformerRegressor(nn.Module):
     def num_params(self) -> int:
         """Trainable parameters (E' and PE are fixed buffers, not counted)."""
         return sum(p.numel() for p in self.parameters())
+
+    @torch.no_grad()
+    def hidden_states(self, x: torch.Tensor, batch: int = 4096) -> torch.Tensor:
+        """The last token's final-layer state [n, d_embd] (what the decoder reads): the
+        regressor's analogue of an LM's final-layer token embedding."""
+        out = []
+        for i in range(0, len(x), batch):
+            h = self.embed(x[i : i + batch])
+            for block in self.blocks:
+                h = block(h)
+            out.append(h[:, -1, :])
+        return torch.cat(out)

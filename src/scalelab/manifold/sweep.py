@@ -1,18 +1,15 @@
 """The known-dimension benchmark as a resumable sweep (kind "manifold").
 
-Three kinds of run, one folder each, all in one `runs.csv` (column `task`):
-- `data`: for every (d, β, seed, n) train the regressor on n noisy samples and measure the
-  excess risk ‖T̂ − f‖²_L2(Q) on a large fresh test sample (against the noiseless target,
-  because Theorem 1's rate n^(-2β/(2β+d)) is for that, not for the noisy test loss);
-- `model`: at the largest n, the same for a range of model widths (model scaling);
-- `id`: the intrinsic-dimension engine on the sampled inputs (closing the loop d -> α).
+The runs (`plan.specs_for`) are one folder each, all in one `runs.csv` (column `task`).
+Error = the excess risk ‖T̂ − f‖²_L2(Q) on a large fresh test sample, against the noiseless
+target, because Theorem 1's rate n^(-2β/(2β+d)) is for that, not for the noisy test loss; for
+the capped field it includes the field's tail beyond the cap (`Problem.excess_offset`).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,185 +17,137 @@ import numpy as np
 import torch
 
 from scalelab import seeds
-from scalelab.config import Config
-from scalelab.errors import ConfigError
-from scalelab.intrinsic import PAPER_BATCH_SIZE
-from scalelab.io import append_jsonl, atomic_write_json, provenance, to_json
-from scalelab.manifold.geometry import MANIFOLDS, make_manifold
-from scalelab.manifold.model import RegressorConfig, TransformerRegressor
-from scalelab.manifold.problem import Problem, ProblemConfig
-from scalelab.manifold.train import FitConfig, fit_regressor, mse
+from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
+from scalelab.io import append_jsonl, atomic_write, atomic_write_json, provenance, to_json
+from scalelab.manifold.model import TransformerRegressor
+from scalelab.manifold.plan import (
+    KIND,
+    PRESETS,
+    ManifoldSweepConfig,
+    config_from_json,
+    specs_for,
+)
+from scalelab.manifold.problem import Problem, Sample
+from scalelab.manifold.train import epoch_batches, fit_regressor, fit_schedule, mse
 from scalelab.runs.sweep import Backend, RunSpec, opened_sweep, run_sweep
 from scalelab.scalars import Scalars
 
-KIND = "manifold"
-
-
-@dataclass(frozen=True)
-class ManifoldSweepConfig(Config):
-    """Everything that defines a manifold sweep (saved in sweep.json; resuming checks it)."""
-
-    manifold: str = "sphere"
-    dims: tuple[int, ...] = (2, 4)
-    betas: tuple[float, ...] = (1.0,)
-    n_values: tuple[int, ...] = (100, 250, 630, 1600, 4000, 10000)
-    seeds: tuple[int, ...] = (0, 1)
-    D: int = 32
-    noise_std: float = 0.5
-    warp: float = 0.0
-    problem_seed: int = 0
-    n_test: int = 8192
-    val_fraction: float = 0.25
-    # regressor (model-scaling runs vary d_embd, with ffn_width = 2 d_embd)
-    n_blocks: int = 2
-    n_heads: int = 4
-    d_embd: int = 32
-    ffn_width: int = 64
-    ffn_depth: int = 2
-    attention: str = "relu"
-    model_dims: tuple[int, ...] = ()
-    model_widths: tuple[int, ...] = ()
-    # optimiser
-    lr: float = 2e-3
-    batch_size: int = 128
-    max_steps: int = 20000
-    patience: int = 12
-    # intrinsic dimension of the inputs
-    id_points: int = 8192
-    id_estimator: str = "mle"
-
-    def validate(self) -> None:
-        if self.manifold not in MANIFOLDS:
-            raise ConfigError(
-                f"unknown manifold {self.manifold!r}; choose one of {sorted(MANIFOLDS)}"
-            )
-        for name in ("dims", "betas", "n_values", "seeds"):
-            if not getattr(self, name):
-                raise ConfigError(f"{name} must not be empty")
-        if min(self.n_values) < 8:
-            raise ConfigError("every n must be >= 8 (training needs a few points)")
-        if not 0 < self.val_fraction <= 1:
-            raise ConfigError(f"val_fraction must be in (0, 1], got {self.val_fraction}")
-        if set(self.model_dims) - set(self.dims):
-            raise ConfigError("model_dims must be a subset of dims")
-        if bool(self.model_dims) != bool(self.model_widths):
-            raise ConfigError("give both model_dims and model_widths, or neither")
-        for d in self.dims:
-            make_manifold(self.manifold, d)  # e.g. the Swiss roll needs d >= 2
-            for beta in self.betas:
-                self.problem(d, beta)  # validates d, beta, noise
-        for width in (None, *self.model_widths):
-            self.regressor(width)  # e.g. widths divisible by n_heads
-        self.fit()
-
-    def problem(self, d: int, beta: float) -> ProblemConfig:
-        return ProblemConfig(
-            manifold=self.manifold,
-            d=d,
-            D=self.D,
-            beta=beta,
-            noise_std=self.noise_std,
-            warp=self.warp,
-            seed=self.problem_seed,
-        )
-
-    def regressor(self, width: int | None = None) -> RegressorConfig:
-        return RegressorConfig(
-            D=self.D,
-            n_blocks=self.n_blocks,
-            n_heads=self.n_heads,
-            d_embd=width or self.d_embd,
-            ffn_width=2 * width if width else self.ffn_width,
-            ffn_depth=self.ffn_depth,
-            attention=self.attention,
-        )
-
-    def fit(self) -> FitConfig:
-        return FitConfig(
-            lr=self.lr,
-            batch_size=self.batch_size,
-            max_steps=self.max_steps,
-            patience=self.patience,
-        )
-
-
-PRESETS: dict[str, ManifoldSweepConfig] = {
-    "smoke": ManifoldSweepConfig(
-        dims=(2,), n_values=(64, 256), seeds=(0,), n_test=1024, d_embd=16, ffn_width=32,
-        max_steps=300, id_points=1024,
-    ),
-    "quick": ManifoldSweepConfig(dims=(2, 4)),
-    "full": ManifoldSweepConfig(
-        dims=(2, 4, 6, 8), betas=(1.0, 0.5), seeds=(0, 1, 2),
-        model_dims=(2,), model_widths=(8, 16, 32, 64),
-    ),
-}  # fmt: skip
-
-
-def specs_for(cfg: ManifoldSweepConfig) -> list[RunSpec]:
-    """All runs of a sweep, cheapest first within each group, so partial sweeps are useful."""
-    base = {"manifold": cfg.manifold, "D": cfg.D, "noise_std": cfg.noise_std}
-    specs = [
-        RunSpec(f"id_d{d}", {"task": "id", **base, "d": d, "beta": cfg.betas[0], "seed": 0})
-        for d in cfg.dims
-    ]
-    for n in sorted(cfg.n_values):
-        for d in cfg.dims:
-            for beta in cfg.betas:
-                for seed in cfg.seeds:
-                    params = {"task": "data", **base, "d": d, "beta": beta, "n": n, "seed": seed}
-                    name = f"data_d{d}_b{beta:g}_n{n}_s{seed}"
-                    specs.append(RunSpec(name, {**params, "d_embd": cfg.d_embd}))
-    n_big = max(cfg.n_values)
-    for width in sorted(cfg.model_widths):
-        for d in cfg.model_dims:
-            for seed in cfg.seeds:
-                params = {"task": "model", **base, "d": d, "beta": cfg.betas[0], "n": n_big}
-                name = f"model_d{d}_w{width}_s{seed}"
-                specs.append(RunSpec(name, {**params, "seed": seed, "d_embd": width}))
-    return specs
+__all__ = ["KIND", "PRESETS", "ManifoldSweepConfig", "run_manifold_sweep", "specs_for"]
+#: K values of the paper's MLE protocol reported beside K = 20 on the hidden states.
+HIDDEN_K = (10, PAPER_K, 40)
 
 
 def _config_from_params(params: dict[str, Any]) -> ManifoldSweepConfig:
-    return ManifoldSweepConfig.from_dict(
-        {k: tuple(v) if isinstance(v, list) else v for k, v in params["sweep"].items()}
+    return config_from_json(params["sweep"])
+
+
+def _test_sample(cfg: ManifoldSweepConfig, problem: Problem, run_dir: Path) -> Sample:
+    """The fixed test sample of a (d, β) problem, computed once per sweep (evaluating the
+    field costs more than a small run) and cached beside the runs."""
+    d, beta = problem.cfg.d, problem.cfg.beta
+    path = run_dir.parent.parent / "cache" / f"test_d{d}_b{beta:g}.npz"
+    if path.exists():
+        with np.load(path) as z:
+            return Sample(x=z["x"], f=z["f"], y=z["y"])
+    rng = np.random.default_rng([cfg.problem_seed, d, seeds.MANIFOLD_TEST])
+    test = problem.sample(cfg.n_test, rng)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(p: Path) -> None:
+        with open(p, "wb") as f:
+            np.savez(f, x=test.x, f=test.f, y=test.y)
+
+    atomic_write(path, write)
+    return test
+
+
+def _hidden_id(model: TransformerRegressor, cfg: ManifoldSweepConfig, problem: Problem) -> dict:
+    """The paper's protocol (MLE, batches of 4096) on the trained model's final-layer states
+    of fresh manifold inputs, at K = 10, 20, 40 (20 is the paper's)."""
+    from scalelab.intrinsic.protocol import estimate_in_batches, make_estimator
+
+    d = problem.cfg.d
+    x = problem.points(
+        cfg.id_points, np.random.default_rng([cfg.problem_seed, d, seeds.MANIFOLD_ID])
     )
+    h = model.hidden_states(torch.as_tensor(x, dtype=torch.float32)).numpy().astype(np.float64)
+    out: dict[str, Any] = {}
+    for k in HIDDEN_K:
+        est = estimate_in_batches(h, make_estimator("mle", k=k), batch_size=PAPER_BATCH_SIZE)
+        out[f"hidden_d_hat_k{k}"] = est.dimension
+        if k == PAPER_K:
+            out["hidden_d_hat"] = est.dimension
+            out["hidden_d_hat_se"] = est.dimension_se if np.isfinite(est.dimension_se) else None
+    return out
 
 
 def _train_run(cfg: ManifoldSweepConfig, params: dict[str, Any], run_dir: Path) -> dict:
-    d, beta, n, seed = params["d"], params["beta"], params["n"], params["seed"]
-    problem = Problem(cfg.problem(d, beta))
-    rng = np.random.default_rng([cfg.problem_seed, seed, n, d, int(beta * 1000)])
-    train = problem.sample(n, rng)
-    val = problem.sample(max(32, round(cfg.val_fraction * n)), rng)
-    test = problem.sample(
-        cfg.n_test, np.random.default_rng([cfg.problem_seed, d, seeds.MANIFOLD_TEST])
+    d, beta, n, seed, task = (
+        params["d"],
+        params["beta"],
+        params["n"],
+        params["seed"],
+        params["task"],
     )
-    width = params["d_embd"] if params["task"] == "model" else None
+    problem = Problem(cfg.problem(d, beta))
+    rng = np.random.default_rng([cfg.problem_seed, seed, n or 0, d, int(beta * 1000)])
+    online = task == "online"
+    test = _test_sample(cfg, problem, run_dir)
+    width = params["d_embd"] if task in ("model", "wide", "online") else None
     reg_cfg = cfg.regressor(width)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = TransformerRegressor(reg_cfg)
     gen = torch.Generator().manual_seed(seed)
+    n_val = cfg.val_count(n or cfg.val_size or 512)
     with Scalars(run_dir) as scalars:
-        summary = fit_regressor(
-            model, train.x, train.y, val.x, val.y, cfg.fit(), generator=gen, log=scalars.log
-        )
+        if online:  # a fresh noise-free sample every step: the infinite-data limit
+            val = problem.sample(n_val, rng, noise=False)
+
+            def fresh(_step: int) -> tuple[torch.Tensor, torch.Tensor]:
+                s = problem.sample(cfg.batch_size, rng, noise=False)
+                return torch.as_tensor(s.x, dtype=torch.float32), torch.as_tensor(s.f).float()
+
+            summary = fit_schedule(
+                model, fresh, val.x, val.y, cfg.schedule_for(None), log=scalars.log
+            )
+            summary["train_mse"] = None
+        else:
+            train = problem.sample(n, rng)
+            val = problem.sample(n_val, rng)
+            if cfg.schedule == "fixed":
+                batches = epoch_batches(train.x, train.y, cfg.batch_size, gen)
+                summary = fit_schedule(
+                    model, batches, val.x, val.y, cfg.schedule_for(n), log=scalars.log
+                )
+                xt = torch.as_tensor(train.x, dtype=torch.float32)
+                summary["train_mse"] = mse(model, xt, torch.as_tensor(train.y).float())
+            else:
+                summary = fit_regressor(
+                    model, train.x, train.y, val.x, val.y, cfg.fit(), generator=gen,
+                    log=scalars.log,
+                )  # fmt: skip
     xt = torch.as_tensor(test.x, dtype=torch.float32)
     from safetensors.torch import save_file
 
     save_file(model.state_dict(), str(run_dir / "model.safetensors"))
-    return {
-        "test_mse": mse(model, xt, torch.as_tensor(test.f).float()),
+    capped = mse(model, xt, torch.as_tensor(test.f).float())
+    out = {
+        "test_mse": capped + problem.excess_offset,
+        "test_mse_capped": capped,
+        "tail_variance": problem.excess_offset,
         "test_mse_noisy": mse(model, xt, torch.as_tensor(test.y).float()),
         "null_mse": float(np.var(test.f)),
-        "noise_var": cfg.noise_std**2,
+        "noise_var": problem.label_noise_std**2,
         "params": model.num_params(),
         "d_embd": reg_cfg.d_embd,
-        "n_val": len(val.y),
+        "n_val": n_val,
         "n_test": cfg.n_test,
         **summary,
     }
+    if cfg.hidden_id and task == "data" and n in (min(cfg.n_values), max(cfg.n_values)):
+        out |= _hidden_id(model, cfg, problem)
+    return out
 
 
 def _id_run(cfg: ManifoldSweepConfig, params: dict[str, Any]) -> dict:
@@ -211,7 +160,13 @@ def _id_run(cfg: ManifoldSweepConfig, params: dict[str, Any]) -> dict:
     est = estimate_in_batches(
         x, make_estimator(cfg.id_estimator), batch_size=PAPER_BATCH_SIZE, seed=0
     )
+    other_k = {}
+    if cfg.hidden_id:  # the same K range as on the hidden states, for a like-for-like gap
+        for k in HIDDEN_K:
+            e = estimate_in_batches(x, make_estimator("mle", k=k), batch_size=PAPER_BATCH_SIZE)
+            other_k[f"d_hat_k{k}"] = e.dimension
     return {
+        **other_k,
         "d_hat": est.dimension,
         "d_hat_se": est.dimension_se if np.isfinite(est.dimension_se) else None,
         "id_estimator": est.estimator,

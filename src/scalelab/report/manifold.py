@@ -13,7 +13,9 @@ from matplotlib.figure import Figure
 
 from scalelab.errors import InputError
 from scalelab.io import read_json
-from scalelab.manifold import analysis
+from scalelab.manifold import analysis, theorem
+from scalelab.manifold.plan import config_from_json
+from scalelab.report import manifold_theorem
 from scalelab.report.document import Report
 
 
@@ -76,6 +78,9 @@ def build(sweep_dir: Path, report: Report) -> None:
         f"{cfg['val_fraction']:g}·n points. Error = excess risk against the noiseless "
         f"target on {cfg['n_test']} fresh test points. Predicted: α_D = 2β/(2β+d)."
     )
+    if cfg.get("target") == "field":
+        summary = theorem.summarise(table, config_from_json(cfg))
+        manifold_theorem.build(summary, report)
     data = analysis.data_exponents(table)
     if data:
         rows = table[table["task"] == "data"]

@@ -1,0 +1,251 @@
+"""What a manifold sweep runs: its config, the named presets, and the list of runs.
+
+Five kinds of run (column `task` of runs.csv):
+- `id`: the intrinsic-dimension engine on the sampled inputs;
+- `data`: for every (d, β, seed, n), the regressor on n noisy samples (data scaling);
+- `wide`: the same at the largest n with a wider model (is the model the limit?);
+- `model`: widths at the largest n (model scaling at finite n, the `full` preset);
+- `online`: widths trained on fresh noise-free samples every step (the infinite-data limit,
+  where the approximation error, hence α_N = 2β/d, is what is measured).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from scalelab.config import Config
+from scalelab.errors import ConfigError
+from scalelab.fields import choice
+from scalelab.manifold.geometry import MANIFOLDS, make_manifold
+from scalelab.manifold.model import RegressorConfig
+from scalelab.manifold.problem import TARGETS, ProblemConfig
+from scalelab.manifold.train import FitConfig, ScheduleConfig
+from scalelab.runs.sweep import RunSpec
+
+KIND = "manifold"
+SCHEDULES = ("patience", "fixed")
+
+
+@dataclass(frozen=True)
+class ManifoldSweepConfig(Config):
+    """Everything that defines a manifold sweep (saved in sweep.json; resuming checks it)."""
+
+    manifold: str = "sphere"
+    target: str = "waves"
+    dims: tuple[int, ...] = (2, 4)
+    betas: tuple[float, ...] = (1.0,)
+    # (d, β) pairs run on top of dims × betas, e.g. ((1, 0.5), (4, 0.5))
+    extra_problems: tuple[tuple[int, float], ...] = ()
+    n_values: tuple[int, ...] = (100, 250, 630, 1600, 4000, 10000)
+    seeds: tuple[int, ...] = (0, 1)
+    D: int = 32
+    noise_std: float = 0.5
+    warp: float = 0.0
+    problem_seed: int = 0
+    n_test: int = 8192
+    val_fraction: float = 0.25
+    val_size: int = 0  # > 0: a validation set of this fixed size at every n
+    # regressor (model-scaling runs vary d_embd, with ffn_width = 2 d_embd)
+    n_blocks: int = 2
+    n_heads: int = 4
+    d_embd: int = 32
+    ffn_width: int = 64
+    ffn_depth: int = 2
+    attention: str = "relu"
+    model_dims: tuple[int, ...] = ()
+    model_widths: tuple[int, ...] = ()
+    wide_width: int = 0  # > 0: one `wide` run per (d, β) at the largest n, seed seeds[0]
+    online_dims: tuple[int, ...] = ()
+    online_widths: tuple[int, ...] = ()
+    online_steps: int = 2000
+    # optimiser: "patience" (plateau LR halving, early stop) or "fixed" (ScheduleConfig)
+    schedule: str = "patience"
+    lr: float = 2e-3
+    batch_size: int = 128
+    max_steps: int = 20000
+    patience: int = 12
+    epochs: float = 20.0  # fixed schedule: steps = clip(epochs·n/batch, min_steps, max_steps)
+    min_steps: int = 400
+    # intrinsic dimension of the inputs, and (hidden_id) of the trained models' states
+    id_points: int = 8192
+    id_estimator: str = "mle"
+    hidden_id: bool = False
+
+    def validate(self) -> None:
+        if self.manifold not in MANIFOLDS:
+            raise ConfigError(
+                f"unknown manifold {self.manifold!r}; choose one of {sorted(MANIFOLDS)}"
+            )
+        choice(self.target, "target", TARGETS)
+        choice(self.schedule, "schedule", SCHEDULES)
+        for name in ("dims", "betas", "n_values", "seeds"):
+            if not getattr(self, name):
+                raise ConfigError(f"{name} must not be empty")
+        if min(self.n_values) < 8:
+            raise ConfigError("every n must be >= 8 (training needs a few points)")
+        if not 0 < self.val_fraction <= 1 or self.val_size < 0:
+            raise ConfigError("val_fraction must be in (0, 1] and val_size >= 0")
+        if set(self.model_dims) - set(self.dims) or set(self.online_dims) - set(self.dims):
+            raise ConfigError("model_dims and online_dims must be subsets of dims")
+        if bool(self.model_dims) != bool(self.model_widths):
+            raise ConfigError("give both model_dims and model_widths, or neither")
+        if bool(self.online_dims) != bool(self.online_widths):
+            raise ConfigError("give both online_dims and online_widths, or neither")
+        for d, beta in self.problems:
+            make_manifold(self.manifold, d)  # e.g. the Swiss roll needs d >= 2
+            self.problem(d, beta)  # validates d, beta, noise, target
+        for width in (None, *self.model_widths, *self.online_widths, self.wide_width or None):
+            self.regressor(width)  # e.g. widths divisible by n_heads
+        self.fit()
+        if self.online_steps < 1:
+            raise ConfigError(
+                f"online_steps (--online-steps) must be >= 1, got {self.online_steps}; "
+                "use 1 or more steps, e.g. --online-steps 6000"
+            )
+        self.schedule_for(min(self.n_values))
+
+    @property
+    def problems(self) -> list[tuple[int, float]]:
+        """Every (d, β) of the sweep: dims × betas, then the extra pairs."""
+        pairs = [(d, b) for d in self.dims for b in self.betas]
+        return pairs + [(int(d), float(b)) for d, b in self.extra_problems if (d, b) not in pairs]
+
+    def problem(self, d: int, beta: float) -> ProblemConfig:
+        return ProblemConfig(
+            manifold=self.manifold,
+            d=d,
+            D=self.D,
+            beta=beta,
+            noise_std=self.noise_std,
+            warp=self.warp,
+            target=self.target,
+            cap_n=max(self.n_values),
+            seed=self.problem_seed,
+        )
+
+    def regressor(self, width: int | None = None) -> RegressorConfig:
+        return RegressorConfig(
+            D=self.D,
+            n_blocks=self.n_blocks,
+            n_heads=self.n_heads,
+            d_embd=width or self.d_embd,
+            ffn_width=2 * width if width else self.ffn_width,
+            ffn_depth=self.ffn_depth,
+            attention=self.attention,
+        )
+
+    def fit(self) -> FitConfig:
+        return FitConfig(
+            lr=self.lr,
+            batch_size=self.batch_size,
+            max_steps=self.max_steps,
+            patience=self.patience,
+        )
+
+    def schedule_for(self, n: int | None) -> ScheduleConfig:
+        """The fixed schedule at training size n (None: the online runs' `online_steps`)."""
+        if n is None:
+            steps = self.online_steps
+        else:
+            steps = math.ceil(self.epochs * n / self.batch_size)
+            steps = min(max(steps, self.min_steps), self.max_steps)
+        return ScheduleConfig(lr=self.lr, batch_size=self.batch_size, steps=steps)
+
+    def val_count(self, n: int) -> int:
+        return self.val_size or max(32, round(self.val_fraction * n))
+
+
+def _tuples(v: Any) -> Any:
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
+
+
+def config_from_json(data: dict[str, Any]) -> ManifoldSweepConfig:
+    """The config back from its sweep.json form (JSON lists become tuples)."""
+    return ManifoldSweepConfig.from_dict({k: _tuples(v) for k, v in data.items()})
+
+
+PRESETS: dict[str, ManifoldSweepConfig] = {
+    "smoke": ManifoldSweepConfig(
+        dims=(2,), n_values=(64, 256), seeds=(0,), n_test=1024, d_embd=16, ffn_width=32,
+        max_steps=300, id_points=1024,
+    ),
+    "quick": ManifoldSweepConfig(dims=(2, 4)),
+    "full": ManifoldSweepConfig(
+        dims=(2, 4, 6, 8), betas=(1.0, 0.5), seeds=(0, 1, 2),
+        model_dims=(2,), model_widths=(8, 16, 32, 64),
+    ),
+    # Theorem 1 where d is known (docs/benchmarks/manifold.md): the Gaussian field on T^d.
+    "theorem": ManifoldSweepConfig(
+        manifold="torus", target="field", dims=(1, 2, 3, 4, 6, 8), betas=(1.0,),
+        extra_problems=((1, 0.5), (4, 0.5)), n_values=(100, 316, 1000, 3162, 10000),
+        seeds=(0, 1, 2), D=16, val_size=512, schedule="fixed", lr=5e-3, batch_size=64,
+        epochs=20.0, min_steps=400, max_steps=2000, wide_width=64,
+        online_dims=(2, 4), online_widths=(4, 8, 16, 32, 64), online_steps=2000,
+        hidden_id=True,
+    ),
+}  # fmt: skip
+
+
+def _data_specs(cfg: ManifoldSweepConfig, seed: int, base: dict) -> list[RunSpec]:
+    specs = []
+    for d, beta in cfg.problems:
+        for n in sorted(cfg.n_values):
+            params = {"task": "data", **base, "d": d, "beta": beta, "n": n, "seed": seed}
+            name = f"data_d{d}_b{beta:g}_n{n}_s{seed}"
+            specs.append(RunSpec(name, {**params, "d_embd": cfg.d_embd}))
+    return specs
+
+
+def specs_for(cfg: ManifoldSweepConfig) -> list[RunSpec]:
+    """All runs of a sweep. Patience sweeps: cheapest first. Fixed-schedule sweeps: seed by
+    seed (each seed a full set of curves), the online runs after the second seed and the
+    wide runs after them, so a sweep cut short still has whole curves of every kind."""
+    base = {"manifold": cfg.manifold, "D": cfg.D, "noise_std": cfg.noise_std}
+    specs = [
+        RunSpec(f"id_d{d}", {"task": "id", **base, "d": d, "beta": cfg.betas[0], "seed": 0})
+        for d in cfg.dims
+    ]
+    n_big = max(cfg.n_values)
+    online = [
+        RunSpec(
+            f"online_d{d}_w{width}_s{cfg.seeds[0]}",
+            {"task": "online", **base, "d": d, "beta": cfg.betas[0], "n": None,
+             "seed": cfg.seeds[0], "d_embd": width},
+        )
+        for d in cfg.online_dims for width in sorted(cfg.online_widths)
+    ]  # fmt: skip
+    wide = [
+        RunSpec(
+            f"wide_d{d}_b{beta:g}_w{cfg.wide_width}_s{cfg.seeds[0]}",
+            {"task": "wide", **base, "d": d, "beta": beta, "n": n_big, "seed": cfg.seeds[0],
+             "d_embd": cfg.wide_width},
+        )
+        for d, beta in (cfg.problems if cfg.wide_width else [])
+    ]  # fmt: skip
+    if cfg.schedule == "fixed":
+        for i, seed in enumerate(cfg.seeds):
+            specs += _data_specs(cfg, seed, base)
+            if i == min(1, len(cfg.seeds) - 1):
+                specs += online + wide
+        return specs + _model_specs(cfg, base)
+    for n in sorted(cfg.n_values):
+        for d, beta in cfg.problems:
+            for seed in cfg.seeds:
+                params = {"task": "data", **base, "d": d, "beta": beta, "n": n, "seed": seed}
+                name = f"data_d{d}_b{beta:g}_n{n}_s{seed}"
+                specs.append(RunSpec(name, {**params, "d_embd": cfg.d_embd}))
+    return specs + _model_specs(cfg, base) + wide + online
+
+
+def _model_specs(cfg: ManifoldSweepConfig, base: dict) -> list[RunSpec]:
+    n_big = max(cfg.n_values)
+    specs = []
+    for width in sorted(cfg.model_widths):
+        for d in cfg.model_dims:
+            for seed in cfg.seeds:
+                params = {"task": "model", **base, "d": d, "beta": cfg.betas[0], "n": n_big}
+                name = f"model_d{d}_w{width}_s{seed}"
+                specs.append(RunSpec(name, {**params, "seed": seed, "d_embd": width}))
+    return specs

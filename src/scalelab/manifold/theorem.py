@@ -1,0 +1,331 @@
+"""Theorem 1 where d is known: per (d, β), the regime verdict, its power, α̂ over the fit
+range beside its predictions, the checks, and the verdict against a predictor that ignores d.
+
+Rules, declared before the `theorem` sweep was analysed:
+- the fit range is `laws.regime.fit_range` with the largest n flagged *model-limited* when the
+  wider model (`wide` run, same seed and data) beats the base model there by more than twice
+  the seed-to-seed noise (pooled sd of log error within a size);
+- the verdict is the landed curvature test (`laws.observe.analyse_regime`), read three ways
+  (`outcome`); its power is the share of exact power laws with the observed slope, sizes,
+  seeds and noise that pass the same test (`regime_power`), seeded;
+- α̂ is the plain power-law fit over the range (studentized bootstrap 95% interval);
+- predictions: 2β/(2β+d) from the true d, from the inputs' d̂ (MLE, K = 20) and from the
+  trained model's hidden states' d̂; beside them the ideal learner's exponent over the same
+  sizes on this very field (`TorusField.bayes_risk` plus the tail), which says what the
+  finite sizes and the cap allow;
+- the verdict scores the true-d prediction (and the d̂ ones) like validate-many's
+  (`laws.score.score_sources`): against the leave-one-out mean and the other baselines that
+  ignore d, paired bootstrap interval of the margin over the (d, β) curves.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scalelab.laws.observe import analyse_regime
+from scalelab.laws.regime import MIN_POINTS, CurvatureTest, RegimeConfig, curvature_test
+from scalelab.laws.score import score_sources, verdict
+from scalelab.manifold.plan import ManifoldSweepConfig
+from scalelab.manifold.problem import Problem
+
+POWER_LAW, CURVED, UNDECIDED = "POWER LAW", "CURVED", "UNDECIDED"
+N_SIM = 400  # simulated power laws per power estimate (Monte Carlo error <= 2.5%)
+LIMIT_SDS = 2.0  # the wide model must beat the base one by this many seed sds of log error
+
+
+def outcome(test: CurvatureTest | None) -> str:
+    """The curvature test read three ways: POWER LAW (passed), CURVED (the interval of the
+    exponent's relative change excludes 0 over enough sizes and decades), else UNDECIDED.
+    (laws.regime will carry this on main; this stands in until then.)"""
+    if test is None:
+        return UNDECIDED
+    if test.passed:
+        return POWER_LAW
+    lo, hi = test.relative_change_interval
+    enough = test.n_points >= MIN_POINTS and test.decades >= test.min_decades
+    if enough and math.isfinite(lo) and (lo > 0 or hi < 0):
+        return CURVED
+    return UNDECIDED
+
+
+def seed_noise(n: np.ndarray, err: np.ndarray) -> float:
+    """Pooled within-size sd of log error (the seed-to-seed noise of one run)."""
+    frame = pd.DataFrame({"n": n, "l": np.log(err)})
+    groups = [g["l"].to_numpy() for _, g in frame.groupby("n") if len(g) > 1]
+    if not groups:
+        return math.nan
+    ss = sum(float(((g - g.mean()) ** 2).sum()) for g in groups)
+    return math.sqrt(ss / sum(len(g) - 1 for g in groups))
+
+
+def regime_power(
+    sizes: np.ndarray,
+    seeds_per_size: int,
+    exponent: float,
+    noise_log: float,
+    *,
+    config: RegimeConfig = RegimeConfig(),
+    n_sim: int | None = None,
+    n_boot: int = 400,
+    seed: int = 0,
+) -> float:
+    """P(the curvature test passes | an exact power law with this slope, these sizes and
+    seeds, log-normal run noise of sd `noise_log`): simulated (`N_SIM` by default), seeded.
+    Written to be swapped for the power function of laws.regime once main has it."""
+    sizes = np.asarray(sizes, dtype=np.float64)
+    if not math.isfinite(noise_log):
+        return math.nan  # one seed per size: the noise, hence the power, is unknown
+    if sizes.size < MIN_POINTS or not (exponent > 0):
+        return 0.0
+    rng = np.random.default_rng(seed)
+    passed = 0
+    n_sim = N_SIM if n_sim is None else n_sim
+    for i in range(n_sim):
+        eps = rng.standard_normal((seeds_per_size, sizes.size)) * noise_log
+        loss = np.exp(-exponent * np.log(sizes) + eps.mean(0))
+        test = curvature_test(sizes, loss, config=config, n_boot=n_boot, seed=seed + i)
+        passed += bool(test.passed)
+    return passed / n_sim
+
+
+def ideal_exponent(problem: Problem, sizes: np.ndarray) -> float:
+    """Slope of the ideal learner's risk (posterior variance + the tail) over `sizes`."""
+    risk = problem.target.bayes_risk(sizes, problem.label_noise_std) + problem.excess_offset
+    return float(-np.polyfit(np.log(sizes), np.log(risk), 1)[0])
+
+
+@dataclass(frozen=True)
+class ExponentCheck:
+    """One (d, β) curve (data scaling) or one d (online model scaling)."""
+
+    d: int
+    beta: float
+    kind: str  # "data" (α_D, against n) or "online" (α_N, against parameters)
+    outcome: str
+    power: float
+    noise_log: float
+    x_range: tuple[float, float]
+    n_points: int
+    decades: float
+    exponent: float | None
+    ci95: tuple[float, float] | None
+    predicted: float
+    predicted_d_hat: float | None
+    predicted_hidden: float | None
+    predicted_ideal: float | None
+    verdict: str
+    model_limited: bool | None
+    wide_ratio: float | None
+    best_at_end: str
+    train_over_noise: float | None = None
+    sizes: list[float] = field(default_factory=list)
+    errors: list[float] = field(default_factory=list)
+    local_slopes: list[float] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"d={self.d}, β={self.beta:g}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _wide_check(rows: pd.DataFrame, wide: pd.DataFrame, noise: float) -> tuple[bool | None, Any]:
+    """(model-limited?, wide/base error ratio) at the largest n, same seed and data."""
+    if wide.empty:
+        return None, None
+    w = wide.iloc[0]
+    base = rows[(rows["n"] == w["n"]) & (rows["seed"] == w["seed"])]
+    if base.empty:
+        return None, None
+    ratio = float(w["test_mse"] / base["test_mse"].iloc[0])
+    return bool(-math.log(ratio) > LIMIT_SDS * noise), ratio
+
+
+def _check(
+    kind: str,
+    d: int,
+    beta: float,
+    x: np.ndarray,
+    y: np.ndarray,
+    preds: dict[str, float | None],
+    *,
+    limited: np.ndarray | None = None,
+    extra: dict[str, Any] | None = None,
+    seed: int = 0,
+) -> ExponentCheck:
+    noise = seed_noise(x, y)
+    # the floor of an excess risk is 0 by definition: no power+E fit is needed
+    res = analyse_regime(x, y, limited=limited, floor=0.0, floor_source="excess risk", seed=seed)
+    rng, plain, test = res.fit_range, res.plain, res.curvature
+    sizes_in = np.asarray([s for s in res.sizes if rng.x_lo <= s <= rng.x_hi])
+    seeds = int(pd.Series(x).value_counts().min())
+    alpha = plain.exponent if plain is not None else None
+    power = regime_power(sizes_in, seeds, alpha or 0.0, noise, seed=seed)
+    return ExponentCheck(
+        d=d,
+        beta=beta,
+        kind=kind,
+        outcome=outcome(test),
+        power=power,
+        noise_log=noise,
+        x_range=(rng.x_lo, rng.x_hi),
+        n_points=rng.n_points,
+        decades=rng.decades,
+        exponent=alpha,
+        ci95=tuple(plain.exponent_ci95) if plain is not None else None,
+        predicted=preds["true"],
+        predicted_d_hat=preds.get("d_hat"),
+        predicted_hidden=preds.get("hidden"),
+        predicted_ideal=preds.get("ideal"),
+        verdict=res.verdict,
+        sizes=list(res.sizes),
+        errors=list(res.losses),
+        local_slopes=list(res.local_slopes.slope),
+        **(extra or {}),
+    )
+
+
+def data_checks(table: pd.DataFrame, cfg: ManifoldSweepConfig) -> list[ExponentCheck]:
+    """α_D per (d, β) of a sweep's `data` runs (with its `wide` and `id` runs)."""
+    out = []
+    data, wide = table[table["task"] == "data"], table[table["task"] == "wide"]
+    ids = table[table["task"] == "id"].set_index("d")
+    for (d, beta), rows in data.groupby(["d", "beta"]):
+        d, beta = int(d), float(beta)
+        x, y = rows["n"].to_numpy(float), rows["test_mse"].to_numpy(float)
+        w = wide[(wide["d"] == d) & (wide["beta"] == beta)]
+        limited_big, ratio = _wide_check(rows, w, seed_noise(x, y))
+        limited = (x == x.max()) & bool(limited_big)
+        hid = (
+            rows.loc[rows["n"] == rows["n"].max(), "hidden_d_hat"].dropna()
+            if ("hidden_d_hat" in rows)
+            else pd.Series(dtype=float)
+        )
+        preds: dict[str, float | None] = {"true": 2 * beta / (2 * beta + d)}
+        if d in ids.index:
+            preds["d_hat"] = 2 * beta / (2 * beta + float(ids.loc[d, "d_hat"]))
+        if len(hid):
+            preds["hidden"] = 2 * beta / (2 * beta + float(hid.mean()))
+        problem = Problem(cfg.problem(d, beta)) if cfg.target == "field" else None
+        check = _check("data", d, beta, x, y, preds, limited=limited, extra={
+            "model_limited": limited_big, "wide_ratio": ratio,
+            "best_at_end": _best_at_end(rows), "train_over_noise": _underfit(rows)})  # fmt: skip
+        if problem is not None and check.n_points >= 2:
+            sizes = np.asarray([s for s in check.sizes if s <= check.x_range[1]])
+            sizes = sizes[sizes >= check.x_range[0]]
+            check = _replace(check, predicted_ideal=ideal_exponent(problem, sizes))
+        out.append(check)
+    return out
+
+
+def _replace(check: ExponentCheck, **changes: Any) -> ExponentCheck:
+    return ExponentCheck(**{**asdict(check), **changes})
+
+
+def _underfit(rows: pd.DataFrame) -> float | None:
+    """Median training MSE over the label noise variance at the largest n: ≫ 1 means the
+    model does not even fit its training sample (optimisation- or capacity-limited)."""
+    if "train_mse" not in rows or "noise_var" not in rows:
+        return None
+    big = rows[rows["n"] == rows["n"].max()]
+    return float(np.median(big["train_mse"] / big["noise_var"]))
+
+
+def _best_at_end(rows: pd.DataFrame) -> str:
+    """How many runs had their best checkpoint at the schedule's last evaluation (a run
+    still improving when its schedule ended: optimisation may limit it)."""
+    at_end = (rows["best_step"] >= rows["steps"]).sum()
+    return f"{int(at_end)}/{len(rows)}"
+
+
+def online_checks(table: pd.DataFrame) -> list[ExponentCheck]:
+    """α_N per d of the `online` runs: approximation error (noise-free, fresh samples every
+    step, against the capped target the model was shown) vs parameters, beside 2β/d."""
+    out = []
+    runs = table[table["task"] == "online"]
+    for (d, beta), rows in runs.groupby(["d", "beta"]):
+        d, beta = int(d), float(beta)
+        x, y = rows["params"].to_numpy(float), rows["test_mse_capped"].to_numpy(float)
+        if len(np.unique(x)) < 3:
+            continue
+        extra = {"model_limited": None, "wide_ratio": None, "best_at_end": _best_at_end(rows)}
+        out.append(_check("online", d, beta, x, y, {"true": 2 * beta / d}, extra=extra))
+    return out
+
+
+def hidden_dimensions(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per d: the inputs' d̂ and the hidden states' d̂ (mean over seeds and β, at the smallest
+    and the largest n), at K = 10, 20, 40."""
+    ids = table[table["task"] == "id"]
+    data = table[(table["task"] == "data")]
+    if "hidden_d_hat" not in data:
+        return []
+    data = data[data["hidden_d_hat"].notna()]
+    out = []
+    for _, r in ids.sort_values("d").iterrows():
+        d = int(r["d"])
+        row: dict[str, Any] = {"d": d}
+        for k in (10, 20, 40):
+            row[f"inputs_k{k}"] = float(r.get(f"d_hat_k{k}", r["d_hat"] if k == 20 else math.nan))
+        for label, pick in (("small_n", "min"), ("large_n", "max")):
+            mine = data[data["d"] == d]
+            mine = mine[mine["n"] == getattr(mine["n"], pick)()] if len(mine) else mine
+            for k in (10, 20, 40):
+                col = f"hidden_d_hat_k{k}"
+                row[f"hidden_{label}_k{k}"] = float(mine[col].mean()) if len(mine) else math.nan
+            row[f"hidden_{label}_sd"] = (
+                float(mine["hidden_d_hat_k20"].std()) if len(mine) > 1 else math.nan
+            )
+            row[f"hidden_{label}_runs"] = len(mine)
+        out.append(row)
+    return out
+
+
+def scored(checks: list[ExponentCheck], *, only_power_law: bool) -> dict[str, Any]:
+    """`laws.score` on the data checks: sources = the predictions, corpora = the curves."""
+    use = [c for c in checks if c.exponent is not None and (
+        c.outcome == POWER_LAW or not only_power_law)]  # fmt: skip
+    observed = {c.label: float(c.exponent) for c in use}
+    sources = {
+        "2β/(2β+d), true d": {c.label: c.predicted for c in use},
+        "2β/(2β+d̂), inputs' d̂": {c.label: c.predicted_d_hat for c in use},
+        "2β/(2β+d̂), hidden states' d̂": {c.label: c.predicted_hidden for c in use},
+        "ideal learner on this field": {c.label: c.predicted_ideal for c in use},
+    }
+    if len(observed) < 2:
+        return {
+            "curves": list(observed),
+            "scores": {},
+            "verdict": "fewer than 2 curves: not scored",
+        }
+    scores = score_sources(observed, sources)
+    return {"curves": list(observed), "scores": scores, "verdict": verdict(scores)}
+
+
+@dataclass(frozen=True)
+class TheoremSummary:
+    """Everything the theorem report draws, computed once here."""
+
+    data: list[ExponentCheck]
+    online: list[ExponentCheck]
+    hidden: list[dict[str, Any]]
+    scores_power_law: dict[str, Any]
+    scores_all: dict[str, Any]
+
+
+def summarise(table: pd.DataFrame, cfg: ManifoldSweepConfig) -> TheoremSummary:
+    """The checks of a `theorem`-style sweep's runs table (data, online, hidden ID, verdict)."""
+    data = data_checks(table, cfg)
+    return TheoremSummary(
+        data=data,
+        online=online_checks(table),
+        hidden=hidden_dimensions(table),
+        scores_power_law=scored(data, only_power_law=True),
+        scores_all=scored(data, only_power_law=False),
+    )

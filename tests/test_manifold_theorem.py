@@ -1,0 +1,104 @@
+"""The theorem analysis: the regime test's power, its three outcomes, and the report's
+verdict against the predictors that ignore d, on synthetic tables with known exponents."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scalelab.io import to_json
+from scalelab.manifold import theorem
+from scalelab.manifold.plan import PRESETS
+from scalelab.report import manifold as manifold_report
+from scalelab.report.document import Report
+
+SIZES = np.array([100, 316, 1000, 3162, 10000], dtype=float)
+CFG = PRESETS["theorem"].replace(dims=(1, 2, 3, 4), extra_problems=(), online_dims=(),
+                                 online_widths=(), wide_width=0)  # fmt: skip
+
+
+def test_power_is_high_for_quiet_power_laws_and_low_for_noisy_ones() -> None:
+    quiet = theorem.regime_power(SIZES, 3, 0.4, 0.01, n_sim=40, n_boot=200)
+    noisy = theorem.regime_power(SIZES, 3, 0.4, 0.6, n_sim=40, n_boot=200)
+    assert quiet >= 0.9 > 0.3 >= noisy
+    assert theorem.regime_power(SIZES[:4], 3, 0.4, 0.01, n_sim=5) == 0.0  # too few sizes
+
+
+def test_outcome_reads_the_curvature_test_three_ways() -> None:
+    from scalelab.laws.regime import curvature_test
+
+    straight = curvature_test(SIZES, 2 * SIZES**-0.4 * (1 + 0.002 * np.cos(SIZES)))
+    curved = curvature_test(SIZES, np.exp(-0.05 * np.log(SIZES) ** 2))
+    rng = np.random.default_rng(0)
+    noisy = curvature_test(SIZES, SIZES**-0.3 * np.exp(0.5 * rng.standard_normal(5)))
+    assert theorem.outcome(straight) == theorem.POWER_LAW
+    assert theorem.outcome(curved) == theorem.CURVED
+    assert theorem.outcome(noisy) == theorem.UNDECIDED
+    assert theorem.outcome(None) == theorem.UNDECIDED
+
+
+def _table(exponent: dict[int, float], noise: float = 0.03) -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    rows = []
+    for d, alpha in exponent.items():
+        rows.append({"task": "id", "d": d, "beta": 1.0, "d_hat": d * 1.05, "d_hat_se": 0.01,
+                     "id_points": 8192, "d_hat_k10": d * 1.1, "d_hat_k20": d * 1.05,
+                     "d_hat_k40": d})  # fmt: skip
+        for seed in range(3):
+            for n in SIZES:
+                err = 0.8 * n**-alpha * np.exp(noise * rng.standard_normal())
+                rows.append({"task": "data", "d": d, "beta": 1.0, "n": n, "seed": seed,
+                             "test_mse": err, "test_mse_capped": err, "best_step": 10,
+                             "steps": 20, "params": 100, "stop_reason": "schedule",
+                             "hidden_d_hat": d + 0.5 if n in (100, 10000) else np.nan,
+                             "hidden_d_hat_k10": d + 0.6, "hidden_d_hat_k20": d + 0.5,
+                             "hidden_d_hat_k40": d + 0.4, "wall_time_s": 1.0,
+                             "cpu_time_s": 1.0})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _sweep(tmp_path: Path, table: pd.DataFrame) -> Path:
+    out = tmp_path / "sweep"
+    out.mkdir()
+    (out / "sweep.json").write_text(to_json({"kind": "manifold", "config": CFG.to_dict()}))
+    table.to_csv(out / "runs.csv", index=False)
+    return out
+
+
+def test_report_scores_the_theorem_against_the_d_free_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(theorem, "N_SIM", 10)
+    exact = {d: 2 / (2 + d) for d in CFG.dims}
+    summary = theorem.summarise(_table(exact), CFG)
+    assert [c.outcome for c in summary.data] == [theorem.POWER_LAW] * 4
+    for c in summary.data:
+        assert c.exponent == pytest.approx(c.predicted, abs=0.02)
+    row = summary.scores_power_law["scores"]["2β/(2β+d), true d"]
+    assert row["baselines"]["leave-one-out mean"]["mae"] > 0.05 > row["mae"]
+    assert row["informative"] and row["margin_ci95"][0] > 0
+    assert summary.hidden[0]["hidden_large_n_k20"] == pytest.approx(1.5)
+    # the report prints that verdict (it draws; the numbers are the summary's)
+    report = Report("theorem")
+    manifold_report.build(_sweep(tmp_path, _table(exact)), report)
+    _, md = report.write(tmp_path / "report")
+    text = md.read_text()
+    assert "2β/(2β+d), true d: MAE" in text and "the best baseline that ignores d" in text
+    assert "informative: the interval of the margin lies above 0" in text
+    assert "Data scaling per (d, β)" in text
+
+
+def test_a_d_free_curve_family_is_not_called_informative(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Negative control: the same exponent at every d. The theorem's prediction must lose to
+    the leave-one-out mean (which is exact here), not be called informative."""
+    monkeypatch.setattr(theorem, "N_SIM", 10)
+    summary = theorem.summarise(_table(dict.fromkeys(CFG.dims, 0.3)), CFG)
+    row = summary.scores_all["scores"]["2β/(2β+d), true d"]
+    assert not row["informative"] and row["margin"] < 0
+    assert json.loads(to_json([c.to_dict() for c in summary.data]))[0]["d"] == 1
+
+
+def test_power_is_unknown_with_one_seed() -> None:
+    assert np.isnan(theorem.regime_power(SIZES, 1, 0.4, float("nan"), n_sim=5))
