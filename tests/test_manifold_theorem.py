@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from scalelab.io import to_json
+from scalelab.laws.regime import POWER_LAW
 from scalelab.manifold import theorem
 from scalelab.manifold.plan import PRESETS
 from scalelab.report import manifold as manifold_report
@@ -19,24 +20,21 @@ CFG = PRESETS["theorem"].replace(dims=(1, 2, 3, 4), extra_problems=(), online_di
                                  online_widths=(), wide_width=0)  # fmt: skip
 
 
-def test_power_is_high_for_quiet_power_laws_and_low_for_noisy_ones() -> None:
-    quiet = theorem.regime_power(SIZES, 3, 0.4, 0.01, n_sim=40, n_boot=200)
-    noisy = theorem.regime_power(SIZES, 3, 0.4, 0.6, n_sim=40, n_boot=200)
-    assert quiet >= 0.9 > 0.3 >= noisy
-    assert theorem.regime_power(SIZES[:4], 3, 0.4, 0.01, n_sim=5) == 0.0  # too few sizes
+def test_the_check_reads_the_librarys_outcome_and_power() -> None:
+    """One rule: the theorem's outcome and power are `analyse_regime`'s (laws.regime, .power)."""
+    from scalelab.laws.observe import analyse_regime
+    from scalelab.laws.regime import CURVED, POWER_LAW
 
-
-def test_outcome_reads_the_curvature_test_three_ways() -> None:
-    from scalelab.laws.regime import curvature_test
-
-    straight = curvature_test(SIZES, 2 * SIZES**-0.4 * (1 + 0.002 * np.cos(SIZES)))
-    curved = curvature_test(SIZES, np.exp(-0.05 * np.log(SIZES) ** 2))
+    x = np.repeat(SIZES, 3)
     rng = np.random.default_rng(0)
-    noisy = curvature_test(SIZES, SIZES**-0.3 * np.exp(0.5 * rng.standard_normal(5)))
-    assert theorem.outcome(straight) == theorem.POWER_LAW
-    assert theorem.outcome(curved) == theorem.CURVED
-    assert theorem.outcome(noisy) == theorem.UNDECIDED
-    assert theorem.outcome(None) == theorem.UNDECIDED
+    quiet = 2 * x**-0.4 * np.exp(0.002 * rng.standard_normal(x.size))
+    curved = np.exp(-0.05 * np.log(x) ** 2) * np.exp(0.002 * rng.standard_normal(x.size))
+    for y, want in ((quiet, POWER_LAW), (curved, CURVED)):
+        extra = {"model_limited": False, "wide_ratio": None, "best_at_end": False}
+        check = theorem._check("data", 2, 1.0, x, y, {"true": 0.5}, extra=extra)
+        lib = analyse_regime(x, y, floor=0.0, floor_source="excess risk")
+        assert check.outcome == lib.outcome == want
+        assert check.power == pytest.approx(lib.power.power)
 
 
 def _table(exponent: dict[int, float], noise: float = 0.03) -> pd.DataFrame:
@@ -70,10 +68,9 @@ def _sweep(tmp_path: Path, table: pd.DataFrame) -> Path:
 def test_report_scores_the_theorem_against_the_d_free_baseline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(theorem, "N_SIM", 10)
     exact = {d: 2 / (2 + d) for d in CFG.dims}
     summary = theorem.summarise(_table(exact), CFG)
-    assert [c.outcome for c in summary.data] == [theorem.POWER_LAW] * 4
+    assert [c.outcome for c in summary.data] == [POWER_LAW] * 4
     for c in summary.data:
         assert c.exponent == pytest.approx(c.predicted, abs=0.02)
     row = summary.scores_power_law["scores"]["2β/(2β+d), true d"]
@@ -93,12 +90,7 @@ def test_report_scores_the_theorem_against_the_d_free_baseline(
 def test_a_d_free_curve_family_is_not_called_informative(monkeypatch: pytest.MonkeyPatch) -> None:
     """Negative control: the same exponent at every d. The theorem's prediction must lose to
     the leave-one-out mean (which is exact here), not be called informative."""
-    monkeypatch.setattr(theorem, "N_SIM", 10)
     summary = theorem.summarise(_table(dict.fromkeys(CFG.dims, 0.3)), CFG)
     row = summary.scores_all["scores"]["2β/(2β+d), true d"]
     assert not row["informative"] and row["margin"] < 0
     assert json.loads(to_json([c.to_dict() for c in summary.data]))[0]["d"] == 1
-
-
-def test_power_is_unknown_with_one_seed() -> None:
-    assert np.isnan(theorem.regime_power(SIZES, 1, 0.4, float("nan"), n_sim=5))

@@ -5,9 +5,10 @@ Rules, declared before the `theorem` sweep was analysed:
 - the fit range is `laws.regime.fit_range` with the largest n flagged *model-limited* when the
   wider model (`wide` run, same seed and data) beats the base model there by more than twice
   the seed-to-seed noise (pooled sd of log error within a size);
-- the verdict is the landed curvature test (`laws.observe.analyse_regime`), read three ways
-  (`outcome`); its power is the share of exact power laws with the observed slope, sizes,
-  seeds and noise that pass the same test (`regime_power`), seeded;
+- the verdict is the curvature test's outcome (`laws.observe.analyse_regime`: POWER LAW, CURVED
+  or UNDECIDED by the rule of docs/fitting.md#three-outcomes); its power is the share of exact
+  power laws with the observed slope, sizes, seeds and noise that the same test calls POWER
+  LAW (`laws.power.regime_power`), seeded;
 - α̂ is the plain power-law fit over the range (studentized bootstrap 95% interval);
 - predictions: 2β/(2β+d) from the true d, from the inputs' d̂ (MLE, K = 20) and from the
   trained model's hidden states' d̂; beside them the ideal learner's exponent over the same
@@ -28,29 +29,12 @@ import numpy as np
 import pandas as pd
 
 from scalelab.laws.observe import analyse_regime
-from scalelab.laws.regime import MIN_POINTS, CurvatureTest, RegimeConfig, curvature_test
+from scalelab.laws.regime import POWER_LAW
 from scalelab.laws.score import score_sources, verdict
 from scalelab.manifold.plan import ManifoldSweepConfig
 from scalelab.manifold.problem import Problem
 
-POWER_LAW, CURVED, UNDECIDED = "POWER LAW", "CURVED", "UNDECIDED"
-N_SIM = 400  # simulated power laws per power estimate (Monte Carlo error <= 2.5%)
 LIMIT_SDS = 2.0  # the wide model must beat the base one by this many seed sds of log error
-
-
-def outcome(test: CurvatureTest | None) -> str:
-    """The curvature test read three ways: POWER LAW (passed), CURVED (the interval of the
-    exponent's relative change excludes 0 over enough sizes and decades), else UNDECIDED.
-    (laws.regime will carry this on main; this stands in until then.)"""
-    if test is None:
-        return UNDECIDED
-    if test.passed:
-        return POWER_LAW
-    lo, hi = test.relative_change_interval
-    enough = test.n_points >= MIN_POINTS and test.decades >= test.min_decades
-    if enough and math.isfinite(lo) and (lo > 0 or hi < 0):
-        return CURVED
-    return UNDECIDED
 
 
 def seed_noise(n: np.ndarray, err: np.ndarray) -> float:
@@ -61,36 +45,6 @@ def seed_noise(n: np.ndarray, err: np.ndarray) -> float:
         return math.nan
     ss = sum(float(((g - g.mean()) ** 2).sum()) for g in groups)
     return math.sqrt(ss / sum(len(g) - 1 for g in groups))
-
-
-def regime_power(
-    sizes: np.ndarray,
-    seeds_per_size: int,
-    exponent: float,
-    noise_log: float,
-    *,
-    config: RegimeConfig = RegimeConfig(),
-    n_sim: int | None = None,
-    n_boot: int = 400,
-    seed: int = 0,
-) -> float:
-    """P(the curvature test passes | an exact power law with this slope, these sizes and
-    seeds, log-normal run noise of sd `noise_log`): simulated (`N_SIM` by default), seeded.
-    Written to be swapped for the power function of laws.regime once main has it."""
-    sizes = np.asarray(sizes, dtype=np.float64)
-    if not math.isfinite(noise_log):
-        return math.nan  # one seed per size: the noise, hence the power, is unknown
-    if sizes.size < MIN_POINTS or not (exponent > 0):
-        return 0.0
-    rng = np.random.default_rng(seed)
-    passed = 0
-    n_sim = N_SIM if n_sim is None else n_sim
-    for i in range(n_sim):
-        eps = rng.standard_normal((seeds_per_size, sizes.size)) * noise_log
-        loss = np.exp(-exponent * np.log(sizes) + eps.mean(0))
-        test = curvature_test(sizes, loss, config=config, n_boot=n_boot, seed=seed + i)
-        passed += bool(test.passed)
-    return passed / n_sim
 
 
 def ideal_exponent(problem: Problem, sizes: np.ndarray) -> float:
@@ -162,16 +116,15 @@ def _check(
     noise = seed_noise(x, y)
     # the floor of an excess risk is 0 by definition: no power+E fit is needed
     res = analyse_regime(x, y, limited=limited, floor=0.0, floor_source="excess risk", seed=seed)
-    rng, plain, test = res.fit_range, res.plain, res.curvature
-    sizes_in = np.asarray([s for s in res.sizes if rng.x_lo <= s <= rng.x_hi])
-    seeds = int(pd.Series(x).value_counts().min())
+    rng, plain = res.fit_range, res.plain
     alpha = plain.exponent if plain is not None else None
-    power = regime_power(sizes_in, seeds, alpha or 0.0, noise, seed=seed)
+    # the outcome and its power are the library's (laws.regime, laws.power): one rule
+    power = res.power.power if res.power is not None else math.nan
     return ExponentCheck(
         d=d,
         beta=beta,
         kind=kind,
-        outcome=outcome(test),
+        outcome=res.outcome,
         power=power,
         noise_log=noise,
         x_range=(rng.x_lo, rng.x_hi),
