@@ -170,3 +170,15 @@ def test_the_vectorised_test_is_the_test(n_boot: int) -> None:
         assert batch[0] == one.outcome
         seen.add(one.outcome)
     assert seen == {POWER_LAW, CURVED, UNDECIDED}
+
+
+def test_curvature_shown_but_not_beyond_the_tolerance_is_undecided() -> None:
+    """CURVED needs the interval beyond ±tolerance, not merely away from 0 (docs/fitting.md):
+    a change of about +0.54 whose interval [+0.33, +0.70] excludes 0 but straddles +0.5."""
+    n = np.geomspace(1e3, 1e5, 9)
+    u = np.log(n / n[0])
+    noise = np.exp(np.random.default_rng(2).normal(0, 0.003, n.size))
+    test = curvature_test(n, 5.0 * np.exp(-(0.05 * u + 0.004 * u**2)) * noise)
+    lo, hi = test.relative_change_interval
+    assert 0 < lo < 0.5 < hi
+    assert test.outcome == UNDECIDED
