@@ -26,7 +26,6 @@ from scalelab.laws.regime import (
     CURVED,
     POWER_LAW,
     UNDECIDED,
-    WORDS,
     CurvatureTest,
     FitRange,
     LocalSlopes,
@@ -247,7 +246,7 @@ def _words(test: CurvatureTest, power: Power | None, plan: Plan | None, what: st
         text += f"; power {power.power:.2f} (an exact power law at this slope and noise passes"
         text += f" {power.power:.0%} of the time)"
     if test.outcome == CURVED:
-        text += f"; {WORDS[CURVED]}"
+        text += "; curved: the exponent changes by more than the tolerance across the range"
     if plan is not None:
         text += f"; {plan.words()}"
     return text

@@ -33,7 +33,7 @@ from scalelab.laws.regime import (
     POWER_LAW,
     UNDECIDED,
     RegimeConfig,
-    _quadratic,
+    quadratic_fit,
 )
 
 #: Power an option must reach to be called deciding: the usual 80%.
@@ -227,7 +227,7 @@ def batch_outcomes(
     u = lx - 0.5 * (lx.min() + lx.max())
     span = float(u.max() - u.min())
     n = u.size
-    coef, fitted, resid = _quadratic(u, ly)
+    coef, fitted, resid = quadratic_fit(u, ly)
     alpha, change = -coef[:, 1], -2.0 * coef[:, 2] * span
     design = np.stack([np.ones_like(u), u, u * u], axis=1)
     se_of = 2.0 * span * math.sqrt(np.linalg.inv(design.T @ design)[2, 2])
@@ -242,7 +242,7 @@ def batch_outcomes(
         adj = adj - adj.mean(-1, keepdims=True)
         idx = np.random.default_rng(seed).integers(0, n, size=(ly.shape[0], n_boot, n))
         draws = fitted[:, None, :] + np.take_along_axis(adj[:, None, :], idx, axis=-1)
-        c_star, _, r_star = _quadratic(u, draws)
+        c_star, _, r_star = quadratic_fit(u, draws)
         d_star = -2.0 * c_star[..., 2] * span
         se_star = np.sqrt((r_star * r_star).sum(-1) / (n - 3)) * se_of
         t = np.where(

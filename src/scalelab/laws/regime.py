@@ -51,15 +51,8 @@ from scalelab.errors import ConfigError, InputError
 MIN_POINTS = 5
 #: The three outcomes of the curvature test (module docstring).
 POWER_LAW, CURVED, UNDECIDED = "POWER LAW", "CURVED", "UNDECIDED"
-OUTCOMES = (POWER_LAW, CURVED, UNDECIDED)
 #: Float slack on `min_decades`: a grid of exactly 1.5 decades spans 1.4999999999999998.
 DECADES_SLACK = 1e-9
-#: The words of each outcome, as the verdicts print them.
-WORDS = {
-    POWER_LAW: "power law",
-    CURVED: "curved: the exponent changes by more than the tolerance across the range",
-    UNDECIDED: "undecided: the data cannot tell a power law from a curve at this noise",
-}
 
 
 @dataclass(frozen=True)
@@ -117,7 +110,7 @@ def by_size(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return sizes, np.exp(mean_log), counts
 
 
-def _quadratic(u: np.ndarray, ly: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def quadratic_fit(u: np.ndarray, ly: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Least squares of `ly` (rows: data sets) on (1, u, u²): coefficients [R, 3], fitted
     values and residuals [R, n]."""
     design = np.stack([np.ones_like(u), u, u * u], axis=1)
@@ -173,7 +166,7 @@ def local_slopes(
     noise = math.nan
     if sizes.size >= 4 and n_boot > 0:
         u = lx - 0.5 * (lx.min() + lx.max())
-        _, _, resid = _quadratic(u, ly[None, :])
+        _, _, resid = quadratic_fit(u, ly[None, :])
         noise = float(np.sqrt((resid[0] ** 2).sum() / max(sizes.size - 3, 1)))
         draws = ly + _resampled_residuals(u, resid[0], n_boot, np.random.default_rng(seed))
         boot = -np.diff(draws, axis=1) / np.diff(lx)
@@ -255,7 +248,7 @@ def curvature_test(
     lx, ly, seed_noise = _rows(sizes, loss, counts, x, y)
     u = lx - 0.5 * (lx.min() + lx.max())
     span = float(u.max() - u.min())
-    coef, _, resid = _quadratic(u, ly[None, :])
+    coef, _, resid = quadratic_fit(u, ly[None, :])
     b1, b2 = float(coef[0, 1]), float(coef[0, 2])
     alpha_mid, change = -b1, -2.0 * b2 * span
     noise = float(np.sqrt((resid[0] ** 2).sum() / (u.size - 3)))
@@ -394,7 +387,7 @@ def _change_interval(
         return change - t_q * se, change + t_q * se
     fitted = ly - resid
     draws = fitted + _resampled_residuals(u, resid, n_boot, np.random.default_rng(seed))
-    coef, _, r = _quadratic(u, draws)
+    coef, _, r = quadratic_fit(u, draws)
     d_star = -2.0 * coef[:, 2] * span
     se_star = sd(r) * se_of
     ok = se_star > 0
