@@ -21,7 +21,7 @@ from scalelab.io import atomic_write_json, provenance
 from scalelab.laws.forecast import Exponent, fit_forecast, forecast_table
 from scalelab.laws.forecast_config import ForecastConfig
 from scalelab.laws.forecast_inputs import LOSS, SIZE, load_corpora, load_grid, pick_source
-from scalelab.laws.forecast_score import CorpusRuns, corpus_table, score_corpora
+from scalelab.laws.forecast_score import CorpusRuns, corpus_table, forecast_fans, score_corpora
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def run_forecast(
 ) -> dict[str, Any]:
     """Everything `scalelab forecast` prints, as one dict (also OUT/forecast.json). `corpus`
     limits the forecasts (not the scoring, whose leave-one-out needs every corpus) to one.
-    `draw(score, corpora, cfg, out)` writes the report of a --score run into `out` (the CLI
+    `draw(score, fans, cfg, out)` writes the report of a --score run into `out` (the CLI
     passes `scalelab.report.forecast.write_forecast_report`); None: forecast.json alone."""
     result: dict[str, Any] = {"config": cfg.to_dict(), "choice": choice.__dict__}
     corpora = (
@@ -195,6 +195,6 @@ def _write(out: Path, result: dict[str, Any], corpora: list[CorpusRuns], cfg, dr
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file; give a folder")
     if "score" in result and draw is not None:
-        html, md = draw(result["score"], corpora, cfg, out)
+        html, md = draw(result["score"], forecast_fans(corpora, cfg), cfg, out)
         result["report"] = {"html": str(html), "md": str(md)}
     atomic_write_json(out / "forecast.json", {**result, "provenance": provenance()})
