@@ -11,7 +11,8 @@ which goes through `PREDICTORS` in its declared order: that order is the order o
 
 "Source" here is a row of the table; a reference model (a model that measures d) is
 `probe.sources.Source`. A new predictor touches at most 3 files (docs/sources.md):
-  1. this module: its class, and one line in `PREDICTORS`;
+  1. this module: its class (a per-corpus one subclasses `PerCorpus` and writes `measure`),
+     and one line in `PREDICTORS`;
   2. tests/test_pipeline_many.py: its prediction checked against a number known by hand;
   3. report/many.py, only where it has instruments worth a table: one entry in `SECTIONS`.
 """
