@@ -3,9 +3,10 @@
     python bench/imports.py [SRC_DIR] [--json]
 
 Prints: module-level import cycles, imports that run against the declared layer order
-(`LAYERS`, bottom first), folder-level loops, imports hidden inside functions, modules over
-500 lines and functions over 80 lines. Exit code 1 when any cycle, back-edge, folder loop or
-size limit is broken, so `tests/test_structure.py` can hold the line.
+(`LAYERS`, bottom first), folder-level loops, imports a room may not make (`FORBIDDEN`: report/
+imports no fitting), imports hidden inside functions, modules over 500 lines and functions over
+80 lines. Exit code 1 when any cycle, back-edge, forbidden import, folder loop or size limit is
+broken, so `tests/test_structure.py` can hold the line.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ LAYERS: list[set[str]] = [
     {"cli"},
     {"__init__", "__main__"},
 ]
+#: Modules a room may not import, even from below: report/ draws what the library computed
+#: and takes fitted objects, so it imports neither the fits nor the manifold analysis.
+FORBIDDEN: dict[str, set[str]] = {"report": {"scalelab.laws.fit", "scalelab.manifold.analysis"}}
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 
@@ -160,12 +164,15 @@ def measure(src: Path) -> dict:
     rooms: dict[str, set[str]] = defaultdict(set)
     lazy = 0
     back: list[str] = []
+    forbidden: list[str] = []
     for name, path in mods.items():
         graph[name]
         for target, in_func in imports(path, name, known):
             graph[name].add(target)
             lazy += in_func
             a, b = room(name), room(target)
+            if target in FORBIDDEN.get(a, ()):
+                forbidden.append(f"{name} -> {target}")
             if a != b:
                 rooms[a].add(b)
                 if target != "scalelab" and floor(b) >= floor(a):
@@ -181,6 +188,7 @@ def measure(src: Path) -> dict:
         "module_cycles": cycles(graph),
         "folder_loops": cycles(room_graph),
         "back_edges": sorted(set(back)),
+        "forbidden_imports": sorted(set(forbidden)),
         "imports_inside_functions": lazy,
         "modules_over_500": {n: k for n, k in sizes.items() if k > MAX_MODULE_LINES},
         "largest_module": max(sizes.items(), key=lambda kv: kv[1]),
@@ -189,7 +197,7 @@ def measure(src: Path) -> dict:
 
 
 def broken(m: dict) -> bool:
-    keys = ("module_cycles", "folder_loops", "back_edges", "modules_over_500")
+    keys = ("module_cycles", "folder_loops", "back_edges", "forbidden_imports", "modules_over_500")
     return any(m[k] for k in keys) or bool(m["functions_over_80"])
 
 
@@ -206,6 +214,9 @@ def main(argv: list[str]) -> int:
     print(f"folder loops: {len(m['folder_loops'])} {m['folder_loops']}")
     print(f"imports against the layer order: {len(m['back_edges'])}")
     for edge in m["back_edges"]:
+        print(f"  {edge}")
+    print(f"forbidden imports (FORBIDDEN): {len(m['forbidden_imports'])}")
+    for edge in m["forbidden_imports"]:
         print(f"  {edge}")
     print(f"imports inside functions: {m['imports_inside_functions']}")
     big = m["modules_over_500"]

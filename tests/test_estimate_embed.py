@@ -68,7 +68,7 @@ def test_batch_size_ablation_embeds_first_when_given_a_model(models) -> None:
     """`ablate_batch_size(None, ..., model=M)` runs `estimate` into OUT/estimate with batches
     of the smallest size, then the ablation on those embeddings: its row at that size is the
     estimate's own d."""
-    from scalelab.pipeline.ablations import ablate_batch_size
+    from scalelab.probe.ablations import ablate_batch_size
 
     cfg = EstimateConfig(per_doc=16, batch_size=300, precision="float32")
     out = models["root"] / "bs"

@@ -17,13 +17,8 @@ from scalelab.lm.config import GPTConfig
 from scalelab.lm.model import GPT
 from scalelab.pipeline import run as run_module
 from scalelab.pipeline.declaration import entries, read_declaration
-from scalelab.pipeline.many import (
-    CALIBRATED,
-    EXTRAPOLATED,
-    STATISTICS,
-    preflight,
-    validate_many,
-)
+from scalelab.pipeline.many import preflight, validate_many
+from scalelab.pipeline.predictors import CALIBRATED, EXTRAPOLATED, STATISTICS
 from scalelab.probe import position_loss as position_loss_module
 from scalelab.text.corpora import load_corpus
 from scalelab.text.store import prepare_corpus
@@ -212,7 +207,7 @@ def test_second_theory_is_scored_on_the_excess_exponent_beside_baselines_on_it(
     estimable is left out of that score only. By hand: excess .30, .40, .50 (D: E at its
     bound), predictions .32, .38, .55 -> |errors| .02, .02, .05, MAE .03; the leave-one-out
     mean of the excess exponents .45, .40, .35 -> |errors| .15, 0, .15, MAE .10."""
-    from scalelab.pipeline.many import EXCESS, PLAIN, SECOND_THEORY
+    from scalelab.pipeline.predictors import EXCESS, PLAIN, SECOND_THEORY
     from scalelab.probe import statistics as statistics_module
 
     monkeypatch.setattr(position_loss_module, "position_loss", _curve)

@@ -224,3 +224,27 @@ def test_dispatcher_calls_the_section_of_the_saved_kind(
     assert calls == [folder]
     assert "toy section body" in md and '"width": 7' in md
     assert md.index("toy section body") < md.index("Configuration and provenance")
+
+
+def test_the_report_draws_the_analysis_it_is_given(tmp_path: Path) -> None:
+    """report/ fits nothing: `sweeps.analysis.analyse_sweep` fits (both forms, the log-log one
+    equal to `fit_power_law` on the finished runs; the holdout check per form), and
+    `report.lm.draw` shows the fit it is handed: a fit replaced by hand is what the page shows."""
+    from dataclasses import replace
+
+    from scalelab.report.document import Report
+    from scalelab.report.lm import draw
+    from scalelab.sweeps.analysis import analyse_sweep
+
+    sweep, sizes, loss = make_sweep(tmp_path, ablation=False)
+    a = analyse_sweep(few_boots(sweep))
+    truth = fit_power_law(sizes, loss, n_boot=100, seed=0)
+    assert [f.form for f in a.fits] == ["power", "power+E"]
+    assert a.fits[0].exponent == truth.exponent and a.fits[0].exponent_ci95 == truth.exponent_ci95
+    assert [form for form, _ in a.holdout] == ["power", "power+E"]
+    page = Report("hand")
+    draw(replace(a, fits=[replace(a.fits[0], exponent=0.1234)]), page, sweep)
+    md = page.write(tmp_path / "page")[1].read_text()
+    observed = [line for line in md.splitlines() if line.startswith("| observed alpha_D")]
+    assert len(observed) == 1 and "| 0.1234 |" in observed[0]
+    assert f"{truth.exponent:.4g}" not in md

@@ -22,6 +22,7 @@ def test_scalelab_keeps_its_layers() -> None:
     assert m["module_cycles"] == []
     assert m["folder_loops"] == []
     assert m["back_edges"] == []
+    assert m["forbidden_imports"] == []  # report/ imports neither laws.fit nor manifold.analysis
     assert m["modules_over_500"] == {}
     assert m["functions_over_80"] == []
 
@@ -38,3 +39,28 @@ def test_the_measure_sees_a_cycle_and_a_back_edge(tmp_path: Path) -> None:
     assert m["module_cycles"] == [["scalelab.lm.a", "scalelab.lm.b"]]
     assert m["back_edges"] == ["scalelab.errors -> scalelab.lm.a"]
     assert m["imports_inside_functions"] == 1
+
+
+def test_the_measure_sees_report_importing_a_fit(tmp_path: Path) -> None:
+    """report/ only draws: an import of `laws.fit` there, even inside a function, or of
+    `manifold.analysis`, is named; a type imported for annotations only is not."""
+    pkg = tmp_path / "scalelab"
+    for room in ("laws", "manifold", "report"):
+        (pkg / room).mkdir(parents=True)
+        (pkg / room / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "laws" / "fit.py").write_text("")
+    (pkg / "laws" / "fitted.py").write_text("")
+    (pkg / "manifold" / "analysis.py").write_text("")
+    (pkg / "report" / "a.py").write_text("def f():\n    from scalelab.laws.fit import g\n")
+    (pkg / "report" / "b.py").write_text("from scalelab.manifold import analysis\n")
+    (pkg / "report" / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom scalelab.laws.fitted import F\n"
+        "if TYPE_CHECKING:\n    from scalelab.laws.fit import G\n"
+    )
+    m = _imports_module().measure(tmp_path)
+    assert m["forbidden_imports"] == [
+        "scalelab.report.a -> scalelab.laws.fit",
+        "scalelab.report.b -> scalelab.manifold.analysis",
+    ]
+    assert _imports_module().broken(m)

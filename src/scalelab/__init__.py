@@ -41,7 +41,7 @@ _EXPORTS: dict[str, str] = {
     "ForecastConfig": "scalelab.laws.forecast_config",
     "fit_joint": "scalelab.laws.joint_forecast",
     "score_corpora": "scalelab.laws.forecast_score",
-    "run_forecast": "scalelab.pipeline.forecast",
+    "run_forecast": "scalelab.laws.forecast_run",
     # language models: configs, presets, training, loading
     "GPTConfig": "scalelab.lm.config",
     "TrainConfig": "scalelab.lm.config",

@@ -251,10 +251,19 @@ def layers_command(
     )
     wanted = parse_list(layers, str, "--layers") if layers else None
     out = out or _default_out("ablations/layers", model, corpus)
-    from scalelab.pipeline.ablations import ablate_layers
+    from scalelab.probe.ablations import ablate_layers
+    from scalelab.report.ablations import layers_figure
 
     doc = ablate_layers(
-        model, corpus, cfg, out, layers=wanted, device=device, weights=weights, quiet=quiet
+        model,
+        corpus,
+        cfg,
+        out,
+        layers=wanted,
+        device=device,
+        weights=weights,
+        quiet=quiet,
+        figure=layers_figure,
     )
     _print_rows(doc, json_out, out)
 
@@ -303,10 +312,19 @@ def positions_command(
         precision=precision,
     )
     out = out or _default_out("ablations/positions", model, corpus)
-    from scalelab.pipeline.ablations import ablate_positions
+    from scalelab.probe.ablations import ablate_positions
+    from scalelab.report.ablations import positions_figure
 
     doc = ablate_positions(
-        model, corpus, cfg, out, groups=groups, device=device, weights=weights, quiet=quiet
+        model,
+        corpus,
+        cfg,
+        out,
+        groups=groups,
+        device=device,
+        weights=weights,
+        quiet=quiet,
+        figure=positions_figure,
     )
     _print_rows(doc, json_out, out)
 
@@ -358,10 +376,19 @@ def models_command(
         precision=precision,
     )
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
-    from scalelab.pipeline.ablations import ablate_models
+    from scalelab.probe.ablations import ablate_models
+    from scalelab.report.ablations import models_figure
 
     doc = ablate_models(
-        model, corpus, cfg, out, device=device, weights=weights, backend=where, quiet=quiet
+        model,
+        corpus,
+        cfg,
+        out,
+        device=device,
+        weights=weights,
+        backend=where,
+        quiet=quiet,
+        figure=models_figure,
     )
     _print_rows(doc, json_out, out)
 
@@ -398,7 +425,8 @@ def batch_size_command(
     quiet: bool = QUIET,
 ) -> None:
     """d against the number of points per MLE batch, on one set of embeddings."""
-    from scalelab.pipeline.ablations import ablate_batch_size
+    from scalelab.probe.ablations import ablate_batch_size
+    from scalelab.report.ablations import batch_size_figure
 
     sizes = parse_list(batch_sizes, int, "--batch-sizes")
     set_threads(threads)
@@ -414,6 +442,7 @@ def batch_size_command(
         device=device,
         weights=weights,
         quiet=quiet,
+        figure=batch_size_figure,
     )
     _print_rows(doc, json_out, out)
 

@@ -3,6 +3,7 @@ the compute-optimal split for a budget, and held-out scoring of the forecast met
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,7 @@ def forecast_command(
     """Forecast larger runs' losses from small ones, with the exponent fixed (from d or a
     number) or free; data needed for a loss; the compute-optimal split for a budget; with
     --score, every method scored on held-out runs."""
-    from scalelab.pipeline.forecast import ExponentChoice, run_forecast
+    from scalelab.laws.forecast_run import ExponentChoice, run_forecast
 
     cfg = ForecastConfig(constant_alpha=constant, n_boot=n_boot, seed=seed)
     result = run_forecast(
@@ -85,11 +86,21 @@ def forecast_command(
         score=score,
         corpus=corpus,
         out=out,
+        draw=_report_writer(score, out),
     )
     if json_out:
         print_json(result)
         return
     _print(result)
+
+
+def _report_writer(score: bool, out: Path | None) -> Callable | None:
+    """The report's writer where a report is written (only then is matplotlib imported)."""
+    if not score or out is None:
+        return None
+    from scalelab.report.forecast import write_forecast_report
+
+    return write_forecast_report
 
 
 def _print(result: dict[str, Any]) -> None:

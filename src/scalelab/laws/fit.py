@@ -24,6 +24,7 @@ from scipy.special import expit
 
 from scalelab.errors import EstimationError, InputError
 from scalelab.laws.batched_lbfgs import minimize_batched
+from scalelab.laws.fitted import PowerLawFit
 
 FORMS = ("power", "power+E")
 
@@ -70,40 +71,6 @@ def _check_xy(x: Any, y: Any, min_points: int, names: tuple[str, str] = ("x", "y
     if np.unique(xa).size < 2:
         raise InputError(f"all {names[0]} values are equal; a fit needs at least two sizes")
     return xa, ya
-
-
-@dataclass(frozen=True)
-class PowerLawFit:
-    """`y = A·x^-exponent` ("power") or `y = E + A·x^-exponent` ("power+E").
-
-    `exponent` is positive for a decreasing law. `exponent_ci95` is a bootstrap interval:
-    studentized residual bootstrap for "power" (calibrated at 3-8 points, where a plain
-    percentile interval is too narrow), percentile residual bootstrap for "power+E".
-    """
-
-    form: str
-    exponent: float
-    exponent_ci95: tuple[float, float]
-    A: float
-    E: float | None
-    n_points: int
-    exponent_se: float = math.nan
-    rmse_log: float = math.nan
-    n_boot: int = 0
-    n_boot_used: int = 0
-    seed: int = 0
-    ci_method: str = ""
-    x_range: tuple[float, float] = field(default=(math.nan, math.nan))
-
-    def predict(self, x: Any) -> np.ndarray:
-        x = np.asarray(x, dtype=np.float64)
-        return (self.E or 0.0) + self.A * x ** (-self.exponent)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["exponent_ci95"] = list(self.exponent_ci95)
-        d["x_range"] = list(self.x_range)
-        return d
 
 
 def fit_power_law(

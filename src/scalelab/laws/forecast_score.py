@@ -85,6 +85,25 @@ def method_forecasts(
     return out
 
 
+@dataclass(frozen=True)
+class Fan:
+    """What the report draws of one corpus: every method's forecast from its `k` smallest
+    runs, k the smallest of the scored ones that leaves runs to forecast."""
+
+    runs: CorpusRuns
+    k: int
+    forecasts: list[tuple[str, PowerForecast]]
+
+
+def forecast_fans(corpora: list[CorpusRuns], cfg: ForecastConfig) -> list[Fan]:
+    """One `Fan` per corpus, for `report.forecast` (which draws, and fits nothing)."""
+    fans = []
+    for runs in corpora:
+        k = min(k for k in cfg.ks if 3 <= k < runs.x.size)
+        fans.append(Fan(runs, k, method_forecasts(runs, k, loo_exponent(corpora, runs.name), cfg)))
+    return fans
+
+
 def _score_one(runs: CorpusRuns, k: int, name: str, fc: PowerForecast) -> dict[str, Any]:
     held_x, held_y = runs.x[k:], runs.y[k:]
     pred = fc.predict(held_x)

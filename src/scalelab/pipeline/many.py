@@ -1,19 +1,17 @@
 """`scalelab validate-many`: every source of d scored as a predictor of alpha_D across corpora.
 
 For each corpus: run `validate` (or reuse a folder whose summary.json exists: read, never
-rerun), then collect the predictions of every source of d — each reference model's d at the
-protocol's batch size, the same d extrapolated in batch size (`intrinsic.debiased`), the
-calibrated MLE on the same points — and of the second theory, γ/(2β) from corpus statistics:
-with its authors' instruments (`probe.statistics.predict_from_counts`), scored against the
-exponent of the excess loss it predicts, and with the earlier instrument, scored against the
-plain slope (`probe.statistics.predict_from_statistics`). Every source is scored on the
-observable it predicts, beside baselines computed on that observable. Scores (`laws.score`)
-put each source beside four baselines that ignore d (the constant 0.095, the leave-one-out
-mean, its mean within the corpus's kind, the leave-one-out median) with paired bootstrap
-intervals over corpora, on all corpora and on real and synthetic corpora apart. Writes
-OUT/table.csv and .json (one row per corpus and source), OUT/scores.json,
+rerun), then collect the prediction of every predictor declared in `pipeline.predictors`
+(`PREDICTORS`: each reference model's d at the protocol's batch size, extrapolated in batch
+size, the calibrated MLE on the same points; the second theory's γ/(2β) with its authors'
+instruments and with the earlier one). Each is scored on the observable it predicts (the plain
+slope, or the exponent of the excess loss), beside baselines computed on that observable.
+Scores (`laws.score`) put each source beside four baselines that ignore d (the constant 0.095,
+the leave-one-out mean, its mean within the corpus's kind, the leave-one-out median) with
+paired bootstrap intervals over corpora, on all corpora and on real and synthetic corpora
+apart. Writes OUT/table.csv and .json (one row per corpus and source), OUT/scores.json,
 OUT/report/report.html and .md; the slower derived numbers (calibrated d, statistics) are
-cached per corpus under OUT/cache/.
+cached per corpus under OUT/cache/. A new source of d: docs/sources.md.
 """
 
 from __future__ import annotations
@@ -29,7 +27,6 @@ from scalelab.errors import InputError, ScalelabError
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.laws import score as scoring
-from scalelab.laws.theory import alpha_D
 from scalelab.pipeline.declaration import (
     CONFIG,
     SUMMARY,
@@ -39,16 +36,15 @@ from scalelab.pipeline.declaration import (
     read_declaration,
     references,
 )
+from scalelab.pipeline.predictors import (
+    EXCESS,
+    PLAIN,
+    Corpus,
+    Prediction,
+    predict_corpus,
+)
 from scalelab.runs.sweep import WORKERS
 
-STATISTICS = "Cagnetta γ/(2β)"
-#: The second theory with its authors' instruments, scored on the exponent it predicts.
-SECOND_THEORY = "Cagnetta γ/(2β), counts (excess loss)"
-#: What each row's observed exponent is: the plain log-log slope of the data sweep, or the
-#: exponent of its excess loss L − E over the fit range (what the second theory predicts).
-PLAIN, EXCESS = "plain slope", "excess exponent"
-EXTRAPOLATED = " (batch → ∞)"
-CALIBRATED = " (calibrated MLE)"
 TABLE_COLUMNS = [
     "corpus",
     "kind",
@@ -174,106 +170,6 @@ def _sources(e: Entry, summary: dict, refs: list[tuple[str, str]], cache: Path) 
     return rows
 
 
-def _calibrated(row: dict, cache: Path, seed: int) -> dict[str, Any] | None:
-    path = cache / f"calibrated-{row['label']}.json"
-    if path.is_file():
-        return read_json(path)
-    if not row.get("points") or not Path(row["points"]).is_file():
-        return None
-    from scalelab.intrinsic.debiased import calibrated_in_batches
-    from scalelab.probe.estimate import load_embeddings
-
-    x, _ = load_embeddings(Path(row["points"]))
-    est = calibrated_in_batches(x, row.get("batch_size") or PAPER_BATCH_SIZE, seed=seed)
-    atomic_write_json(path, est)
-    return est
-
-
-def predictions(rows: list[dict], cache: Path, seed: int = 0) -> list[dict[str, Any]]:
-    """(source, d, alpha_D, lo, hi, details) for each source row: the protocol's d (interval:
-    its batch/K range), d extrapolated in batch size, the calibrated MLE."""
-    from scalelab.intrinsic.debiased import batch_points, extrapolate_in_batch
-
-    out = []
-    for r in rows:
-        lo, hi = r["alpha_D_range"]
-        out.append({"source": r["label"], "d": r["dimension"], "alpha_D": r["alpha_D"],
-                    "lo": lo, "hi": hi, "details": None})  # fmt: skip
-        b, d = batch_points(r.get("sensitivity", []), r.get("k") or PAPER_K)
-        if len(set(b)) >= 2:
-            fit = extrapolate_in_batch(b, d)
-            out.append({"source": r["label"] + EXTRAPOLATED, "d": fit["d_inf"],
-                        "alpha_D": float(alpha_D(fit["d_inf"])), "lo": None, "hi": None,
-                        "details": fit})  # fmt: skip
-        cal = _calibrated(r, cache, seed)
-        if cal is not None:
-            se = cal.get("dimension_se")
-            band = [cal["dimension"] - 1.96 * se, cal["dimension"] + 1.96 * se] if se else None
-            out.append({"source": r["label"] + CALIBRATED, "d": cal["dimension"],
-                        "alpha_D": float(alpha_D(cal["dimension"])),
-                        "lo": float(alpha_D(band[1])) if band else None,
-                        "hi": float(alpha_D(max(band[0], 1e-6))) if band else None,
-                        "details": cal})  # fmt: skip
-    return out
-
-
-def _store(e: Entry, summary: dict) -> Path:
-    from scalelab.pipeline.store import is_token_store
-
-    corpus = summary.get("config", {}).get("corpus", "")
-    return Path(corpus) if is_token_store(corpus) else e.folder / "data"
-
-
-def statistics(e: Entry, summary: dict, doc: dict, cache: Path, say: Callable) -> dict:
-    """The second theory's prediction for the corpus (cached); {"error": ...} when its
-    statistics cannot be measured (the reason is reported, the corpus left unscored)."""
-    path = cache / "statistics.json"
-    if path.is_file():
-        return read_json(path)
-    from scalelab.probe.sources import parse_source
-    from scalelab.probe.statistics import StatisticsConfig, predict_from_statistics
-
-    opts = dict(doc.get("statistics", {}))
-    gamma_model = opts.pop("gamma_model", "own")
-    if gamma_model == "own":
-        largest = max(summary["runs"], key=lambda r: r["train_tokens"])["run"]
-        model, weights = str(e.folder / "sweep" / "runs" / largest), None
-    else:
-        src = parse_source(gamma_model)
-        model, weights = src.path, src.weights
-    try:
-        cfg = StatisticsConfig(**opts)
-        result = predict_from_statistics(_store(e, summary), model, cfg, weights=weights)
-    except ScalelabError as err:
-        say(f"  {e.name}: {STATISTICS} not measured: {err}")
-        result = {"error": str(err)}
-    result["gamma_model"] = model
-    atomic_write_json(path, result)
-    return result
-
-
-def second_theory(e: Entry, summary: dict, cache: Path, say: Callable) -> dict:
-    """The second theory's prediction of the excess-loss exponent with the declared
-    instruments (`probe.statistics.predict_from_counts`, cached): counted on the sweep's
-    own train split, at the horizon of the sweep's largest budget."""
-    path = cache / "second_theory.json"
-    if path.is_file():
-        return read_json(path)
-    from scalelab.pipeline.config import TrainPart
-    from scalelab.probe.statistics import CountsConfig, predict_from_counts
-
-    budget = max(r["train_tokens"] for r in summary["runs"])
-    context = summary["config"].get("train", {}).get("block_size", TrainPart.block_size)
-    try:
-        result = predict_from_counts(_store(e, summary), budget, CountsConfig(context))
-    except ScalelabError as err:
-        result = {"error": str(err)}
-    if "error" in result:
-        say(f"  {e.name}: {SECOND_THEORY} not measured: {result['error']}")
-    atomic_write_json(path, result)
-    return result
-
-
 def excess_observed(summary: dict) -> tuple[dict[str, Any] | None, str]:
     """The excess-loss exponent over the fit range, and why it is not scored ('' when it
     is): no regime analysis, or an excess fit whose E is not estimable."""
@@ -308,44 +204,38 @@ def excluded_because(summary: dict, *, excess: bool = False) -> str:
     return "; ".join(why)
 
 
-def _rows(
-    e: Entry, summary: dict, preds: list[dict], stats: dict, second: dict
-) -> list[dict[str, Any]]:
+def _observed(summary: dict, observable: str) -> tuple[tuple, str]:
+    """(observed exponent, lo, hi) of one observable, and why it is left out ('' if not)."""
+    if observable == EXCESS:
+        excess, why = excess_observed(summary)
+        obs = (excess["exponent"], *excess["exponent_ci95"]) if excess else (None, None, None)
+        left_out = excluded_because(summary, excess=True)
+        return obs, "; ".join(w for w in (left_out, why) if w)
     # the plain slope over the fit range by rule; a folder from before the regime test has
     # only the fit over every size
     fit = (summary["fits"]["data"].get("regime") or {}).get("plain")
     fit = fit or summary["fits"]["data"]["power"]
-    excluded = excluded_because(summary)
-    plain = (fit["exponent"], *fit["exponent_ci95"])
-    if "alpha_D" in stats:
-        lo, hi = stats["alpha_D_range"]
-        preds = [*preds, {"source": STATISTICS, "d": None, "alpha_D": stats["alpha_D"],
-                          "lo": lo, "hi": hi}]  # fmt: skip
-    observed = {p["source"]: (PLAIN, plain, excluded) for p in preds}
-    excess, why = excess_observed(summary)
-    if "alpha_D" in second:
-        lo, hi = second["alpha_D_range"]
-        preds = [*preds, {"source": SECOND_THEORY, "d": None, "alpha_D": second["alpha_D"],
-                          "lo": lo, "hi": hi}]  # fmt: skip
-        obs = (excess["exponent"], *excess["exponent_ci95"]) if excess else (None, None, None)
-        left_out = excluded_because(summary, excess=True)
-        observed[SECOND_THEORY] = (EXCESS, obs, "; ".join(w for w in (left_out, why) if w))
+    return (fit["exponent"], *fit["exponent_ci95"]), excluded_because(summary)
+
+
+def _rows(e: Entry, summary: dict, preds: list[tuple[str, Prediction]]) -> list[dict[str, Any]]:
+    seen = {o: _observed(summary, o) for o in dict.fromkeys(o for o, _ in preds)}
     rows = []
-    for p in preds:
-        observable, (obs, olo, ohi), left_out = observed[p["source"]]
+    for observable, p in preds:
+        (obs, olo, ohi), left_out = seen[observable]
         rows.append({
             "excluded": left_out,
             "corpus": e.name,
             "kind": e.kind,
-            "source": p["source"],
-            "d": p["d"],
-            "predicted_alpha_D": p["alpha_D"],
-            "predicted_lo": p["lo"],
-            "predicted_hi": p["hi"],
+            "source": p.source,
+            "d": p.d,
+            "predicted_alpha_D": p.alpha_D,
+            "predicted_lo": p.lo,
+            "predicted_hi": p.hi,
             "observed_alpha_D": obs,
             "observed_lo": olo,
             "observed_hi": ohi,
-            "error": None if obs is None else p["alpha_D"] - obs,
+            "error": None if obs is None else p.alpha_D - obs,
             "observable": observable,
         })  # fmt: skip
     return rows
@@ -423,11 +313,9 @@ def validate_many(
     for e in items:
         summary = validated(e, refs, run, pool, say)
         cache = out / "cache" / e.name
-        preds = predictions(_sources(e, summary, refs, cache), cache)
-        stats = statistics(e, summary, doc, cache, say)
-        second = second_theory(e, summary, cache, say)
-        rows += _rows(e, summary, preds, stats, second)
-        extra[e.name] = {"statistics": stats, "second_theory": second, "predictions": preds}
+        corpus = Corpus(e, summary, _sources(e, summary, refs, cache), cache, doc, say)
+        preds, extra[e.name] = predict_corpus(corpus)
+        rows += _rows(e, summary, preds)
     # Observations the regime test or the convergence check flags are left out of every
     # score, and listed with the reason: never replaced.
     left_out = {r["corpus"]: r["excluded"] for r in rows

@@ -1,7 +1,7 @@
 """The seed paper's Figure 4 as measurements: d per hidden state, per context-position range,
 per model of a list, and per MLE batch size, on one protocol. Each returns an `Ablation`
 (table rows and what they were measured on); `scalelab.report.ablations` draws them and
-`scalelab.pipeline.ablations` writes them, resumably."""
+`scalelab.probe.ablations` writes them, resumably."""
 
 from __future__ import annotations
 

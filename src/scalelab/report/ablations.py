@@ -1,5 +1,5 @@
 """The seed paper's Figure 4: one figure per ablation of `scalelab.probe.ablate` (drawing
-only; `scalelab.pipeline.ablations` measures and writes the files)."""
+only; `scalelab.probe.ablations` measures and writes the files, with these as its `figure`)."""
 
 from __future__ import annotations
 

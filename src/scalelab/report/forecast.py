@@ -11,12 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter
 
 from scalelab.laws.forecast_config import ForecastConfig
-from scalelab.laws.forecast_score import (
-    CorpusRuns,
-    corpus_table,
-    loo_exponent,
-    method_forecasts,
-)
+from scalelab.laws.forecast_score import CorpusRuns, Fan, corpus_table
 from scalelab.report.document import Report
 from scalelab.report.plots import new_figure
 
@@ -46,9 +41,10 @@ def forecast_figure(runs: CorpusRuns, k: int, forecasts: list[tuple[str, Any]]) 
 
 
 def write_forecast_report(
-    result: dict[str, Any], corpora: list[CorpusRuns], cfg: ForecastConfig, out_dir: str | Path
+    result: dict[str, Any], fans: list[Fan], cfg: ForecastConfig, out_dir: str | Path
 ) -> tuple[Path, Path]:
-    """report.html and report.md (figures beside the Markdown) for a scoring result."""
+    """report.html and report.md (figures beside the Markdown) for a scoring result and the
+    forecast fan of each corpus (`laws.forecast_score.forecast_fans`)."""
     rep = Report("Forecasts scored on held-out runs")
     rep.paragraph(
         "Each method is fitted on a corpus's k smallest runs and forecasts every larger run. "
@@ -59,12 +55,13 @@ def write_forecast_report(
     rep.heading("Summary across corpora (mean ARE on the largest run)")
     rep.table(result["summary"], caption="sorted by the mean over k; covered: band held it")
     observed = result["observed_exponents"]
-    for runs in corpora:
+    for fan in fans:
+        runs, k = fan.runs, fan.k
         rep.heading(f"{runs.name} (observed log-log exponent {observed[runs.name]:.4f})")
         rep.table(corpus_table(result["rows"], runs.name))
-        k = min(k for k in cfg.ks if 3 <= k < runs.x.size)
-        fcs = method_forecasts(runs, k, loo_exponent(corpora, runs.name), cfg)
-        rep.figure(forecast_figure(runs, k, fcs), caption=f"{runs.name}: forecast fan, k = {k}")
+        rep.figure(
+            forecast_figure(runs, k, fan.forecasts), caption=f"{runs.name}: forecast fan, k = {k}"
+        )
     rep.heading("Config")
     rep.json(result["config"])
     return rep.write(out_dir)

@@ -10,22 +10,19 @@ cannot pass unnoticed, how each run stopped. Both fit forms are always shown and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
-from scalelab.errors import InputError, ScalelabError
 from scalelab.io import format_interval, read_json
-from scalelab.laws.fit import PowerLawFit, extrapolation_check, fit_power_law
 from scalelab.laws.theory import d_from_alpha_D, d_from_alpha_N
 from scalelab.report.document import Report
 from scalelab.report.plots import PredictedSlope, dimension_figure, scaling_figure
+from scalelab.sweeps.analysis import SweepAnalysis, analyse_sweep
 
-N_BOOT = 1000
-SEED = 0
-LOSS = "test_loss_nats"
-SIZE = {"data": "train_tokens", "model": "params_non_embedding"}
+if TYPE_CHECKING:
+    from scalelab.laws.fitted import PowerLawFit
+
 RUN_COLUMNS = (
     "run",
     "label",
@@ -39,60 +36,6 @@ RUN_COLUMNS = (
     "tokens_seen",
     "wall_time_s",
 )
-
-
-def read_runs(sweep_dir: Path, kind: str) -> pd.DataFrame:
-    """runs.csv with the columns the section needs, one row per finished run."""
-    path = sweep_dir / "runs.csv"
-    try:
-        table = pd.read_csv(path)
-    except (OSError, pd.errors.EmptyDataError, pd.errors.ParserError) as err:
-        raise InputError(
-            f"{sweep_dir} has no readable runs.csv ({type(err).__name__}); run the sweep first"
-        ) from None
-    need = [SIZE[kind], LOSS]
-    missing = [c for c in need if c not in table.columns]
-    if missing:
-        raise InputError(f"{path} lacks column(s) {missing}; is it a {kind} sweep's table?")
-    return table
-
-
-def read_estimate(sweep_dir: Path) -> dict[str, Any] | None:
-    """`estimate.json` from `scalelab estimate` if the sweep folder has one."""
-    path = sweep_dir / "estimate.json"
-    if not path.is_file():
-        return None
-    try:
-        doc = read_json(path)
-    except (OSError, ValueError) as err:
-        raise InputError(f"cannot read {path} ({err}); re-run `scalelab estimate`") from None
-    if not isinstance(doc.get("dimension"), int | float):
-        raise InputError(f"{path} has no numeric 'dimension'; re-run `scalelab estimate`")
-    return doc
-
-
-def boot_settings(sweep_dir: Path) -> tuple[int, int]:
-    """(n_boot, seed): those of the sweep's `fits.json` (written by the pipeline) when it has
-    one, so the page shows the same intervals the pipeline printed; else the defaults."""
-    path = sweep_dir / "fits.json"
-    try:
-        power = read_json(path)["power"]
-        return int(power["n_boot"]), int(power["seed"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return N_BOOT, SEED
-
-
-def _fits(
-    x: np.ndarray, y: np.ndarray, n_boot: int, seed: int
-) -> tuple[list[PowerLawFit], list[str]]:
-    """Both fit forms where the points allow; notes say what could not be fitted."""
-    fits, notes = [], []
-    for form in ("power", "power+E"):
-        try:
-            fits.append(fit_power_law(x, y, form=form, n_boot=n_boot, seed=seed))
-        except ScalelabError as err:
-            notes.append(f"No {form} fit: {err}")
-    return fits, notes
 
 
 def _exponent_rows(
@@ -174,25 +117,19 @@ def _policy_text(schedule: dict[str, Any] | None) -> str:
     return f"Training-length policy: {p}."
 
 
-def _holdout_rows(x: np.ndarray, y: np.ndarray) -> list[dict[str, Any]]:
-    rows = []
-    for form in ("power", "power+E"):
-        try:
-            h = extrapolation_check(x, y, form=form, holdout=1)
-        except ScalelabError:
-            continue
-        rows.append(
-            {
-                "form": form,
-                "fitted on": f"{h['n_fit']} smallest",
-                "held-out size": h["x_heldout"][0],
-                "observed": h["observed"][0],
-                "predicted": h["predicted"][0],
-                "relative error": h["rel_error"][0],
-                "exponent (fit without it)": h["fit"]["exponent"],
-            }
-        )
-    return rows
+def _holdout_rows(holdout: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "form": form,
+            "fitted on": f"{h['n_fit']} smallest",
+            "held-out size": h["x_heldout"][0],
+            "observed": h["observed"][0],
+            "predicted": h["predicted"][0],
+            "relative error": h["rel_error"][0],
+            "exponent (fit without it)": h["fit"]["exponent"],
+        }
+        for form, h in holdout
+    ]
 
 
 def _estimate_section(report: Report, est: dict[str, Any]) -> None:
@@ -250,34 +187,23 @@ def _ablations(report: Report, sweep_dir: Path) -> None:
 
 def build(sweep_dir: Path, report: Report) -> None:
     """Add the data- or model-sweep section for `sweep_dir` to `report`."""
-    sweep_dir = Path(sweep_dir)
-    meta = read_json(sweep_dir / "sweep.json")
-    kind = meta["kind"]
-    if kind not in SIZE:
-        raise InputError(f"report.lm handles data and model sweeps, not {kind!r}")
-    config = meta.get("config", {})
-    table = read_runs(sweep_dir, kind)
-    est = read_estimate(sweep_dir)
-    size = SIZE[kind]
-    ok = table[[size, LOSS]].notna().all(axis=1) & (table[size] > 0) & (table[LOSS] > 0)
-    runs = table[ok].sort_values(size)
-    x, y = runs[size].to_numpy(float), runs[LOSS].to_numpy(float)
+    draw(analyse_sweep(sweep_dir), report, Path(sweep_dir))
 
-    n_boot, seed = boot_settings(sweep_dir)
+
+def draw(a: SweepAnalysis, report: Report, sweep_dir: Path) -> None:
+    """The section for an analysed sweep (`sweeps.analysis`); `sweep_dir` holds its ablations."""
+    kind, table, est, fits = a.kind, a.table, a.estimate, a.fits
     what = "data size (training tokens)" if kind == "data" else "non-embedding parameters"
     report.heading(f"Test loss against {what}")
     report.paragraph(
-        f"{len(runs)} finished run(s) of {len(table)} rows. Observed exponents come from two "
+        f"{len(a.runs)} finished run(s) of {len(table)} rows. Observed exponents come from two "
         "fits, always named: the log-log least-squares fit with no irreducible term (the "
         "paper's), and L = E + A·n^-α (weakly constrained with few points). Intervals are "
-        f"95% bootstrap intervals ({n_boot} resamples, seed {seed}; residual bootstrap over "
+        f"95% bootstrap intervals ({a.n_boot} resamples, seed {a.seed}; residual bootstrap over "
         "the fixed size grid)."
     )
-    report.paragraph(_policy_text(config.get("schedule")))
-    fits, notes = (
-        _fits(x, y, n_boot, seed) if len(runs) else ([], ["No finished runs with a positive loss."])
-    )
-    for note in notes:
+    report.paragraph(_policy_text(a.config.get("schedule")))
+    for note in a.notes:
         report.paragraph(note)
     predicted = None
     if est is not None:
@@ -298,8 +224,8 @@ def build(sweep_dir: Path, report: Report) -> None:
         fig_no = "Figure 2" if kind == "data" else "Figure 3"
         report.figure(
             scaling_figure(
-                x,
-                y,
+                a.x,
+                a.y,
                 fits,
                 predicted=predicted,
                 xlabel=what,
@@ -314,14 +240,13 @@ def build(sweep_dir: Path, report: Report) -> None:
             _exponent_rows(kind, fits, est),
             caption="Predicted vs observed exponents (d implied: the d that would give it)",
         )
-        holdout = _holdout_rows(x, y)
-        if holdout:
+        if a.holdout:
             report.table(
-                holdout,
+                _holdout_rows(a.holdout),
                 caption="Extrapolation check: fit without the largest size, predict it",
             )
     report.heading("Runs")
-    for sentence in _stopping(table, config.get("schedule")):
+    for sentence in _stopping(table, a.config.get("schedule")):
         report.paragraph(sentence)
     cols = [c for c in RUN_COLUMNS if c in table.columns]
     report.table(table[cols].to_dict("records"), caption="runs.csv (one row per finished run)")

@@ -4,31 +4,15 @@ and what the sweep cost."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from scalelab.errors import InputError
-from scalelab.io import read_json
-from scalelab.manifold import analysis, theorem
-from scalelab.manifold.plan import config_from_json
+from scalelab.manifold.results import ManifoldAnalysis, analyse_sweep
 from scalelab.report import manifold_theorem
 from scalelab.report.document import Report
-
-
-def _load(sweep_dir: Path) -> tuple[dict, pd.DataFrame]:
-    try:
-        meta = read_json(sweep_dir / "sweep.json")
-        table = pd.read_csv(sweep_dir / "runs.csv")
-    except (OSError, ValueError) as err:
-        raise InputError(
-            f"{sweep_dir} is not a finished-enough manifold sweep ({err}); "
-            "run `scalelab manifold sweep --out DIR` first"
-        ) from err
-    return meta, table
 
 
 def _scaling_figure(
@@ -65,9 +49,12 @@ def _rounded(rows: list[dict]) -> list[dict]:
 
 def build(sweep_dir: Path, report: Report) -> None:
     """Add the manifold sweep in `sweep_dir` to `report`."""
-    sweep_dir = Path(sweep_dir)
-    meta, table = _load(sweep_dir)
-    cfg = meta["config"]
+    draw(analyse_sweep(sweep_dir), report)
+
+
+def draw(a: ManifoldAnalysis, report: Report) -> None:
+    """The section for an analysed manifold sweep (`manifold.results`)."""
+    cfg, table = a.config, a.table
     report.heading("Known-dimension benchmark (Theorem 1 on manifolds)")
     report.paragraph(
         f"Regression of a random multi-scale β-Hölder target on a {cfg['manifold']} of known "
@@ -78,10 +65,9 @@ def build(sweep_dir: Path, report: Report) -> None:
         f"{cfg['val_fraction']:g}·n points. Error = excess risk against the noiseless "
         f"target on {cfg['n_test']} fresh test points. Predicted: α_D = 2β/(2β+d)."
     )
-    if cfg.get("target") == "field":
-        summary = theorem.summarise(table, config_from_json(cfg))
-        manifold_theorem.build(summary, report)
-    data = analysis.data_exponents(table)
+    if a.theorem is not None:
+        manifold_theorem.build(a.theorem, report)
+    data = a.data
     if data:
         rows = table[table["task"] == "data"]
         report.figure(
@@ -91,13 +77,13 @@ def build(sweep_dir: Path, report: Report) -> None:
         )
         shown = [{k: v for k, v in r.items() if k != "fit_A"} for r in data]
         report.table(_rounded(shown), "Data-scaling exponents: observed vs predicted")
-    ids = analysis.id_estimates(table)
+    ids = a.ids
     if ids:
         report.table(
             _rounded([{"d": d, **v} for d, v in sorted(ids.items())]),
             "Intrinsic dimension of the sampled inputs (the ID engine, known d)",
         )
-    model = analysis.model_exponents(table)
+    model = a.model
     if model:
         rows = table[table["task"] == "model"]
         report.figure(
@@ -106,12 +92,7 @@ def build(sweep_dir: Path, report: Report) -> None:
         )
         shown = [{k: v for k, v in r.items() if k != "fit_A"} for r in model]
         report.table(_rounded(shown), "Model-scaling exponents: observed vs predicted")
-    cost = analysis.timing(table)
-    invocations = sweep_dir / "invocations.jsonl"
-    if invocations.exists():
-        lines = invocations.read_text().splitlines()
-        cost["sweep_wall_s"] = sum(json.loads(x)["wall_time_s"] for x in lines if x.strip())
-    report.table(_rounded([cost]), "Cost (seconds; run sums count each worker's time)")
+    report.table(_rounded([a.cost]), "Cost (seconds; run sums count each worker's time)")
     cols = ["run", "n", "d", "beta", "params", "test_mse", "train_mse", "val_mse", "steps"]
     cols += ["stop_reason", "wall_time_s", "cpu_time_s"]
     runs = table[table["task"] != "id"]

@@ -129,10 +129,10 @@ def _table_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def _statistics_rows(details: dict[str, Any]) -> list[dict[str, Any]]:
+def _statistics_rows(measured: dict[str, Any]) -> list[dict[str, Any]]:
+    """The earlier instrument per corpus: β from counts, γ from the own model's loss."""
     rows = []
-    for corpus, d in details.items():
-        st = d["statistics"]
+    for corpus, st in measured.items():
         if "error" in st:
             rows.append({"corpus": corpus, "beta": None, "gamma": None, "note": st["error"]})
             continue
@@ -150,12 +150,12 @@ def _statistics_rows(details: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _second_theory_rows(details: dict[str, Any]) -> list[dict[str, Any]]:
+def _second_theory_rows(measured: dict[str, Any]) -> list[dict[str, Any]]:
     """The counts-based instruments per corpus: the horizon at the sweep's largest budget,
     β over the lags it resolves, γ from the resolved H_n below it, or why not measured."""
     rows = []
-    for corpus, d in details.items():
-        st = d.get("second_theory") or {}
+    for corpus, st in measured.items():
+        st = st or {}
         hz = (st.get("horizon") or {}).get("horizon")
         beta, gamma = st.get("beta"), st.get("gamma")
         rows.append(
@@ -171,6 +171,29 @@ def _second_theory_rows(details: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )  # fmt: skip
     return rows
+
+
+#: The instruments of each predictor measured per corpus (`pipeline.predictors`: its `key` in
+#: scores.json's details), one table each, in this order; a predictor without instruments
+#: worth a table has no line.
+SECTIONS = (
+    (
+        "second_theory",
+        "Second theory: its authors' instruments, scored on the excess exponent",
+        "β from the operator norm of the lagged one-hot covariance at the lags the sweep's "
+        "largest budget resolves (up to the horizon n*), γ from plug-in n-gram entropies H_n "
+        "of the train split over 1 ≤ n ≤ n*; γ/(2β) is scored against the exponent of the "
+        "excess loss L − E over the fit range",
+        _second_theory_rows,
+    ),
+    (
+        "statistics",
+        "Second theory: the earlier instrument (not the declared verdict)",
+        "β from token counts (Frobenius norm), γ from the own model's loss vs context, "
+        "scored against the plain slope",
+        _statistics_rows,
+    ),
+)
 
 
 def unscored_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -284,20 +307,8 @@ def build_many_report(out: Path, rows: list[dict[str, Any]], result: dict) -> tu
         "one row per corpus and source (all columns: table.csv)",
         wrap=("corpus", "source", "excluded"),
     )
-    rep.heading("Second theory: its authors' instruments, scored on the excess exponent")
-    rep.table(
-        _second_theory_rows(result["details"]),
-        "β from the operator norm of the lagged one-hot covariance at the lags the sweep's "
-        "largest budget resolves (up to the horizon n*), γ from plug-in n-gram entropies H_n "
-        "of the train split over 1 ≤ n ≤ n*; γ/(2β) is scored against the exponent of the "
-        "excess loss L − E over the fit range",
-        wrap=("note",),
-    )
-    rep.heading("Second theory: the earlier instrument (not the declared verdict)")
-    rep.table(
-        _statistics_rows(result["details"]),
-        "β from token counts (Frobenius norm), γ from the own model's loss vs context, "
-        "scored against the plain slope",
-        wrap=("note",),
-    )
+    for key, heading, caption, table_rows in SECTIONS:
+        rep.heading(heading)
+        measured = {corpus: d.get(key) for corpus, d in result["details"].items()}
+        rep.table(table_rows(measured), caption, wrap=("note",))
     return rep.write(Path(out) / "report")

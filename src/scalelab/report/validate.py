@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from scalelab.io import provenance, read_json
-from scalelab.laws.fit import PowerLawFit
+from scalelab.laws.fitted import PowerLawFit
 from scalelab.laws.observe import outcome_of
 from scalelab.laws.regime import CURVED, POWER_LAW, UNDECIDED
 from scalelab.laws.score import KAPLAN_ALPHA_D

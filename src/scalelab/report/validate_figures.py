@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from scalelab.laws.fit import PowerLawFit
+from scalelab.laws.fitted import PowerLawFit
 from scalelab.report.plots import draw_fit, new_figure
 
 

@@ -1,6 +1,7 @@
 """`scalelab forecast` as a library call: read runs, forecast larger ones from the smaller,
 answer "data needed for loss X", the compute-optimal split for a budget, and score every
-method on held-out runs; optionally write forecast.json and a report to a folder.
+method on held-out runs; optionally write forecast.json, and with a `draw` (the CLI passes
+`report.forecast.write_forecast_report`: report/ stands above laws/) the report, to a folder.
 
 Nothing is written unless every computation succeeded; the folder's files are each written
 atomically (forecast.json last).
@@ -8,6 +9,7 @@ atomically (forecast.json last).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from scalelab.io import atomic_write_json, provenance
 from scalelab.laws.forecast import Exponent, fit_forecast, forecast_table
 from scalelab.laws.forecast_config import ForecastConfig
 from scalelab.laws.forecast_inputs import LOSS, SIZE, load_corpora, load_grid, pick_source
-from scalelab.laws.forecast_score import CorpusRuns, corpus_table, score_corpora
+from scalelab.laws.forecast_score import CorpusRuns, corpus_table, forecast_fans, score_corpora
 
 
 @dataclass(frozen=True)
@@ -150,9 +152,12 @@ def run_forecast(
     score: bool = False,
     corpus: str | None = None,
     out: str | Path | None = None,
+    draw: Callable[..., tuple[Path, Path]] | None = None,
 ) -> dict[str, Any]:
     """Everything `scalelab forecast` prints, as one dict (also OUT/forecast.json). `corpus`
-    limits the forecasts (not the scoring, whose leave-one-out needs every corpus) to one."""
+    limits the forecasts (not the scoring, whose leave-one-out needs every corpus) to one.
+    `draw(score, fans, cfg, out)` writes the report of a --score run into `out` (the CLI
+    passes `scalelab.report.forecast.write_forecast_report`); None: forecast.json alone."""
     result: dict[str, Any] = {"config": cfg.to_dict(), "choice": choice.__dict__}
     corpora = (
         []
@@ -176,7 +181,7 @@ def run_forecast(
             c.name: corpus_table(result["score"]["rows"], c.name) for c in corpora
         }
     if out is not None:
-        _write(Path(out), result, corpora, cfg)
+        _write(Path(out), result, corpora, cfg, draw)
     return result
 
 
@@ -186,12 +191,10 @@ def _grid_only(inputs: list[str | Path]) -> bool:
     return len(inputs) == 1 and Path(inputs[0]).is_file()
 
 
-def _write(out: Path, result: dict[str, Any], corpora: list[CorpusRuns], cfg) -> None:
+def _write(out: Path, result: dict[str, Any], corpora: list[CorpusRuns], cfg, draw) -> None:
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file; give a folder")
-    if "score" in result:
-        from scalelab.report.forecast import write_forecast_report
-
-        html, md = write_forecast_report(result["score"], corpora, cfg, out)
+    if "score" in result and draw is not None:
+        html, md = draw(result["score"], forecast_fans(corpora, cfg), cfg, out)
         result["report"] = {"html": str(html), "md": str(md)}
     atomic_write_json(out / "forecast.json", {**result, "provenance": provenance()})

@@ -1,42 +1,58 @@
-"""The ablations of d as files: each ablation of `scalelab.probe.ablate` measured, drawn by
-`scalelab.report.ablations` and written as `<name>.csv` (one row per setting), `<name>.png`
-and `<name>.json` (rows, settings, fingerprints, provenance), the JSON last: a folder
-without it is unfinished and is redone; a finished one with the same request is returned as
-is."""
+"""The ablations of d as files: each ablation of `scalelab.probe.ablate` measured and written
+as `<name>.csv` (one row per setting), `<name>.png` (drawn by the `figure` given: the CLI
+passes `scalelab.report.ablations`' figures, since report/ stands above probe/) and
+`<name>.json` (rows, settings, fingerprints, provenance), the JSON last: a folder without it
+is unfinished and is redone; a finished one with the same request is returned as is."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write, atomic_write_json, provenance
 from scalelab.probe import ablate
 from scalelab.probe.config import DEFAULT_BATCH_SIZES, POSITION_GROUPS, EstimateConfig
 from scalelab.probe.estimate import estimate_request, finished_estimate
-from scalelab.report.ablations import (
-    batch_size_figure,
-    layers_figure,
-    models_figure,
-    positions_figure,
-)
 from scalelab.runs.sweep import Backend
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def write_ablation(out_dir: Path, result: ablate.Ablation, fig: Figure) -> dict[str, Any]:
-    """The table, the plot, then the JSON (last)."""
+#: Draws an ablation's plot (`scalelab.report.ablations`); None writes no plot.
+Draw = Callable[[ablate.Ablation], "Figure"] | None
+
+
+def write_ablation(out_dir: Path, result: ablate.Ablation, figure: Draw) -> dict[str, Any]:
+    """The table, the plot (where `figure` draws one), then the JSON (last)."""
     import pandas as pd
 
     name, rows = result.name, result.rows
+    fig = figure(result) if figure is not None else None
     table = pd.DataFrame(rows)
     atomic_write(out_dir / f"{name}.csv", lambda p: table.to_csv(p, index=False))
-    atomic_write(out_dir / f"{name}.png", lambda p: fig.savefig(p, format="png", dpi=110))
+    if fig is not None:
+        atomic_write(out_dir / f"{name}.png", lambda p: fig.savefig(p, format="png", dpi=110))
     doc = {"ablation": name, "rows": rows, **result.info, "provenance": provenance()}
-    doc["files"] = {"table": f"{name}.csv", "plot": f"{name}.png"}
+    doc["files"] = {"table": f"{name}.csv"}
+    if fig is not None:
+        doc["files"]["plot"] = f"{name}.png"
     atomic_write_json(out_dir / f"{name}.json", doc)
     return doc
+
+
+def _resumable(
+    out_dir: str | Path, name: str, request: dict, measure: Callable, figure: Draw
+) -> dict[str, Any]:
+    """The finished folder's NAME.json where its request is the same; else `measure()`,
+    written."""
+    out_dir = Path(out_dir)
+    done = finished_estimate(out_dir / f"{name}.json", request)
+    if done is not None:
+        return done
+    return write_ablation(out_dir, measure(), figure)
 
 
 def ablate_layers(
@@ -49,17 +65,13 @@ def ablate_layers(
     device: str | None = None,
     weights: str | None = None,
     quiet: bool = False,
+    figure: Draw = None,
 ) -> dict[str, Any]:
     """d at every hidden state of one model (or the listed ones), on the same positions."""
-    out_dir = Path(out_dir)
     request = {**estimate_request(model, corpus, weights, cfg), "layers": layers}
-    done = finished_estimate(out_dir / "layers.json", request)
-    if done is not None:
-        return done
-    result = ablate.measure_layers(
-        model, corpus, cfg, request, layers=layers, device=device, weights=weights, quiet=quiet
-    )
-    return write_ablation(out_dir, result, layers_figure(result))
+    kw = {"layers": layers, "device": device, "weights": weights, "quiet": quiet}
+    measure = partial(ablate.measure_layers, model, corpus, cfg, request, **kw)
+    return _resumable(out_dir, "layers", request, measure, figure)
 
 
 def ablate_positions(
@@ -72,17 +84,13 @@ def ablate_positions(
     device: str | None = None,
     weights: str | None = None,
     quiet: bool = False,
+    figure: Draw = None,
 ) -> dict[str, Any]:
     """d per context-position range (`groups` equal ranges of the window)."""
-    out_dir = Path(out_dir)
     request = {**estimate_request(model, corpus, weights, cfg), "groups": groups}
-    done = finished_estimate(out_dir / "positions.json", request)
-    if done is not None:
-        return done
-    result = ablate.measure_positions(
-        model, corpus, cfg, request, groups=groups, device=device, weights=weights, quiet=quiet
-    )
-    return write_ablation(out_dir, result, positions_figure(result))
+    kw = {"groups": groups, "device": device, "weights": weights, "quiet": quiet}
+    measure = partial(ablate.measure_positions, model, corpus, cfg, request, **kw)
+    return _resumable(out_dir, "positions", request, measure, figure)
 
 
 def ablate_models(
@@ -95,27 +103,16 @@ def ablate_models(
     weights: str | None = None,
     backend: Backend | None = None,
     quiet: bool = False,
+    figure: Draw = None,
 ) -> dict[str, Any]:
     """d for each model of a list: against model size (non-embedding parameters) and width;
     each model one run of a sweep (local or Ray `backend`)."""
     ablate.check_models(models)
     out_dir = Path(out_dir)
     request = estimate_request(list(models), corpus, weights, cfg)
-    done = finished_estimate(out_dir / "models.json", request)
-    if done is not None:
-        return done
-    result = ablate.measure_models(
-        models,
-        corpus,
-        cfg,
-        out_dir,
-        request,
-        device=device,
-        weights=weights,
-        backend=backend,
-        quiet=quiet,
-    )
-    return write_ablation(out_dir, result, models_figure(result))
+    kw = {"device": device, "weights": weights, "backend": backend, "quiet": quiet}
+    measure = partial(ablate.measure_models, models, corpus, cfg, out_dir, request, **kw)
+    return _resumable(out_dir, "models", request, measure, figure)
 
 
 def ablate_batch_size(
@@ -129,6 +126,7 @@ def ablate_batch_size(
     device: str | None = None,
     weights: str | None = None,
     quiet: bool = False,
+    figure: Draw = None,
 ) -> dict[str, Any]:
     """d against the number of points per MLE batch, on one saved set of embeddings; with
     `embeddings` None, `model` (and `corpus`) are embedded first into `out_dir/estimate`."""
@@ -141,8 +139,5 @@ def ablate_batch_size(
             model, corpus, cfg, out_dir, sizes, device=device, weights=weights, quiet=quiet
         )
     request = ablate.batch_size_request(embeddings, cfg, batch_sizes)
-    done = finished_estimate(out_dir / "batch_size.json", request)
-    if done is not None:
-        return done
-    result = ablate.measure_batch_size(embeddings, cfg, request)
-    return write_ablation(out_dir, result, batch_size_figure(result))
+    measure = partial(ablate.measure_batch_size, embeddings, cfg, request)
+    return _resumable(out_dir, "batch_size", request, measure, figure)
