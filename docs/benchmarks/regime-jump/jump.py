@@ -38,22 +38,25 @@ VARIANTS: dict[str, dict] = {
 }
 
 
+def run_variant(folder: Path, corpus: str, options: dict) -> None:
+    """One resumable cpu-regime data sweep of `corpus` with `options` on top, in `folder`."""
+    options = {"corpus": corpus, **options}
+    # python-stdlib's test split holds 2,528 points for d at BPE 320; the study measures no
+    # d, but prepare checks a batch fits, so the batch is halved there
+    options |= {"id_batch_size": 2048} if corpus == "python-stdlib" else {}
+    prep = prepare(folder, PipelineConfig.from_preset("cpu-regime", **options))
+    data = run_data_sweep(prep, Pool(workers=1), say=print)
+    data.table.to_csv(folder / "runs.csv", index=False)
+    print(f"== {folder} done", flush=True)
+
+
 def main(out: Path, corpora: list[str]) -> None:
     torch.set_num_threads(1)
     for item in corpora:
         corpus, _, names = item.partition(":")
         for name in names.split(",") if names else VARIANTS:
-            change = VARIANTS[name]
-            options = {"corpus": corpus, **(SIZES if name == "base" else AROUND), **change}
-            # python-stdlib's test split holds 2,528 points for d at BPE 320; the study
-            # measures no d, but prepare checks a batch fits, so the batch is halved there
-            options |= {"id_batch_size": 2048} if corpus == "python-stdlib" else {}
-            cfg = PipelineConfig.from_preset("cpu-regime", **options)
-            folder = out / corpus / name
-            prep = prepare(folder, cfg)
-            data = run_data_sweep(prep, Pool(workers=1), say=print)
-            data.table.to_csv(folder / "runs.csv", index=False)
-            print(f"== {corpus} {name} done", flush=True)
+            sizes = SIZES if name == "base" else AROUND
+            run_variant(out / corpus / name, corpus, {**sizes, **VARIANTS[name]})
 
 
 if __name__ == "__main__":

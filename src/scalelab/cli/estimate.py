@@ -251,10 +251,11 @@ def layers_command(
     )
     wanted = parse_list(layers, str, "--layers") if layers else None
     out = out or _default_out("ablations/layers", model, corpus)
-    from scalelab.probe.ablations import ablate_layers
+    from scalelab.probe.ablations import ablate_along
     from scalelab.report.ablations import layers_figure
 
-    doc = ablate_layers(
+    doc = ablate_along(
+        "layers",
         model,
         corpus,
         cfg,
@@ -312,10 +313,11 @@ def positions_command(
         precision=precision,
     )
     out = out or _default_out("ablations/positions", model, corpus)
-    from scalelab.probe.ablations import ablate_positions
+    from scalelab.probe.ablations import ablate_along
     from scalelab.report.ablations import positions_figure
 
-    doc = ablate_positions(
+    doc = ablate_along(
+        "positions",
         model,
         corpus,
         cfg,

@@ -55,42 +55,30 @@ def _resumable(
     return write_ablation(out_dir, measure(), figure)
 
 
-def ablate_layers(
+def ablate_along(
+    along: str,
     model: str | Path,
     corpus: str | Path | None,
     cfg: EstimateConfig,
     out_dir: str | Path,
     *,
     layers: list[str] | None = None,
-    device: str | None = None,
-    weights: str | None = None,
-    quiet: bool = False,
-    figure: Draw = None,
-) -> dict[str, Any]:
-    """d at every hidden state of one model (or the listed ones), on the same positions."""
-    request = {**estimate_request(model, corpus, weights, cfg), "layers": layers}
-    kw = {"layers": layers, "device": device, "weights": weights, "quiet": quiet}
-    measure = partial(ablate.measure_layers, model, corpus, cfg, request, **kw)
-    return _resumable(out_dir, "layers", request, measure, figure)
-
-
-def ablate_positions(
-    model: str | Path,
-    corpus: str | Path | None,
-    cfg: EstimateConfig,
-    out_dir: str | Path,
-    *,
     groups: int = POSITION_GROUPS,
     device: str | None = None,
     weights: str | None = None,
     quiet: bool = False,
     figure: Draw = None,
 ) -> dict[str, Any]:
-    """d per context-position range (`groups` equal ranges of the window)."""
-    request = {**estimate_request(model, corpus, weights, cfg), "groups": groups}
-    kw = {"groups": groups, "device": device, "weights": weights, "quiet": quiet}
-    measure = partial(ablate.measure_positions, model, corpus, cfg, request, **kw)
-    return _resumable(out_dir, "positions", request, measure, figure)
+    """d along one model, on the same positions: at every hidden state (`along` "layers", or
+    the listed `layers`) or per context-position range ("positions": `groups` equal ranges)."""
+    if along not in ("layers", "positions"):
+        raise ConfigError(f"along must be 'layers' or 'positions', got {along!r}")
+    extra = {"layers": layers} if along == "layers" else {"groups": groups}
+    request = {**estimate_request(model, corpus, weights, cfg), **extra}
+    kw = {**extra, "device": device, "weights": weights, "quiet": quiet}
+    measure_fn = ablate.measure_layers if along == "layers" else ablate.measure_positions
+    measure = partial(measure_fn, model, corpus, cfg, request, **kw)
+    return _resumable(out_dir, along, request, measure, figure)
 
 
 def ablate_models(
