@@ -39,6 +39,7 @@ import torch
 from scalelab.errors import ScalelabError
 from scalelab.io import atomic_write_json, provenance
 from scalelab.lm.config import GPTConfig
+from scalelab.lm.stopping import StopRule
 from scalelab.pipeline import steps
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.runs.sweep import Pool
@@ -60,7 +61,9 @@ TOY = {
     "train_eval_interval": 20,
     "train_eval_batches": 2,
     "train_test_tokens": 4_000,
-    "schedule": Schedule(patience=2, max_epochs=2.0, decay_epochs=2.0, min_steps=20, step_cap=40),
+    "schedule": Schedule(
+        stop=StopRule(2, 0.25), max_epochs=2.0, decay_epochs=2.0, min_steps=20, step_cap=40
+    ),
     "model_sweep": (),
     "id_per_doc": 64,
     "id_max_documents": 100,

@@ -18,6 +18,7 @@ from scalelab.io import atomic_write_json
 from scalelab.lm.checkpoint import save_weights
 from scalelab.lm.hf import export_gpt_to_hf
 from scalelab.lm.model import GPT, GPTConfig
+from scalelab.lm.stopping import StopRule
 from scalelab.pipeline import PipelineConfig, run_pipeline
 from scalelab.probe.estimate import EstimateConfig, estimate
 from scalelab.probe.sources import parse_source
@@ -26,7 +27,9 @@ from scalelab.text.store import TokenStore
 
 
 def toy_config(corpus: Path, **changes: object) -> PipelineConfig:
-    schedule = Schedule(max_epochs=3.0, decay_epochs=1.0, min_steps=10, step_cap=30, patience=2)
+    schedule = Schedule(
+        max_epochs=3.0, decay_epochs=1.0, min_steps=10, step_cap=30, stop=StopRule(2, 0.25)
+    )
     base = dict(
         corpus=str(corpus),
         vocab_size=384,

@@ -16,6 +16,7 @@ from scalelab.io import read_json
 from scalelab.laws.fit import fit_power_law
 from scalelab.lm.config import lr_at
 from scalelab.lm.model import GPTConfig
+from scalelab.lm.stopping import StopRule
 from scalelab.lm.train import TrainConfig, train
 from scalelab.runs.sweep import RunSpec
 from scalelab.sweeps import convergence
@@ -33,7 +34,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _cfg(**kw: object) -> TrainConfig:
     base = dict(batch_size=4, lr=3e-3, min_lr=3e-4, warmup_steps=4, decay_steps=40)
     base.update(eval_interval=10, eval_batches=2, test_tokens=512, seed=1)
-    return TrainConfig(**{**base, **kw})
+    rule = {k: kw.pop(k) for k in ("patience", "min_delta_sd") if k in kw}
+    return TrainConfig(**{**base, **kw}, stop=StopRule(**rule))
 
 
 def test_fixed_decay_schedule_ignores_the_budget() -> None:
@@ -90,7 +92,7 @@ def test_stricter_continuation_equals_a_fresh_stricter_run(store: Path, tmp_path
     for spec, row in zip(specs, stricter, strict=True):
         fresh_spec = convergence.stricter(spec)
         fresh = _train(fresh_spec, store, tmp_path / "fresh")
-        assert TrainConfig.from_dict(fresh_spec.params["train"]).patience in (6, None)
+        assert TrainConfig.from_dict(fresh_spec.params["train"]).stop.patience in (6, None)
         assert row["test_loss_nats_perturbed"] == fresh["test_loss_nats"]
         assert row["steps_perturbed"] == fresh["steps"]
     assert stricter[1]["steps_perturbed"] == 90  # the capped run: 3x its budget
@@ -169,12 +171,12 @@ def test_verdict_by_hand() -> None:
 def test_stricter_rule_waits_three_times_longer_after_the_best() -> None:
     """The stricter rule's patience fraction makes the wait after the best validation 3x
     longer (not the fraction 3x larger, which would wait forever from f = 1/3 on)."""
-    from scalelab.lm.stopping import StopRule, replay
+    from scalelab.lm.stopping import replay
 
     val = [10.0 - 0.01 * i for i in range(60)] + [9.5] * 400  # best at validation 59
     rule = StopRule(patience=4, patience_fraction=0.25)
-    spec = RunSpec("r", {"train": TrainConfig(patience=4, patience_fraction=0.25).to_dict()})
-    strict = TrainConfig.from_dict(convergence.stricter(spec).params["train"])
+    spec = RunSpec("r", {"train": TrainConfig(stop=rule).to_dict()})
+    strict = TrainConfig.from_dict(convergence.stricter(spec).params["train"]).stop
     assert strict.patience == 12 and strict.patience_fraction == pytest.approx(0.5)
     stop, best = replay(val, rule)
     stop_strict, best_strict = replay(val, StopRule(12, strict.patience_fraction))

@@ -18,6 +18,7 @@ import pytest
 from scalelab.cli import main
 from scalelab.errors import ConfigError
 from scalelab.lm.config import GPTConfig, TrainConfig
+from scalelab.lm.stopping import StopRule
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
 from scalelab.sweeps.schedule import Schedule
@@ -90,13 +91,13 @@ def test_sizes_must_increase_and_fit_the_split() -> None:
 def test_policies_set_the_run_length() -> None:
     base = TrainConfig(batch_size=4, grad_accum=2, warmup_steps=50)  # 8 windows per step
     per_step = 8 * 32
-    conv = Schedule(max_epochs=10.0, min_steps=20, step_cap=300, patience=3)
+    conv = Schedule(max_epochs=10.0, min_steps=20, step_cap=300, stop=StopRule(3, 0.25))
     small, mid, big = (conv.train_config(base, n, 32) for n in (256, 2560, 25600))
     assert (small.max_steps, mid.max_steps, big.max_steps) == (20, 100, 300)  # floor, 10 ep, cap
-    assert small.patience == mid.patience == 3 and small.train_tokens == 256
+    assert small.stop.patience == mid.stop.patience == 3 and small.train_tokens == 256
     assert small.warmup_steps == 2 and big.warmup_steps == 30  # warm-up ≤ 10% of the run
     ep = Schedule(policy="epochs", epochs=2.5).train_config(base, 2560, 32)
-    assert ep.max_steps == math.ceil(2.5 * 2560 / per_step) and ep.patience is None
+    assert ep.max_steps == math.ceil(2.5 * 2560 / per_step) and ep.stop.patience is None
     tok = Schedule(policy="tokens", token_budget=10_000)
     assert {tok.train_config(base, n, 32).max_steps for n in (300, 3000)} == {40}
     with pytest.raises(ConfigError, match="token budget"):

@@ -3,7 +3,6 @@ runs, one row per finished run in OUT/runs.csv (read by `scalelab report OUT`)."
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -48,16 +47,16 @@ POLICY = typer.Option(
     "with data), epochs (fixed passes over each run's data), tokens (fixed token budget).",
 )
 PATIENCE = typer.Option(
-    _S.patience, "--patience", help="converge: validations without improvement."
+    _S.stop.patience, "--patience", help="converge: validations without improvement."
 )
 PATIENCE_FRACTION = typer.Option(
-    _S.patience_fraction,
+    _S.stop.patience_fraction,
     "--patience-fraction",
     help="converge: or this share of the validations so far, whichever is longer (a wait "
     "that grows with the run, so slow late progress is not cut off by noise).",
 )
 MIN_DELTA_SD = typer.Option(
-    _S.min_delta_sd,
+    _S.stop.min_delta_sd,
     "--min-delta-sd",
     help="converge: an improvement resets the patience only when larger than this many "
     "validation standard errors.",
@@ -109,7 +108,7 @@ PLAN = typer.Option(False, "--plan", help="Print the runs (name, tokens, step bu
 
 def _schedule(ctx: typer.Context) -> Schedule:
     """The Schedule the command's options describe (they carry its field names)."""
-    return Schedule(**{f.name: ctx.params[f.name] for f in dataclasses.fields(Schedule)})
+    return Schedule.from_dict({name: ctx.params[name] for name in Schedule().to_dict()})
 
 
 def _configs(ctx: typer.Context) -> tuple[GPTConfig, TrainConfig]:

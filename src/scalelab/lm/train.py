@@ -41,7 +41,7 @@ from scalelab.lm.data import (
 from scalelab.lm.distributed import DistContext, init_distributed
 from scalelab.lm.evaluate import _autocast, evaluate_with_se
 from scalelab.lm.model import GPT
-from scalelab.lm.stopping import StopRule, StopState
+from scalelab.lm.stopping import StopState
 from scalelab.malloc import keep_freed_memory
 from scalelab.progress import progress
 from scalelab.runs import outdir
@@ -222,7 +222,7 @@ class _Trainer:
             "loss_sum": 0.0,
             "loss_count": 0,
         }
-        self.rule = StopRule(cfg.patience, cfg.patience_fraction, cfg.min_delta_sd)
+        self.rule = cfg.stop
         if (out_dir / ckpt.STATE).exists():
             self._restore()
         elif cfg.init_from is not None:

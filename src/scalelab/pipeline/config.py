@@ -119,15 +119,10 @@ class ModelSweepPart(Config):
         return super().from_dict({**data, "models": tuple(data.get("models", cls.models))})
 
 
-def _schedule() -> Schedule:
-    return Schedule(
-        patience=4,
-        patience_fraction=0.25,
-        max_epochs=40.0,
-        decay_epochs=3.0,
-        min_steps=400,
-        step_cap=4000,
-    )
+# validate's training length: `Schedule`'s defaults (the rule: patience 4, fraction 0.25;
+# 40 passes) with a decay over 3 passes and a smaller step budget; every preset below starts
+# from it, so a default is written once.
+SCHEDULE = Schedule(decay_epochs=3.0, min_steps=400, step_cap=4000)
 
 
 PARTS: dict[str, type[Config]] = {
@@ -155,7 +150,7 @@ class PipelineConfig(Config):
     points: int = 7
     seeds_per_size: int = 1  # data-sweep runs per size (seeds seed, seed + 1, ...)
     train: TrainPart = dataclasses.field(default_factory=TrainPart)
-    schedule: Schedule = dataclasses.field(default_factory=_schedule)
+    schedule: Schedule = SCHEDULE
     check: CheckPart = dataclasses.field(default_factory=CheckPart)
     regime: RegimeConfig = dataclasses.field(default_factory=RegimeConfig)  # the fit range
     id: IdPart = dataclasses.field(default_factory=IdPart)
@@ -342,10 +337,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         "min_tokens": 500,
         "max_tokens": 64_000,
         "points": 11,
-        "schedule": Schedule(
-            patience=20,
-            patience_fraction=0.25,
+        "schedule": SCHEDULE.replace(
+            stop=SCHEDULE.stop.replace(patience=20),
             max_epochs=400.0,
+            decay_epochs=None,  # as sized (docs/benchmarks/scaling.md): a constant rate
             min_steps=1_000,
             step_cap=16_000,
         ),
@@ -376,8 +371,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "points": 4,
         "train_eval_interval": 50,
         "train_test_tokens": 2_000_000,
-        "schedule": Schedule(
-            patience=4, max_epochs=2.0, decay_epochs=2.0, min_steps=100, step_cap=20_000
+        "schedule": SCHEDULE.replace(
+            max_epochs=2.0, decay_epochs=2.0, min_steps=100, step_cap=20_000
         ),
         "model_sweep": ("4x320x5", "6x512x8", "8x640x10", "12x768x12"),
         "id_max_documents": 2_000,

@@ -46,7 +46,6 @@ from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json, read_json
 from scalelab.lm import checkpoint as ckpt
 from scalelab.lm.model import GPTConfig
-from scalelab.lm.stopping import StopRule
 from scalelab.lm.train import METRICS, TrainConfig
 from scalelab.runs.sweep import RunSpec
 from scalelab.sweeps.result import CONSTANT_LR, SweepResult
@@ -73,12 +72,7 @@ def stricter(spec: RunSpec, factor: int = FACTOR) -> RunSpec:
     if not isinstance(factor, int) or factor < 2:
         raise ConfigError(f"the check factor must be an integer >= 2, got {factor!r}")
     t = TrainConfig.from_dict(spec.params["train"])
-    rule = StopRule(t.patience, t.patience_fraction, t.min_delta_sd).stricter(factor)
-    t = t.replace(
-        max_steps=t.max_steps * factor,
-        patience=rule.patience,
-        patience_fraction=rule.patience_fraction,
-    )
+    t = t.replace(max_steps=t.max_steps * factor, stop=t.stop.stricter(factor))
     return _with_train(spec, t)
 
 

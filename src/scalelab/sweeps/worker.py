@@ -41,7 +41,7 @@ def run_params(
         "train": train_cfg.to_dict(),
         "data_dir": str(data_dir),
         "max_steps": train_cfg.max_steps,
-        "patience": train_cfg.patience if train_cfg.patience is not None else 0,
+        "patience": train_cfg.stop.patience if train_cfg.stop.patience is not None else 0,
         **scalars,
     }
 
