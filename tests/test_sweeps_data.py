@@ -111,8 +111,8 @@ def test_specs_are_nested_prefixes_of_one_model(store: Path) -> None:
     cfg = data_sweep.make_config(store, model, TrainConfig(), Schedule(), [1000, 3000, 9000])
     specs = data_sweep.specs(cfg)
     assert [s.params["train_tokens"] for s in specs] == [1000, 3000, 9000]
-    assert [s.params["train"]["train_tokens"] for s in specs] == [1000, 3000, 9000]
-    assert all(s.params["model"] == model.to_dict() for s in specs)
+    assert [s.train.train_tokens for s in specs] == [1000, 3000, 9000]
+    assert all(s.model == model for s in specs)
     assert sorted(s.name for s in specs) == [s.name for s in specs]  # names sort by size
     train = TokenStore(store, "train")
     assert np.array_equal(train.prefix(3000)[:1000], train.prefix(1000))

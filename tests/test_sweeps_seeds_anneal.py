@@ -43,7 +43,7 @@ def test_seeds_are_runs_with_the_next_seeds_on_the_same_subset(swept) -> None:
     _, cfg = swept
     specs = data_sweep.specs(cfg)
     assert [s.name for s in specs[:2]] == ["n0000000600", "n0000000600-s1"]
-    seeds = [s.params["train"]["seed"] for s in specs]
+    seeds = [s.train.seed for s in specs]
     assert seeds == [3, 4] * 2
     assert {s.params["train_tokens"] for s in specs[:2]} == {600}
     one = data_sweep.make_config(cfg.data_dir, MODEL, TRAIN, SCHEDULE, [600, 1200])

@@ -307,9 +307,9 @@ def run_model_sweep(
     """Step 6: the model-size sweep on the model sweep's tokens (the data sweep's largest run
     is reused when it is one of the shapes); None when none is configured. Its table gains
     `passes_at_best`: passes over the data at the tested step."""
-    from scalelab.runs.sweep import open_sweep, reuse_runs
+    from scalelab.runs.sweep import open_sweep
     from scalelab.sweeps import model as model_sweep
-    from scalelab.sweeps.worker import run_specs
+    from scalelab.sweeps.worker import reuse_runs, run_specs
 
     cfg = prep.cfg
     shapes = cfg.model_sweep.models
@@ -330,7 +330,7 @@ def run_model_sweep(
     table = run_specs(
         mdir, specs, workers=pool.workers, backend=pool.backend, only=None, quiet=prep.quiet
     )
-    table["passes_at_best"] = table["best_step"] * _tokens_per_step(specs[0]) / tokens
+    table["passes_at_best"] = table["best_step"] * specs[0].tokens_per_step / tokens
     result = SweepResult(mdir, tuple(specs), table, "params_non_embedding")
     for row in result.ordered().itertuples():
         flag = " DATA-LIMITED?" if row.passes_at_best > MAX_PASSES else ""
@@ -342,14 +342,8 @@ def run_model_sweep(
     return result
 
 
-def _tokens_per_step(spec: Any) -> int:
-    t, m = spec.params["train"], spec.params["model"]
-    return t["batch_size"] * t["grad_accum"] * m["block_size"]
-
-
 def _size_key(spec: Any) -> int:
-    m = spec.params["model"]
-    return 12 * m["n_layer"] * m["n_embd"] ** 2
+    return 12 * spec.model.n_layer * spec.model.n_embd**2
 
 
 def fit(
