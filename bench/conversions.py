@@ -12,6 +12,11 @@ wrote). A conversion site is a call written as `.to_dict()`, `from_dict(` (a cal
 validate path name outside its own definition; `Backend` and `SizeGrid` (not built by a
 validate run on the local pool) are left out. Prints the counts, and with --list every site
 and type.
+
+Each site is also classed: inside a serialization method (a function named `to_dict`,
+`from_dict`, `save`, `load` or nested in one: an object writing or reading its own JSON,
+the folder boundary itself) or a crossing (anywhere else: an object turned into a dict, or
+back, to pass it on). The crossings are what "dicts only at the folder boundary" removes.
 """
 
 from __future__ import annotations
@@ -68,15 +73,30 @@ def validate_path(src: Path) -> list[str]:
     return sorted(m for m in seen if not m.startswith(SKIP_ROOMS) and m != "scalelab")
 
 
+SERIALIZERS = {"to_dict", "from_dict", "save", "load"}
+
+
+def _serializing_lines(tree: ast.AST) -> set[int]:
+    """Lines inside a function named in `SERIALIZERS` (or nested in one)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in SERIALIZERS:
+            lines |= set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return lines
+
+
 def sites(src: Path, mods: list[str]) -> dict[str, list[str]]:
+    """Each pattern's sites as 'module:line', with ' (serializer)' inside a serializer."""
     known = modules(src)
     out: dict[str, list[str]] = {k: [] for k in PATTERNS}
     for m in mods:
-        lines = known[m].read_text(encoding="utf-8").splitlines()
-        for i, line in enumerate(lines, 1):
+        text = known[m].read_text(encoding="utf-8")
+        inside = _serializing_lines(ast.parse(text))
+        for i, line in enumerate(text.splitlines(), 1):
             code = line.split("#", 1)[0]
+            tag = " (serializer)" if i in inside else ""
             for key, pat in PATTERNS.items():
-                out[key] += [f"{m}:{i}"] * len(pat.findall(code))
+                out[key] += [f"{m}:{i}{tag}"] * len(pat.findall(code))
     return out
 
 
@@ -117,6 +137,10 @@ def main(argv: list[str]) -> int:
     total = sum(len(v) for v in found.values())
     parts = ", ".join(f"{len(v)} {k}" for k, v in found.items())
     print(f"validate path: {len(mods)} modules; {total} conversion sites ({parts})")
+    crossing = {k: [w for w in v if not w.endswith("(serializer)")] for k, v in found.items()}
+    n = sum(len(v) for v in crossing.values())
+    parts = ", ".join(f"{len(v)} {k}" for k, v in crossing.items())
+    print(f"  of which crossings (outside to_dict/from_dict/save/load): {n} ({parts})")
     print(f"config types: {len(types)} ({', '.join(types)})")
     if "--list" in argv:
         for key, where in found.items():
