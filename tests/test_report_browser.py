@@ -276,7 +276,7 @@ def validate_folder(root: Path) -> Path:
         ),
     )  # fmt: skip
     summary = run_pipeline(root / "validate", cfg, workers=1, quiet=True, say=lambda _: None)
-    return Path(summary["report_html"])
+    return Path(summary.report_html)
 
 
 def test_validate_report_opens_with_a_verdict_that_fits_the_page(tmp_path: Path) -> None:

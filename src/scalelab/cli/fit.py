@@ -199,18 +199,16 @@ def _regime_inputs(opts: dict[str, Any]) -> Any:
         return RegimeInputs(config=config, **given)
     if opts["group"] is not None:
         raise InputError("--store describes one corpus; with --group give --unigram-col")
-    from scalelab.text.floors import facts_store_theory, store_unigram_entropy
+    from scalelab.text.floors import facts_floor, store_unigram_entropy
 
     given["unigram_entropy"] = store_unigram_entropy(
         store, opts["context_len"], opts["test_tokens"]
     )
-    try:
-        theory = facts_store_theory(store)
-    except InputError:
+    floor, where, theory = facts_floor(store)
+    if theory is None:
         return RegimeInputs(config=config, **given)
     if given["floor"] is None:
-        given["floor"] = theory.irreducible_nats_per_token
-        given["floor_source"] = "exact floor of the facts generator per token of the store"
+        given["floor"], given["floor_source"] = floor, where
     return RegimeInputs(config=config, ideal_exponent=theory.effective_exponent, **given)
 
 

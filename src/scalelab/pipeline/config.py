@@ -28,7 +28,7 @@ from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.laws.regime import RegimeConfig
 from scalelab.probe.config import PRECISIONS
 from scalelab.sweeps.convergence import FACTOR, WIDTH_FACTOR
-from scalelab.sweeps.schedule import Schedule
+from scalelab.sweeps.schedule import EVAL_INTERVAL, Schedule
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,8 +37,9 @@ class TrainPart(Config):
     validation; the rest is the `tiny` preset's. `eval_interval` means what it means in
     `TrainConfig` (steps between validations and checkpoints); its default differs by command,
     each in one place: 100 for one `scalelab train` run (`TrainConfig`), 50 for `scalelab
-    sweep` (`sweeps.worker.EVAL_INTERVAL`), 25 here, where validate's small runs stop by a
-    patience counted in validations (docs/sweeps.md); the gpu preset sets 50 for its longer runs.
+    sweep` (`sweeps.schedule.EVAL_INTERVAL`), 25 here, where validate's small runs stop by a
+    patience counted in validations (docs/sweeps.md); the gpu preset takes the sweep's 50 for
+    its longer runs.
     tests/test_cli_defaults.py fails when one of these is written a second time."""
 
     block_size: int = 128  # the context length of every model, and of the probe of d
@@ -207,7 +208,10 @@ class PipelineConfig(Config):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
-        """The config saved by `to_dict` (nested)."""
+        """The config saved by `to_dict` (nested), or by a scalelab before the nesting
+        (flat, `FLAT_BEFORE`'s names)."""
+        if any(k in data for k in FLAT_BEFORE):
+            return cls.from_options(**{FLAT_BEFORE.get(k, k): v for k, v in data.items()})
         parts = {
             name: part.from_dict(data[name]) if isinstance(data[name], dict) else data[name]
             for name, part in PARTS.items()
@@ -264,6 +268,18 @@ def _flat() -> dict[str, tuple[str | None, str | None]]:
 
 
 FLAT = _flat()
+# The flat names of the options a config saved before the nesting (e.g.
+# docs/benchmarks/cpu-hour/summary.json) holds, where they differ from `FLAT`'s.
+FLAT_BEFORE = {
+    "context_len": "train_block_size",
+    "batch_size": "train_batch_size",
+    "lr": "train_lr",
+    "min_lr": "train_min_lr",
+    "eval_interval": "train_eval_interval",
+    "eval_batches": "train_eval_batches",
+    "test_tokens": "train_test_tokens",
+    "model_tokens": "model_sweep_tokens",
+}
 
 
 def _replaced(part: Config, name: str, changes: dict[str, Any]) -> Config:
@@ -369,7 +385,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "min_tokens": 10_000_000,
         "max_tokens": 100_000_000,
         "points": 4,
-        "train_eval_interval": 50,
+        "train_eval_interval": EVAL_INTERVAL,
         "train_test_tokens": 2_000_000,
         "schedule": SCHEDULE.replace(
             max_epochs=2.0, decay_epochs=2.0, min_steps=100, step_cap=20_000

@@ -39,6 +39,7 @@ from scalelab.pipeline.declaration import (
     read_declaration,
     references,
 )
+from scalelab.pipeline.results import Summary
 from scalelab.runs.sweep import WORKERS
 
 STATISTICS = "Cagnetta γ/(2β)"
@@ -77,7 +78,7 @@ def validated(e: Entry, refs: list[tuple[str, str]], run: bool, pool: dict, say:
     `run_pipeline` with the declared corpus and options, or with the folder's own config."""
     if (e.folder / SUMMARY).is_file():
         say(f"  {e.name}: reusing {e.folder / SUMMARY}")
-        return read_json(e.folder / SUMMARY)
+        return Summary.load(e.folder)
     if not run:
         raise InputError(
             f"{e.folder} has no {SUMMARY} and --no-run was given; drop --no-run to validate it"
@@ -158,7 +159,7 @@ def _estimate_source(label: str, folder: Path, cache: Path) -> dict[str, Any]:
     return row
 
 
-def _sources(e: Entry, summary: dict, refs: list[tuple[str, str]], cache: Path) -> list[dict]:
+def _sources(e: Entry, summary: Summary, refs: list[tuple[str, str]], cache: Path) -> list[dict]:
     """Every source row of the corpus, relabelled with the declared labels; the saved
     points of each (for the calibrated MLE) where the folder has them."""
     rename = {_validate_label(p): label for label, p in refs}
@@ -166,7 +167,7 @@ def _sources(e: Entry, summary: dict, refs: list[tuple[str, str]], cache: Path) 
     for f in sorted((e.folder / "d").glob("*/source.json")):
         folders[read_json(f)["label"]] = f.parent / "embeddings.safetensors"
     rows = []
-    for s in summary["sources"]:
+    for s in summary.sources:
         row = {**s, "label": rename.get(s["label"], s["label"])}
         row.setdefault("points", str(folders.get(s["label"], "")))
         rows.append(row)
@@ -217,14 +218,14 @@ def predictions(rows: list[dict], cache: Path, seed: int = 0) -> list[dict[str, 
     return out
 
 
-def _store(e: Entry, summary: dict) -> Path:
+def _store(e: Entry, summary: Summary) -> Path:
     from scalelab.pipeline.store import is_token_store
 
-    corpus = summary.get("config", {}).get("corpus", "")
+    corpus = summary.config.corpus
     return Path(corpus) if is_token_store(corpus) else e.folder / "data"
 
 
-def statistics(e: Entry, summary: dict, doc: dict, cache: Path, say: Callable) -> dict:
+def statistics(e: Entry, summary: Summary, doc: dict, cache: Path, say: Callable) -> dict:
     """The second theory's prediction for the corpus (cached); {"error": ...} when its
     statistics cannot be measured (the reason is reported, the corpus left unscored)."""
     path = cache / "statistics.json"
@@ -236,7 +237,7 @@ def statistics(e: Entry, summary: dict, doc: dict, cache: Path, say: Callable) -
     opts = dict(doc.get("statistics", {}))
     gamma_model = opts.pop("gamma_model", "own")
     if gamma_model == "own":
-        largest = max(summary["runs"], key=lambda r: r["train_tokens"])["run"]
+        largest = summary.largest_run["run"]
         model, weights = str(e.folder / "sweep" / "runs" / largest), None
     else:
         src = parse_source(gamma_model)
@@ -252,18 +253,17 @@ def statistics(e: Entry, summary: dict, doc: dict, cache: Path, say: Callable) -
     return result
 
 
-def second_theory(e: Entry, summary: dict, cache: Path, say: Callable) -> dict:
+def second_theory(e: Entry, summary: Summary, cache: Path, say: Callable) -> dict:
     """The second theory's prediction of the excess-loss exponent with the declared
     instruments (`probe.statistics.predict_from_counts`, cached): counted on the sweep's
     own train split, at the horizon of the sweep's largest budget."""
     path = cache / "second_theory.json"
     if path.is_file():
         return read_json(path)
-    from scalelab.pipeline.config import TrainPart
     from scalelab.probe.statistics import CountsConfig, predict_from_counts
 
-    budget = max(r["train_tokens"] for r in summary["runs"])
-    context = summary["config"].get("train", {}).get("block_size", TrainPart.block_size)
+    budget = summary.largest_run["train_tokens"]
+    context = summary.config.train.block_size
     try:
         result = predict_from_counts(_store(e, summary), budget, CountsConfig(context))
     except ScalelabError as err:
@@ -274,10 +274,10 @@ def second_theory(e: Entry, summary: dict, cache: Path, say: Callable) -> dict:
     return result
 
 
-def excess_observed(summary: dict) -> tuple[dict[str, Any] | None, str]:
+def excess_observed(summary: Summary) -> tuple[dict[str, Any] | None, str]:
     """The excess-loss exponent over the fit range, and why it is not scored ('' when it
     is): no regime analysis, or an excess fit whose E is not estimable."""
-    regime = summary["fits"]["data"].get("regime")
+    regime = summary.fits["data"].get("regime")
     excess = (regime or {}).get("excess")
     if excess is None:
         return None, "no excess-loss exponent (no fit range)"
@@ -286,7 +286,7 @@ def excess_observed(summary: dict) -> tuple[dict[str, Any] | None, str]:
     return excess, ""
 
 
-def excluded_because(summary: dict, *, excess: bool = False) -> str:
+def excluded_because(summary: Summary, *, excess: bool = False) -> str:
     """Why a validation's observed exponent is left out of every score ('' when it is not):
     an outcome other than POWER LAW over its fit range (CURVED or UNDECIDED, with the test's
     power), or a convergence check that flags it. `excess`: the outcome of the excess loss
@@ -295,8 +295,8 @@ def excluded_because(summary: dict, *, excess: bool = False) -> str:
     from scalelab.laws.observe import outcome_of, power_words
     from scalelab.laws.regime import POWER_LAW
 
-    regime = summary["fits"]["data"].get("regime")
-    check = (summary.get("convergence") or {}).get("data") or {}
+    regime = summary.fits["data"].get("regime")
+    check = summary.convergence.get("data") or {}
     why = []
     if regime is not None:
         own = excess and bool(outcome_of(regime, excess=True))
@@ -309,12 +309,12 @@ def excluded_because(summary: dict, *, excess: bool = False) -> str:
 
 
 def _rows(
-    e: Entry, summary: dict, preds: list[dict], stats: dict, second: dict
+    e: Entry, summary: Summary, preds: list[dict], stats: dict, second: dict
 ) -> list[dict[str, Any]]:
     # the plain slope over the fit range by rule; a folder from before the regime test has
     # only the fit over every size
-    fit = (summary["fits"]["data"].get("regime") or {}).get("plain")
-    fit = fit or summary["fits"]["data"]["power"]
+    fit = (summary.fits["data"].get("regime") or {}).get("plain")
+    fit = fit or summary.fits["data"]["power"]
     excluded = excluded_because(summary)
     plain = (fit["exponent"], *fit["exponent_ci95"])
     if "alpha_D" in stats:
