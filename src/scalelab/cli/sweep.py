@@ -26,8 +26,7 @@ from scalelab.errors import ConfigError
 from scalelab.lm.config import PRESETS, GPTConfig, TrainConfig, configs_for_preset
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
-from scalelab.sweeps.schedule import Schedule
-from scalelab.sweeps.worker import EVAL_INTERVAL
+from scalelab.sweeps.schedule import EVAL_INTERVAL, Schedule
 
 sweep_app = typer.Typer(
     help="Data-size and model-size sweeps (resumable; one `scalelab train` run folder each).",

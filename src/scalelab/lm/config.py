@@ -183,7 +183,7 @@ def configs_for_preset(
     vocab = TokenStore(Path(data_dir), "train").vocab_size
     given = {k: v for k, v in overrides.items() if v is not None}
     model_fields = {f.name for f in dataclasses.fields(GPTConfig)}
-    train_fields = set(TrainConfig().to_dict())
+    train_fields = {f.name for f in dataclasses.fields(TrainConfig)} | set(STOP_FIELDS)
     unknown = sorted(set(given) - model_fields - train_fields)
     if unknown:
         raise ConfigError(

@@ -35,6 +35,11 @@ from scalelab.lm.config import TrainConfig
 from scalelab.lm.stopping import NEVER, StopRule, flatten, nested
 
 POLICIES = ("converge", "epochs", "tokens")
+# Sweep runs validate every 50 steps, twice as often as a single run by default
+# (TrainConfig.eval_interval): a converge budget can be as small as Schedule.min_steps, and
+# patience counts validations. The sweep command's --eval-interval default, and the gpu
+# validate preset's (its runs are as long as a sweep's).
+EVAL_INTERVAL = 50
 #: The sweeps' stopping rule (lm/stopping.py): 4 validations without improvement, or a
 #: quarter of the validations so far when more (docs/sweeps.md, "How runs stop").
 CONVERGE = StopRule(patience=4, patience_fraction=0.25)

@@ -27,10 +27,6 @@ from scalelab.runs.outdir import LOCK
 from scalelab.runs.sweep import Backend, RunSpec, run_sweep, write_table
 
 LOG = "train.log"
-# Sweep runs validate every 50 steps, twice as often as a single run by default
-# (TrainConfig.eval_interval): a converge budget can be as small as Schedule.min_steps, and
-# patience counts validations. The sweep command's --eval-interval default.
-EVAL_INTERVAL = 50
 POLL_S = 2.0  # seconds between progress polls of the run folders
 
 
