@@ -50,7 +50,7 @@ from scalelab.text.synth import SynthConfig
 Source = Any  # a dataclass instance, a function (its keyword defaults) or a dict
 # Options that say where and how a command runs, not what it computes.
 CONTROLS = {"quiet", "json_out", "threads", "device", "backend", "ray_address", "references"}
-PRESET = {"context_len", "batch_size", "lr", "test_tokens", "dtype"}  # None: the preset's
+PRESET = {"block_size", "batch_size", "lr", "test_tokens", "dtype"}  # None: the preset's
 # The sweep's stopping rule first (`Schedule.stop`), then the rest of its configs.
 SWEEP = [Schedule().stop, Schedule(), SizeGrid(), {"eval_interval": EVAL_INTERVAL}, TrainConfig()]
 

@@ -85,7 +85,9 @@ EVAL_EVERY = typer.Option(EVAL_INTERVAL, "--eval-interval", help="Steps between 
 EVAL_BATCHES = typer.Option(
     _T.eval_batches, "--eval-batches", help="Validation batches per evaluation."
 )
-CONTEXT = typer.Option(None, "--context-len", help="Context length (default: the preset's).")
+CONTEXT = typer.Option(
+    None, "--block-size", "--context-len", help="Context length (default: the preset's)."
+)
 BATCH = typer.Option(None, "--batch-size", help="Windows per step (default: the preset's).")
 LR = typer.Option(None, "--lr", help="Peak learning rate (default: the preset's).")
 TEST_TOKENS = typer.Option(None, "--test-tokens", help="Score at most N test tokens (all).")
@@ -117,7 +119,7 @@ def _configs(ctx: typer.Context) -> tuple[GPTConfig, TrainConfig]:
     return configs_for_preset(
         o["preset"],
         o["data"],
-        block_size=o["context_len"],
+        block_size=o["block_size"],
         batch_size=o["batch_size"],
         lr=o["lr"],
         seed=o["seed"],
@@ -184,7 +186,7 @@ def data_command(
     cooldown_fraction: float | None = COOLDOWN,
     eval_interval: int = EVAL_EVERY,
     eval_batches: int = EVAL_BATCHES,
-    context_len: int | None = CONTEXT,
+    block_size: int | None = CONTEXT,
     batch_size: int | None = BATCH,
     lr: float | None = LR,
     test_tokens: int | None = TEST_TOKENS,
@@ -248,7 +250,7 @@ def model_command(
     cooldown_fraction: float | None = COOLDOWN,
     eval_interval: int = EVAL_EVERY,
     eval_batches: int = EVAL_BATCHES,
-    context_len: int | None = CONTEXT,
+    block_size: int | None = CONTEXT,
     batch_size: int | None = BATCH,
     lr: float | None = LR,
     test_tokens: int | None = TEST_TOKENS,

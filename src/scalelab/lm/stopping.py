@@ -18,8 +18,9 @@ One owner: `StopRule` holds the rule's parameters, their defaults and their rang
 `TrainConfig.stop` (one run) and `Schedule.stop` (every run of a sweep) each hold one, and
 both save it as the flat keys `patience`, `patience_fraction`, `min_delta_sd` of their JSON
 (`flatten`/`nested`), so run folders saved before the rule was an object still resume.
-A new parameter of the rule: a field (with its check) here and its use in `StopState.update`
-or `stricter`; the CLI flag in cli/sweep.py (docs/architecture.md).
+A new parameter of the rule: a field (with its check) here and its use in `StopState.stopped`
+or `stricter`; its `scalelab sweep` flag in cli/sweep.py; its old behaviour's value in
+`runs.outdir.ABSENT`, so run folders saved before it resume (docs/architecture.md).
 """
 
 from __future__ import annotations

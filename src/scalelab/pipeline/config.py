@@ -246,11 +246,11 @@ class PipelineConfig(Config):
 
     @classmethod
     def from_preset(cls, name: str, **options: Any) -> PipelineConfig:
-        """The preset `name` (PRESETS: flat options over the defaults above) with flat
+        """The preset `name` (VALIDATE_PRESETS: flat options over the defaults above) with flat
         `options` on top."""
-        if name not in PRESETS:
-            raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
-        return cls.from_options(cls.from_options(**PRESETS[name]), **options)
+        if name not in VALIDATE_PRESETS:
+            raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(VALIDATE_PRESETS)}")
+        return cls.from_options(cls.from_options(**VALIDATE_PRESETS[name]), **options)
 
 
 def _flat() -> dict[str, tuple[str | None, str | None]]:
@@ -315,7 +315,7 @@ def flat_defaults(cfg: PipelineConfig | None = None) -> dict[str, Any]:
 # Named presets (`scalelab validate --preset NAME`): flat options over the defaults above, one
 # place. How each was sized, and which corpora reach its sizes: docs/sweeps.md#presets. Neither
 # was tuned on an exponent.
-PRESETS: dict[str, dict[str, Any]] = {
+VALIDATE_PRESETS: dict[str, dict[str, Any]] = {
     # A first try of `validate` on 2 CPU cores (docs/sweeps.md#presets): the default model on
     # 5 sizes, 500 ... 5,000 tokens, BPE 512, no model sweep, the check of the largest run only;
     # 136 CPU-seconds on shakespeare. Too small for any regime: it shows the steps and the
