@@ -14,9 +14,10 @@ validate run on the local pool) are left out. Prints the counts, and with --list
 and type.
 
 Each site is also classed: inside a serialization method (a function named `to_dict`,
-`from_dict`, `save`, `load` or nested in one: an object writing or reading its own JSON,
-the folder boundary itself) or a crossing (anywhere else: an object turned into a dict, or
-back, to pass it on). The crossings are what "dicts only at the folder boundary" removes.
+`from_dict`, `save`, `load` or nested in one: an object writing or reading its own JSON),
+at a folder (in a function that writes or reads a file, or names a run by a hash: it calls
+one of `FOLDER_CALLS`), or a crossing (anywhere else: an object turned into a dict, or back,
+to pass it on). The crossings are what "dicts only at the folder boundary" removes.
 """
 
 from __future__ import annotations
@@ -74,27 +75,60 @@ def validate_path(src: Path) -> list[str]:
 
 
 SERIALIZERS = {"to_dict", "from_dict", "save", "load"}
+FOLDER_CALLS = {
+    "atomic_write_json",
+    "atomic_write",
+    "atomic_write_bytes",
+    "read_json",
+    "claim",
+    "claimed",
+    "check",
+    "same_config",
+    "open_sweep",
+    "opened_sweep",
+    "to_json",
+    "dumps",
+    "save",
+    "sha256",
+}
 
 
-def _serializing_lines(tree: ast.AST) -> set[int]:
-    """Lines inside a function named in `SERIALIZERS` (or nested in one)."""
-    lines: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name in SERIALIZERS:
-            lines |= set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-    return lines
+def _lines(node: ast.AST) -> set[int]:
+    return set(range(node.lineno, (node.end_lineno or node.lineno) + 1))  # type: ignore[attr-defined]
+
+
+def _classes(tree: ast.AST) -> dict[int, str]:
+    """Line -> 'serializer' or 'folder' for the lines of such functions (innermost wins)."""
+    out: dict[int, str] = {}
+    funcs = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    for node in sorted(funcs, key=lambda n: -len(_lines(n))):  # outer first, inner overrides
+        calls = {
+            getattr(c.func, "id", None) or getattr(c.func, "attr", None)
+            for c in ast.walk(node)
+            if isinstance(c, ast.Call)
+        }
+        kind = (
+            "serializer" if node.name in SERIALIZERS else ("folder" if calls & FOLDER_CALLS else "")
+        )
+        for i in _lines(node):
+            if kind or i not in out:
+                out[i] = kind if kind else out.get(i, "")
+    for node in funcs:  # a serializer's nested helpers stay serializers
+        if node.name in SERIALIZERS:
+            out.update(dict.fromkeys(_lines(node), "serializer"))
+    return out
 
 
 def sites(src: Path, mods: list[str]) -> dict[str, list[str]]:
-    """Each pattern's sites as 'module:line', with ' (serializer)' inside a serializer."""
+    """Each pattern's sites as 'module:line', tagged ' (serializer)' or ' (folder)'."""
     known = modules(src)
     out: dict[str, list[str]] = {k: [] for k in PATTERNS}
     for m in mods:
         text = known[m].read_text(encoding="utf-8")
-        inside = _serializing_lines(ast.parse(text))
+        kinds = _classes(ast.parse(text))
         for i, line in enumerate(text.splitlines(), 1):
             code = line.split("#", 1)[0]
-            tag = " (serializer)" if i in inside else ""
+            tag = f" ({kinds[i]})" if kinds.get(i) else ""
             for key, pat in PATTERNS.items():
                 out[key] += [f"{m}:{i}{tag}"] * len(pat.findall(code))
     return out
@@ -137,10 +171,13 @@ def main(argv: list[str]) -> int:
     total = sum(len(v) for v in found.values())
     parts = ", ".join(f"{len(v)} {k}" for k, v in found.items())
     print(f"validate path: {len(mods)} modules; {total} conversion sites ({parts})")
-    crossing = {k: [w for w in v if not w.endswith("(serializer)")] for k, v in found.items()}
+    for label, tag in (("in serializers", "(serializer)"), ("at a folder", "(folder)")):
+        n = sum(w.endswith(tag) for v in found.values() for w in v)
+        print(f"  {label}: {n}")
+    crossing = {k: [w for w in v if not w.endswith(")")] for k, v in found.items()}
     n = sum(len(v) for v in crossing.values())
     parts = ", ".join(f"{len(v)} {k}" for k, v in crossing.items())
-    print(f"  of which crossings (outside to_dict/from_dict/save/load): {n} ({parts})")
+    print(f"  crossings (the rest): {n} ({parts})")
     print(f"config types: {len(types)} ({', '.join(types)})")
     if "--list" in argv:
         for key, where in found.items():
