@@ -89,6 +89,8 @@ FOLDER_CALLS = {
     "to_json",
     "dumps",
     "save",
+    "save_state",
+    "load_state",
     "sha256",
 }
 

@@ -137,12 +137,12 @@ def _summary(
 ) -> Summary:
     cols = ["run", "train_tokens", "steps", "max_steps", "stop_reason", "test_loss_nats"]
     model_cols = ["run", "label", "params_non_embedding", *cols[2:], "passes_at_best"]
-    wall_s, cpu_s = round(time.perf_counter() - clock.t0, 2), round(_cpu_s() - clock.c0, 2)
+    times = {"stage_wall_s": clock.wall, "stage_cpu_s": clock.cpu}
+    times["wall_s"] = round(time.perf_counter() - clock.t0, 2)
+    times["cpu_s"] = round(_cpu_s() - clock.c0, 2)
     prov = provenance()
     path = prep.out / SUMMARY
     earlier = read_json(path).get("invocations", []) if path.exists() else []
-    this = {"stage_wall_s": clock.wall, "stage_cpu_s": clock.cpu, "wall_s": wall_s}
-    this.update(cpu_s=cpu_s, time_utc=prov["time_utc"])
     summary = Summary(
         report_html=str(html),
         report_md=str(md),
@@ -154,13 +154,10 @@ def _summary(
         model_runs=models.table[model_cols].to_dict("records") if models else [],
         along=along.rows,
         along_trend=along.trend,
-        stage_wall_s=clock.wall,
-        stage_cpu_s=clock.cpu,
-        wall_s=wall_s,
-        cpu_s=cpu_s,
+        **times,
         config=prep.cfg,
         provenance=prov,
-        invocations=[*earlier, this],
+        invocations=[*earlier, {**times, "time_utc": prov["time_utc"]}],
     )
     atomic_write_json(path, summary.to_dict())
     return summary
