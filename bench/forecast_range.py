@@ -25,11 +25,11 @@ from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.steps import CONFIG, base_configs
 from scalelab.runs import outdir
-from scalelab.runs.sweep import open_sweep, reuse_runs
+from scalelab.runs.sweep import open_sweep
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps.convergence import check_sweep
 from scalelab.sweeps.result import SweepResult
-from scalelab.sweeps.worker import run_specs
+from scalelab.sweeps.worker import reuse_runs, run_specs
 
 
 def _config(folder: Path) -> PipelineConfig:

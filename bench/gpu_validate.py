@@ -38,7 +38,7 @@ import torch
 
 from scalelab.errors import ScalelabError
 from scalelab.io import atomic_write_json, provenance
-from scalelab.lm.config import GPTConfig
+from scalelab.lm.stopping import StopRule
 from scalelab.pipeline import steps
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.runs.sweep import Pool
@@ -60,7 +60,9 @@ TOY = {
     "train_eval_interval": 20,
     "train_eval_batches": 2,
     "train_test_tokens": 4_000,
-    "schedule": Schedule(patience=2, max_epochs=2.0, decay_epochs=2.0, min_steps=20, step_cap=40),
+    "schedule": Schedule(
+        stop=StopRule(2, 0.25), max_epochs=2.0, decay_epochs=2.0, min_steps=20, step_cap=40
+    ),
     "model_sweep": (),
     "id_per_doc": 64,
     "id_max_documents": 100,
@@ -120,15 +122,14 @@ def matmul_flops(device: str, dtype: torch.dtype, n: int, seconds: float) -> flo
 def plan_rows(specs: list) -> list[dict]:
     rows = []
     for s in specs:
-        m, t = s.params["model"], s.params["train"]
-        tokens = s.params["max_steps"] * t["batch_size"] * t["grad_accum"] * m["block_size"]
+        tokens = s.params["max_steps"] * s.tokens_per_step
         rows.append(
             {
                 "run": s.name,
                 "train_tokens": s.params["train_tokens"],
                 "max_steps": s.params["max_steps"],
                 "budget_tokens": tokens,
-                "budget_flops": tokens * GPTConfig.from_dict(m).train_flops_per_token,
+                "budget_flops": tokens * s.model.train_flops_per_token,
             }
         )
     return rows
@@ -194,7 +195,7 @@ def run(opts: argparse.Namespace, say=print) -> dict:
     peak = matmul_flops(device, dtype, 256 if opts.toy else 8192, 0.2 if opts.toy else 3.0)
     say(f"reference: {str(dtype)[6:]} matmul on {device}: {peak / 1e12:.3f} TFLOP/s (this run)")
     runs, d_doc, sweep_s = train_and_measure(prep, device, say)
-    per_token = GPTConfig.from_dict(specs[0].params["model"]).train_flops_per_token
+    per_token = specs[0].model.train_flops_per_token
     for r in runs:
         achieved = r["tokens_per_s"] * per_token
         r.update(achieved_tflops=achieved / 1e12, ratio_to_matmul=achieved / peak)

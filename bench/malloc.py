@@ -24,6 +24,7 @@ import json, resource, sys
 from pathlib import Path
 import torch
 import scalelab.lm.train as lm_train
+from scalelab.lm.stopping import StopRule
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.steps import base_configs
 mode, data, out, steps = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
@@ -31,7 +32,7 @@ if mode == "plain":
     lm_train.keep_freed_memory = lambda: False
 torch.set_num_threads(1)
 model, train = base_configs(PipelineConfig(), data)
-train = train.replace(max_steps=steps, patience=None, warmup_steps=10, train_tokens=250_000)
+train = train.replace(max_steps=steps, stop=StopRule(), warmup_steps=10, train_tokens=250_000)
 r0 = resource.getrusage(resource.RUSAGE_SELF)
 result = lm_train.train(model, train, data, out, quiet=True)
 r1 = resource.getrusage(resource.RUSAGE_SELF)

@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 
 from scalelab.lm.model import GPT, GPTConfig
+from scalelab.lm.stopping import StopRule
 from scalelab.lm.train import train
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.steps import base_configs
@@ -88,7 +89,7 @@ def main() -> None:
         data = store(args.cache, cfg.vocab_size)
         model_cfg, train_cfg = base_configs(cfg, data)
         tcfg = train_cfg.replace(
-            max_steps=args.steps, eval_interval=args.steps, patience=None, test_tokens=1024
+            max_steps=args.steps, eval_interval=args.steps, stop=StopRule(), test_tokens=1024
         )
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stderr(io.StringIO()):
             r = train(model_cfg, tcfg, data, Path(tmp) / "run", quiet=True)

@@ -54,9 +54,7 @@ def _configs(cfg: PipelineConfig, data: Path, model: str, size: int):
     schedule = cfg.schedule
     train_cfg = schedule.train_config(base, size, model_cfg.block_size)
     cap = schedule.step_cap
-    return model_cfg, train_cfg.replace(
-        max_steps=cap, patience=None, patience_fraction=0.0, min_delta_sd=0.0, decay_steps=None
-    )
+    return model_cfg, train_cfg.replace(max_steps=cap, stop=StopRule(), decay_steps=None)
 
 
 def _sampling_se(run: Path, data: Path, train_cfg) -> float:

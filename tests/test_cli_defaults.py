@@ -42,8 +42,7 @@ from scalelab.probe.dimension import dimension_and_exponents
 from scalelab.probe.heads import HeadScoreConfig
 from scalelab.sweeps.data import SizeGrid, data_sweep
 from scalelab.sweeps.model import model_sweep
-from scalelab.sweeps.schedule import Schedule
-from scalelab.sweeps.worker import EVAL_INTERVAL
+from scalelab.sweeps.schedule import EVAL_INTERVAL, Schedule
 from scalelab.text.corpora import load_corpus
 from scalelab.text.store import prepare_corpus
 from scalelab.text.synth import SynthConfig
@@ -51,8 +50,9 @@ from scalelab.text.synth import SynthConfig
 Source = Any  # a dataclass instance, a function (its keyword defaults) or a dict
 # Options that say where and how a command runs, not what it computes.
 CONTROLS = {"quiet", "json_out", "threads", "device", "backend", "ray_address", "references"}
-PRESET = {"context_len", "batch_size", "lr", "test_tokens", "dtype"}  # None: the preset's
-SWEEP = [Schedule(), SizeGrid(), {"eval_interval": EVAL_INTERVAL}, TrainConfig()]
+PRESET = {"block_size", "batch_size", "lr", "test_tokens", "dtype"}  # None: the preset's
+# The sweep's stopping rule first (`Schedule.stop`), then the rest of its configs.
+SWEEP = [Schedule().stop, Schedule(), SizeGrid(), {"eval_interval": EVAL_INTERVAL}, TrainConfig()]
 
 # command -> (where its defaults live, first match wins; option -> field where the names
 # differ, None for an option that is not the field of the same name; options whose None
@@ -209,14 +209,14 @@ def test_cli_defaults_equal_the_config_defaults(name: str) -> None:
 # One definition per default (docs/sweeps.md): these values may be written as literals only at
 # their one place; everywhere else reads the constant or the field. (name, value) -> the files
 # allowed to hold it. A second literal (a new `workers=2`, `k=20`, `batch_size=4096`, ...) fails.
-ONE_PLACE: dict[tuple[str, int], set[str]] = {
+ONE_PLACE: dict[tuple[str, float], set[str]] = {
     ("workers", 2): {"runs/sweep.py"},  # WORKERS: validate's, the demo's, validate-many's
     ("eval_interval", 100): {
         "lm/config.py",  # TrainConfig: one `scalelab train` run
         "probe/depth.py",  # induction compare-depth's own runs (a command of its own)
     },
     ("eval_interval", 50): {
-        "sweeps/worker.py",  # EVAL_INTERVAL: `scalelab sweep`
+        "sweeps/schedule.py",  # EVAL_INTERVAL: `scalelab sweep`, the gpu validate preset
         "induction/train.py",  # the induction task's own trainer (a command of its own)
     },
     ("eval_interval", 25): {"pipeline/config.py"},  # TrainPart: validate's runs
@@ -224,6 +224,9 @@ ONE_PLACE: dict[tuple[str, int], set[str]] = {
     ("width_factor", 2): {"sweeps/convergence.py"},  # WIDTH_FACTOR: the check's wider model
     ("k", 20): {"intrinsic/__init__.py"},  # PAPER_K
     ("batch_size", 4096): {"intrinsic/__init__.py"},  # PAPER_BATCH_SIZE
+    # the sweeps' stopping rule (sweeps.schedule.CONVERGE; lm/stopping.py owns its fields)
+    ("patience", 4): {"sweeps/schedule.py"},
+    ("patience_fraction", 0.25): {"sweeps/schedule.py"},
 }
 ALIASES = {
     "WORKERS": "workers",
@@ -232,19 +235,25 @@ ALIASES = {
     "WIDTH_FACTOR": "width_factor",
     "PAPER_K": "k",
     "PAPER_BATCH_SIZE": "batch_size",
+    # a validate preset's flat option names (pipeline.config.FLAT) for the same fields
+    "train_eval_interval": "eval_interval",
+    "check_factor": "factor",
+    "check_width_factor": "width_factor",
+    "id_k": "k",
+    "id_batch_size": "batch_size",
 }
 SRC = Path(__file__).resolve().parents[1] / "src" / "scalelab"
 
 
-def named_int_literals(tree: ast.AST) -> Iterator[tuple[str, int, int]]:
-    """(name, value, line) of every integer literal bound to a name: a parameter default
+def named_int_literals(tree: ast.AST) -> Iterator[tuple[str, float, int]]:
+    """(name, value, line) of every number literal bound to a name: a parameter default
     (also inside typer.Option(...)), an assignment, a keyword argument, `d.get("name", v)`,
-    `d.get("name") or v`, and `typer.Option(v, "--name")`."""
+    `d.get("name") or v`, `typer.Option(v, "--name")` and a dict entry `{"name": v}`."""
 
-    def lit(node: ast.AST | None) -> int | None:
+    def lit(node: ast.AST | None) -> float | None:
         if isinstance(node, ast.Call) and node.args:  # typer.Option(2, ...)
             node = node.args[0]
-        ok = isinstance(node, ast.Constant) and type(node.value) is int
+        ok = isinstance(node, ast.Constant) and type(node.value) in (int, float)
         return node.value if ok else None  # type: ignore[union-attr]
 
     def get_key(node: ast.AST) -> str | None:
@@ -275,6 +284,9 @@ def named_int_literals(tree: ast.AST) -> Iterator[tuple[str, int, int]]:
                 pairs.append((flag.value[2:].replace("-", "_"), node.args[0]))
         elif isinstance(node, ast.BoolOp) and get_key(node.values[0]):
             pairs.append((get_key(node.values[0]), node.values[-1]))  # type: ignore[arg-type]
+        elif isinstance(node, ast.Dict):
+            keys = [k.value if isinstance(k, ast.Constant) else None for k in node.keys]
+            pairs += [(k, v) for k, v in zip(keys, node.values, strict=True) if isinstance(k, str)]
         for name, value in pairs:
             if lit(value) is not None:
                 yield ALIASES.get(name, name), lit(value), value.lineno  # type: ignore[misc]
@@ -285,7 +297,7 @@ def second_definitions(src: Path) -> list[str]:
     found = []
     for path in sorted(src.rglob("*.py")):
         where = path.relative_to(src).as_posix()
-        seen: set[tuple[str, int]] = set()
+        seen: set[tuple[str, float]] = set()
         for name, value, line in sorted(
             named_int_literals(ast.parse(path.read_text())), key=lambda t: t[2]
         ):
@@ -312,9 +324,12 @@ def test_a_second_definition_is_found(tmp_path: Path) -> None:
         "r.get('batch_size') or 4096\n"
         "FACTOR = 3\n"
         "eval_interval: int = 25\n"
+        "P = {'train_eval_interval': 50, 'patience_fraction': 0.25}\n"
+        "Schedule(stop=StopRule(patience=4))\n"
     )
     found = second_definitions(tmp_path)
-    assert [f.split(":")[1] for f in found] == ["2", "2", "3", "4", "5", "6", "7", "8"]
+    lines = [f.split(":")[1] for f in found]
+    assert lines == ["2", "2", "3", "4", "5", "6", "7", "8", "9", "9", "10"]
     (tmp_path / "runs").mkdir()  # the allowed file, holding the value twice
     (tmp_path / "runs" / "sweep.py").write_text("WORKERS = 2\nclass Pool:\n    workers: int = 2\n")
     assert second_definitions(tmp_path)[-1] == "runs/sweep.py:3: workers = 2"

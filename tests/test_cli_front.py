@@ -12,7 +12,7 @@ import numpy as np
 
 import scalelab
 from scalelab.cli import load_command
-from scalelab.pipeline.config import PRESETS, PipelineConfig
+from scalelab.pipeline.config import VALIDATE_PRESETS, PipelineConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,7 +26,7 @@ def test_version_is_the_package_version(run_cli: Callable) -> None:
 
 def test_validate_help_lists_every_preset_with_its_time() -> None:
     (preset,) = [p for p in load_command("validate").params if p.name == "preset"]
-    for name in PRESETS:
+    for name in VALIDATE_PRESETS:
         start = preset.help.index(f"{name} (")
         part = preset.help[start : preset.help.index(")", start)]
         assert "minutes" in part or "not yet run" in part, part

@@ -18,7 +18,7 @@ import scalelab.pipeline.run as pipeline_run
 from scalelab.errors import ConfigError, InputError
 from scalelab.lm.model import GPT, GPTConfig
 from scalelab.pipeline import PipelineConfig
-from scalelab.pipeline.config import PRESETS, flat_defaults
+from scalelab.pipeline.config import VALIDATE_PRESETS, flat_defaults
 from scalelab.sweeps.model import parse_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +86,7 @@ def test_model_side_preset_is_dominated_by_non_embedding_and_never_data_limited(
 def test_from_preset_overrides_and_refuses_unknown_names() -> None:
     cfg = PipelineConfig.from_preset("gpu", max_tokens=50_000_000, points=5)
     assert (cfg.max_tokens, cfg.points, cfg.train.block_size) == (50_000_000, 5, 512)
-    assert PRESETS["gpu"]["max_tokens"] == 100_000_000  # the preset itself is unchanged
+    assert VALIDATE_PRESETS["gpu"]["max_tokens"] == 100_000_000  # the preset itself is unchanged
     with pytest.raises(ConfigError, match=r"unknown preset 'huge'.*cpu-hour"):
         PipelineConfig.from_preset("huge")
     with pytest.raises(ConfigError, match="min_tokens < max_tokens"):

@@ -28,6 +28,7 @@ from scalelab.lm.data import WindowSampler, tiling_starts, unigram_loss
 from scalelab.lm.distributed import DistContext
 from scalelab.lm.evaluate import evaluate
 from scalelab.lm.model import GPT
+from scalelab.lm.stopping import StopRule
 from scalelab.lm.train import train
 from scalelab.text.corpora import Corpus, Document
 from scalelab.text.store import TokenStore, prepare_corpus
@@ -149,7 +150,7 @@ def test_patience_keeps_and_tests_the_best_weights(
     model_cfg = GPTConfig(vocab_size=384, block_size=32, n_layer=2, n_head=2, n_embd=64)
     cfg = TrainConfig(
         batch_size=8, lr=1e-2, min_lr=1e-2, warmup_steps=0, max_steps=400, eval_interval=10,
-        eval_batches=2, train_tokens=300, patience=2, test_tokens=2048,
+        eval_batches=2, train_tokens=300, stop=StopRule(2), test_tokens=2048,
     )  # fmt: skip
     result = train(model_cfg, cfg, store, tmp_path / "run", quiet=True)
     assert "step 10/" not in capfd.readouterr().err

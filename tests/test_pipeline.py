@@ -18,6 +18,7 @@ from scalelab.io import atomic_write_json
 from scalelab.lm.checkpoint import save_weights
 from scalelab.lm.hf import export_gpt_to_hf
 from scalelab.lm.model import GPT, GPTConfig
+from scalelab.lm.stopping import StopRule
 from scalelab.pipeline import PipelineConfig, run_pipeline
 from scalelab.probe.estimate import EstimateConfig, estimate
 from scalelab.probe.sources import parse_source
@@ -26,7 +27,9 @@ from scalelab.text.store import TokenStore
 
 
 def toy_config(corpus: Path, **changes: object) -> PipelineConfig:
-    schedule = Schedule(max_epochs=3.0, decay_epochs=1.0, min_steps=10, step_cap=30, patience=2)
+    schedule = Schedule(
+        max_epochs=3.0, decay_epochs=1.0, min_steps=10, step_cap=30, stop=StopRule(2, 0.25)
+    )
     base = dict(
         corpus=str(corpus),
         vocab_size=384,
@@ -74,7 +77,7 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
     summary = run_pipeline(
         out, cfg, references=[str(world["hf"])], workers=1, quiet=True, say=lines.append
     )
-    own, hf = summary["sources"]
+    own, hf = summary.sources
     # The HF source measured d on the pipeline's test split through the HF model: the same
     # weights read as a scalelab run on the same store give the same d.
     direct = estimate(world["run"], out / "data", _est(cfg), world["root"] / "direct", quiet=True)
@@ -91,18 +94,18 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
     assert along["rows"][-1]["dimension"] == pytest.approx(own["dimension"], rel=1e-12)
     assert along["trend"]["used_for_prediction"] is False
     # Observed exponent = log-log OLS of the runs; implied d in the report.
-    x = np.array([r["train_tokens"] for r in summary["runs"]], float)
-    y = np.array([r["test_loss_nats"] for r in summary["runs"]], float)
+    x = np.array([r["train_tokens"] for r in summary.runs], float)
+    y = np.array([r["test_loss_nats"] for r in summary.runs], float)
     ols = -np.polyfit(np.log(x), np.log(y), 1)[0]
-    assert summary["fits"]["data"]["power"]["exponent"] == pytest.approx(ols, rel=1e-9)
+    assert summary.fits["data"]["power"]["exponent"] == pytest.approx(ols, rel=1e-9)
     # Convergence checks: three perturbations of the largest run, two of the smallest (both
     # ends), and a wider model at the largest size; the refitted exponents are those of the
     # runs with the perturbed losses put in, the shifts span the systematic interval around
     # the observed exponent.
     from scalelab.laws.fit import fit_power_law
 
-    for side, size, rows in (("data", "train_tokens", summary["runs"]),):
-        check = summary["convergence"][side]
+    for side, size, rows in (("data", "train_tokens", summary.runs),):
+        check = summary.convergence[side]
         done = [(r["run"], r["perturbation"]) for r in check["runs"]]
         largest, smallest = rows[-1]["run"], rows[0]["run"]
         assert done == [
@@ -140,23 +143,21 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
         assert lo == pytest.approx(min(check["exponent"], *check["perturbed"].values()))
     # The regime: every toy run ended at its budget, so the fit range is empty and the
     # verdict says UNDECIDED (no fit range), in words, in the summary and the report.
-    regime = summary["fits"]["data"]["regime"]
+    regime = summary.fits["data"]["regime"]
     assert not regime["power_law"] and regime["outcome"] == "UNDECIDED"
     assert regime["verdict"].startswith("UNDECIDED: no fit range")
     assert set(regime["limited_runs"]) == {r["run"] for r in rows}
     assert regime["unigram_entropy_nats"] > 0
     # The shared shape (the data sweep's largest run is one of the model sweep's) is checked
     # once: both sides name the same check runs for its perturbations.
-    data_runs = {r["check_run"] for r in summary["convergence"]["data"]["runs"]}
-    model_runs = {r["check_run"] for r in summary["convergence"]["model"]["runs"]}
-    shared = {
-        r["check_run"] for r in summary["convergence"]["model"]["runs"] if r["end"] == "largest"
-    }
+    data_runs = {r["check_run"] for r in summary.convergence["data"]["runs"]}
+    model_runs = {r["check_run"] for r in summary.convergence["model"]["runs"]}
+    shared = {r["check_run"] for r in summary.convergence["model"]["runs"] if r["end"] == "largest"}
     assert len(shared) == 3 and shared <= data_runs and shared <= model_runs
     # The model sweep reused the data sweep's largest run (same shape and data).
-    labels = [r["label"] for r in summary["model_runs"]]
+    labels = [r["label"] for r in summary.model_runs]
     assert sorted(labels) == ["L1-W16-H1", "L1-W32-H1", "L1-W8-H1"]
-    html = Path(summary["report_html"]).read_text(encoding="utf-8")
+    html = Path(summary.report_html).read_text(encoding="utf-8")
     for words in (
         "Verdict",
         "d along the data sweep",
@@ -173,7 +174,7 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
     again = run_pipeline(
         out, cfg, references=[str(world["hf"])], workers=1, quiet=True, say=lambda _: None
     )
-    assert again["runs"] == summary["runs"] and again["sources"] == summary["sources"]
+    assert again.runs == summary.runs and again.sources == summary.sources
     assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())  # nothing retrained
     with pytest.raises(ConfigError, match="different config"):
         run_pipeline(out, toy_config(world["text"], seed=1), workers=1, quiet=True, say=print)
@@ -260,7 +261,7 @@ def test_forecast_range_extends_a_validation_reusing_its_runs(world: dict[str, P
     )
     rows, check = bench.extend(out, [12_000], world["root"] / "extended", workers=1)
     assert rows["train_tokens"].tolist() == [1000, 3000, 9000, 12_000]
-    before = [r["test_loss_nats"] for r in summary["runs"]]
+    before = [r["test_loss_nats"] for r in summary.runs]
     assert rows["test_loss_nats"].tolist()[:3] == before  # copied, bit for bit
     trained = world["root"] / "extended" / "sweep" / "runs"
     assert (trained / "n0000012000" / "result.json").exists()
@@ -271,7 +272,7 @@ def test_forecast_range_extends_a_validation_reusing_its_runs(world: dict[str, P
     labels = {s.label for s in runs.sources}
     assert "own" in labels and len(labels) == 2
     own = next(s for s in runs.sources if s.label == "own")
-    assert own.d == pytest.approx(summary["sources"][0]["dimension"])
+    assert own.d == pytest.approx(summary.sources[0]["dimension"])
 
 
 def test_limited_runs_name_budget_ended_and_model_limited_runs() -> None:
@@ -290,6 +291,6 @@ def test_limited_runs_name_budget_ended_and_model_limited_runs() -> None:
     sweep = SweepResult(Path("s"), tuple(RunSpec(n) for n in "abc"), table, "train_tokens")
     assert list(limited_runs(sweep, None)) == ["b"]
     width = {"run": "c", "gain_nats": 0.2, "noise_nats": 0.01, "limited": True}
-    assert list(limited_runs(sweep, {"width_check": width})) == ["b", "c"]
+    assert list(limited_runs(sweep, width)) == ["b", "c"]
     quiet = {**width, "gain_nats": 0.001, "limited": False}
-    assert list(limited_runs(sweep, {"width_check": quiet})) == ["b"]
+    assert list(limited_runs(sweep, quiet)) == ["b"]

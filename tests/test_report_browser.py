@@ -21,6 +21,7 @@ from test_report_lm import make_sweep
 
 from scalelab.io import atomic_write_json
 from scalelab.laws.score import score_by_kind, verdict
+from scalelab.lm.stopping import StopRule
 from scalelab.manifold.sweep import PRESETS
 from scalelab.report.build import build_report
 from scalelab.report.many import build_many_report
@@ -270,10 +271,12 @@ def validate_folder(root: Path) -> Path:
         train_batch_size=4, min_tokens=1000, max_tokens=9000, points=3, train_eval_interval=10,
         train_eval_batches=2, train_test_tokens=1024, model_sweep=(), id_per_doc=32,
         id_batch_size=256, n_boot=20,
-        schedule=Schedule(max_epochs=2.0, decay_epochs=1.0, min_steps=10, step_cap=20, patience=2),
+        schedule=Schedule(
+            max_epochs=2.0, decay_epochs=1.0, min_steps=10, step_cap=20, stop=StopRule(2, 0.25)
+        ),
     )  # fmt: skip
     summary = run_pipeline(root / "validate", cfg, workers=1, quiet=True, say=lambda _: None)
-    return Path(summary["report_html"])
+    return Path(summary.report_html)
 
 
 def test_validate_report_opens_with_a_verdict_that_fits_the_page(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import pytest
 
 from scalelab.errors import ConfigError
 from scalelab.lm.config import TrainConfig
+from scalelab.lm.stopping import StopRule
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.probe.config import EstimateConfig
 from scalelab.runs.outdir import ABSENT, same_config
@@ -19,7 +20,7 @@ def _older(config: dict, *names: str) -> dict:
 
 def test_missing_fields_read_as_their_absent_value() -> None:
     wanted = {
-        "train": TrainConfig(patience=4).to_dict(),
+        "train": TrainConfig(stop=StopRule(4)).to_dict(),
         "estimate": EstimateConfig(precision="auto").to_dict(),
     }
     saved = {

@@ -4,6 +4,7 @@ stopped too early, and the verdict."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -16,11 +17,12 @@ from scalelab.io import read_json
 from scalelab.laws.fit import fit_power_law
 from scalelab.lm.config import lr_at
 from scalelab.lm.model import GPTConfig
+from scalelab.lm.stopping import StopRule
 from scalelab.lm.train import TrainConfig, train
 from scalelab.runs.sweep import RunSpec
 from scalelab.sweeps import convergence
 from scalelab.sweeps.schedule import Schedule
-from scalelab.sweeps.worker import run_params
+from scalelab.sweeps.worker import LMRun, lm_run
 
 MODEL = GPTConfig(block_size=32, n_layer=1, n_head=1, n_embd=32, vocab_size=384)
 
@@ -33,7 +35,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _cfg(**kw: object) -> TrainConfig:
     base = dict(batch_size=4, lr=3e-3, min_lr=3e-4, warmup_steps=4, decay_steps=40)
     base.update(eval_interval=10, eval_batches=2, test_tokens=512, seed=1)
-    return TrainConfig(**{**base, **kw})
+    rule = {k: kw.pop(k) for k in ("patience", "min_delta_sd") if k in kw}
+    return TrainConfig(**{**base, **kw}, stop=StopRule(**rule))
 
 
 def test_fixed_decay_schedule_ignores_the_budget() -> None:
@@ -56,12 +59,12 @@ def test_schedule_sets_a_budget_independent_decay() -> None:
         Schedule(decay_epochs=0)
 
 
-def _spec(name: str, cfg: TrainConfig, store: Path) -> RunSpec:
-    return RunSpec(name, run_params(MODEL, cfg, store, train_tokens=cfg.train_tokens))
+def _spec(name: str, cfg: TrainConfig, store: Path) -> LMRun:
+    return lm_run(name, MODEL, cfg, store, train_tokens=cfg.train_tokens)
 
 
-def _train(spec: RunSpec, store: Path, where: Path) -> dict:
-    cfg = TrainConfig.from_dict(spec.params["train"])
+def _train(spec: LMRun, store: Path, where: Path) -> dict:
+    cfg = spec.train
     return train(MODEL, cfg, store, where / "runs" / spec.name, quiet=True)
 
 
@@ -90,7 +93,7 @@ def test_stricter_continuation_equals_a_fresh_stricter_run(store: Path, tmp_path
     for spec, row in zip(specs, stricter, strict=True):
         fresh_spec = convergence.stricter(spec)
         fresh = _train(fresh_spec, store, tmp_path / "fresh")
-        assert TrainConfig.from_dict(fresh_spec.params["train"]).patience in (6, None)
+        assert fresh_spec.train.stop.patience in (6, None)
         assert row["test_loss_nats_perturbed"] == fresh["test_loss_nats"]
         assert row["steps_perturbed"] == fresh["steps"]
     assert stricter[1]["steps_perturbed"] == 90  # the capped run: 3x its budget
@@ -104,7 +107,7 @@ def test_cooldown_starts_from_the_tested_weights_and_ends_at_zero(
     spec = _spec("r", _cfg(max_steps=60, train_tokens=20_000), store)
     base = _train(spec, store, sweep)
     cool = convergence.cooldown(spec, sweep / "runs" / "r", fraction=0.2)
-    t = TrainConfig.from_dict(cool.params["train"])
+    t = cool.train
     best = base["best_step"]
     assert t.max_steps == max(2, -(-best // 5 // 10)) * 10 and t.warmup_steps == 0
     got = _train(cool, store, tmp_path / "cool")
@@ -113,8 +116,11 @@ def test_cooldown_starts_from_the_tested_weights_and_ends_at_zero(
     ]
     assert rows[-1]["lr"] < 0.05 * base["train"]["lr"]  # decayed towards zero
     # it starts where the run's tested weights are, far below a fresh model's loss
-    fresh = _train(RunSpec("f", {**cool.params, "train": t.replace(init_from=None).to_dict()}),
-                   store, tmp_path / "fresh")  # fmt: skip
+    fresh = _train(
+        dataclasses.replace(cool.with_train(t.replace(init_from=None)), name="f"),
+        store,
+        tmp_path / "fresh",
+    )
     assert rows[0]["val_loss_nats"] < base["best_val_loss_nats"] + 0.3
     assert got["test_loss_nats"] < fresh["test_loss_nats"] - 0.3
 
@@ -169,12 +175,12 @@ def test_verdict_by_hand() -> None:
 def test_stricter_rule_waits_three_times_longer_after_the_best() -> None:
     """The stricter rule's patience fraction makes the wait after the best validation 3x
     longer (not the fraction 3x larger, which would wait forever from f = 1/3 on)."""
-    from scalelab.lm.stopping import StopRule, replay
+    from scalelab.lm.stopping import replay
 
     val = [10.0 - 0.01 * i for i in range(60)] + [9.5] * 400  # best at validation 59
     rule = StopRule(patience=4, patience_fraction=0.25)
-    spec = RunSpec("r", {"train": TrainConfig(patience=4, patience_fraction=0.25).to_dict()})
-    strict = TrainConfig.from_dict(convergence.stricter(spec).params["train"])
+    spec = lm_run("r", MODEL, TrainConfig(stop=rule), Path("."))
+    strict = convergence.stricter(spec).train.stop
     assert strict.patience == 12 and strict.patience_fraction == pytest.approx(0.5)
     stop, best = replay(val, rule)
     stop_strict, best_strict = replay(val, StopRule(12, strict.patience_fraction))
@@ -183,11 +189,11 @@ def test_stricter_rule_waits_three_times_longer_after_the_best() -> None:
     assert (wait, wait_strict) == (20, 60)  # stops at validations 79 and 119
 
 
-def _lone_run(store: Path, where: Path, width: int, tokens: int) -> list[RunSpec]:
+def _lone_run(store: Path, where: Path, width: int, tokens: int) -> list[LMRun]:
     """One trained run of a width-`width` model on `tokens` tokens (stopped by patience)."""
     model = GPTConfig(block_size=32, n_layer=1, n_head=1, n_embd=width, vocab_size=384)
     cfg = _cfg(train_tokens=tokens, max_steps=400, patience=3, min_lr=3e-3, decay_steps=None)
-    spec = RunSpec(f"n{tokens}", run_params(model, cfg, store, train_tokens=tokens))
+    spec = lm_run(f"n{tokens}", model, cfg, store, train_tokens=tokens)
     train(model, cfg, store, where / "runs" / spec.name, quiet=True)
     return [spec]
 
@@ -212,7 +218,7 @@ def test_model_limited_fires_on_a_too_small_model_and_not_on_a_data_limited_one(
     assert not quiet["limited"] and quiet["gain_nats"] < quiet["noise_nats"], quiet
     v = convergence.verdict(0.1, {"stricter": 0.1}, rows)
     assert not v["model_limited"] and "Not model-limited" in v["text"]
-    wide = GPTConfig.from_dict(convergence.wider(big[0], 4).params["model"])
+    wide = convergence.wider(big[0], 4).model
     assert (wide.n_embd, wide.n_head) == (192, 4)  # heads of the same width
 
 

@@ -18,6 +18,7 @@ import pytest
 from scalelab.cli import main
 from scalelab.errors import ConfigError
 from scalelab.lm.config import GPTConfig, TrainConfig
+from scalelab.lm.stopping import StopRule
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
 from scalelab.sweeps.schedule import Schedule
@@ -90,13 +91,13 @@ def test_sizes_must_increase_and_fit_the_split() -> None:
 def test_policies_set_the_run_length() -> None:
     base = TrainConfig(batch_size=4, grad_accum=2, warmup_steps=50)  # 8 windows per step
     per_step = 8 * 32
-    conv = Schedule(max_epochs=10.0, min_steps=20, step_cap=300, patience=3)
+    conv = Schedule(max_epochs=10.0, min_steps=20, step_cap=300, stop=StopRule(3, 0.25))
     small, mid, big = (conv.train_config(base, n, 32) for n in (256, 2560, 25600))
     assert (small.max_steps, mid.max_steps, big.max_steps) == (20, 100, 300)  # floor, 10 ep, cap
-    assert small.patience == mid.patience == 3 and small.train_tokens == 256
+    assert small.stop.patience == mid.stop.patience == 3 and small.train_tokens == 256
     assert small.warmup_steps == 2 and big.warmup_steps == 30  # warm-up ≤ 10% of the run
     ep = Schedule(policy="epochs", epochs=2.5).train_config(base, 2560, 32)
-    assert ep.max_steps == math.ceil(2.5 * 2560 / per_step) and ep.patience is None
+    assert ep.max_steps == math.ceil(2.5 * 2560 / per_step) and ep.stop.patience is None
     tok = Schedule(policy="tokens", token_budget=10_000)
     assert {tok.train_config(base, n, 32).max_steps for n in (300, 3000)} == {40}
     with pytest.raises(ConfigError, match="token budget"):
@@ -110,8 +111,8 @@ def test_specs_are_nested_prefixes_of_one_model(store: Path) -> None:
     cfg = data_sweep.make_config(store, model, TrainConfig(), Schedule(), [1000, 3000, 9000])
     specs = data_sweep.specs(cfg)
     assert [s.params["train_tokens"] for s in specs] == [1000, 3000, 9000]
-    assert [s.params["train"]["train_tokens"] for s in specs] == [1000, 3000, 9000]
-    assert all(s.params["model"] == model.to_dict() for s in specs)
+    assert [s.train.train_tokens for s in specs] == [1000, 3000, 9000]
+    assert all(s.model == model for s in specs)
     assert sorted(s.name for s in specs) == [s.name for s in specs]  # names sort by size
     train = TokenStore(store, "train")
     assert np.array_equal(train.prefix(3000)[:1000], train.prefix(1000))

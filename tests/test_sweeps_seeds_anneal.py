@@ -15,6 +15,7 @@ from test_sweeps_data import make_store
 
 from scalelab.errors import ConfigError
 from scalelab.lm.config import GPTConfig, TrainConfig
+from scalelab.lm.stopping import StopRule
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps.result import CONSTANT_LR
 from scalelab.sweeps.schedule import Schedule, cooled
@@ -23,7 +24,9 @@ MODEL = GPTConfig(vocab_size=384, block_size=32, n_layer=1, n_head=1, n_embd=16)
 TRAIN = TrainConfig(
     batch_size=4, eval_interval=10, eval_batches=2, test_tokens=1024, seed=3, dtype="float32"
 )
-SCHEDULE = Schedule(patience=2, max_epochs=4.0, min_steps=20, step_cap=60, cooldown_fraction=0.5)
+SCHEDULE = Schedule(
+    stop=StopRule(2, 0.25), max_epochs=4.0, min_steps=20, step_cap=60, cooldown_fraction=0.5
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +43,7 @@ def test_seeds_are_runs_with_the_next_seeds_on_the_same_subset(swept) -> None:
     _, cfg = swept
     specs = data_sweep.specs(cfg)
     assert [s.name for s in specs[:2]] == ["n0000000600", "n0000000600-s1"]
-    seeds = [s.params["train"]["seed"] for s in specs]
+    seeds = [s.train.seed for s in specs]
     assert seeds == [3, 4] * 2
     assert {s.params["train_tokens"] for s in specs[:2]} == {600}
     one = data_sweep.make_config(cfg.data_dir, MODEL, TRAIN, SCHEDULE, [600, 1200])
@@ -75,7 +78,7 @@ def test_a_killed_annealed_sweep_resumes_to_the_same_table(swept, tmp_path: Path
 
 
 def test_the_cooldown_rule_and_its_refusals(tmp_path: Path) -> None:
-    t = TrainConfig(eval_interval=25, lr=2e-3, min_lr=2e-3, patience=4)
+    t = TrainConfig(eval_interval=25, lr=2e-3, min_lr=2e-3, stop=StopRule(4))
     c = cooled(t, 1000, tmp_path, 0.2)
     assert c.max_steps == 200 and c.min_lr == 0.0 and c.warmup_steps == 0
     assert cooled(t, 10, tmp_path, 0.2).max_steps == 50  # at least two validation intervals

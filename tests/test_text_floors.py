@@ -130,8 +130,10 @@ def test_regime_step_checks_the_facts_capacity_of_the_model_at_the_range_top(
         }
     )
     data = SweepResult(tmp_path, tuple(RunSpec(n) for n in names), table, "train_tokens")
-    prep = SimpleNamespace(cfg=PipelineConfig(), data_dir=store)
-    cap = regime(prep, data, [])["capacity"]  # type: ignore[arg-type]
+    cfg = PipelineConfig()
+    entropy = store_unigram_entropy(store, cfg.train.block_size, cfg.train.test_tokens)
+    prep = SimpleNamespace(cfg=cfg, data_dir=store, unigram_entropy=entropy)
+    cap = regime(prep, data, []).capacity  # type: ignore[arg-type]
     th = facts_store_theory(store)
     # the range stops below the budget-ended run: its top is 400 tokens, a 30-parameter model
     assert (cap["train_tokens"], cap["params"]) == (400, 30)
@@ -159,7 +161,8 @@ def test_the_check_starts_at_the_fit_ranges_lower_end(tmp_path: Path) -> None:
     table = pd.DataFrame({"run": names, "train_tokens": [10, 20, 40, 80],
                           "test_loss_nats": [1.30, 1.00, 0.97, 0.60]})  # fmt: skip
     data = SweepResult(tmp_path, tuple(RunSpec(n) for n in names), table, "train_tokens")
-    prep = SimpleNamespace(cfg=cfg, data_dir=store)
+    entropy = store_unigram_entropy(store, 4, cfg.train.test_tokens)
+    prep = SimpleNamespace(cfg=cfg, data_dir=store, unigram_entropy=entropy)
     got = from_range_start(prep, data)  # type: ignore[arg-type]
     assert got.names == ["c", "d"] and list(got.table["run"]) == ["c", "d"]
     # no run below the threshold: the whole sweep (the regime verdict reports the empty range)
@@ -188,8 +191,10 @@ def test_the_observed_data_exponent_is_fitted_over_the_fit_range(tmp_path: Path)
     table = pd.DataFrame({"run": names, "train_tokens": sizes, "test_loss_nats": loss,
                           "stop_reason": "patience", "params": 10})  # fmt: skip
     data = SweepResult(tmp_path, tuple(RunSpec(n) for n in names), table, "train_tokens")
-    prep = SimpleNamespace(cfg=cfg, data_dir=toy_store(tmp_path / "s"))
-    got = fit(prep, data, None, [], None)["data"]  # type: ignore[arg-type]
-    assert got["x_range"] == [20, 160]
+    store = toy_store(tmp_path / "s")
+    entropy = store_unigram_entropy(store, 4, cfg.train.test_tokens)
+    prep = SimpleNamespace(cfg=cfg, data_dir=store, unigram_entropy=entropy)
+    got = fit(prep, data, None, [], None).data  # type: ignore[arg-type]
+    assert got.x_range == (20, 160)
     expected = fit_power_law(sizes[1:], loss[1:], n_boot=50, seed=cfg.seed)
-    assert got["power"]["exponent"] == pytest.approx(expected.exponent)
+    assert got.power.exponent == pytest.approx(expected.exponent)

@@ -62,6 +62,7 @@ _EXPORTS: dict[str, str] = {
     "dimension_and_exponents": "scalelab.probe.dimension",
     # sweeps: many training runs, one folder each, resumable
     "Schedule": "scalelab.sweeps.schedule",
+    "StopRule": "scalelab.lm.stopping",
     "SizeGrid": "scalelab.sweeps.data",
     "DataSweepConfig": "scalelab.sweeps.data",
     "data_sweep_config": "scalelab.sweeps.data:make_config",

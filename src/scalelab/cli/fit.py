@@ -28,7 +28,10 @@ _STORE = typer.Option(
     "synth:facts store, the exact floor E and the ideal learner's exponent.",
 )
 _CONTEXT_LEN = typer.Option(
-    None, "--context-len", help="With --store: the runs' context (scored test windows)."
+    None,
+    "--block-size",
+    "--context-len",
+    help="With --store: the runs' context length (scored test windows).",
 )
 _TEST_TOKENS = typer.Option(
     None, "--test-tokens", help="With --store: the runs' cap on scored test tokens."
@@ -106,7 +109,7 @@ def fit_command(
     unigram_entropy: float | None = _UNIGRAM_ENTROPY,
     unigram_col: str | None = _UNIGRAM_COL,
     store: Path | None = _STORE,
-    context_len: int | None = _CONTEXT_LEN,
+    block_size: int | None = _CONTEXT_LEN,
     test_tokens: int | None = _TEST_TOKENS,
     floor: float | None = _FLOOR,
     floor_col: str | None = _FLOOR_COL,
@@ -199,18 +202,14 @@ def _regime_inputs(opts: dict[str, Any]) -> Any:
         return RegimeInputs(config=config, **given)
     if opts["group"] is not None:
         raise InputError("--store describes one corpus; with --group give --unigram-col")
-    from scalelab.text.floors import facts_store_theory, store_unigram_entropy
+    from scalelab.text.floors import facts_floor, store_unigram_entropy
 
-    given["unigram_entropy"] = store_unigram_entropy(
-        store, opts["context_len"], opts["test_tokens"]
-    )
-    try:
-        theory = facts_store_theory(store)
-    except InputError:
+    given["unigram_entropy"] = store_unigram_entropy(store, opts["block_size"], opts["test_tokens"])
+    floor, where, theory = facts_floor(store)
+    if theory is None:
         return RegimeInputs(config=config, **given)
     if given["floor"] is None:
-        given["floor"] = theory.irreducible_nats_per_token
-        given["floor_source"] = "exact floor of the facts generator per token of the store"
+        given["floor"], given["floor_source"] = floor, where
     return RegimeInputs(config=config, ideal_exponent=theory.effective_exponent, **given)
 
 

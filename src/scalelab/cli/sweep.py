@@ -3,7 +3,6 @@ runs, one row per finished run in OUT/runs.csv (read by `scalelab report OUT`)."
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -27,8 +26,7 @@ from scalelab.errors import ConfigError
 from scalelab.lm.config import PRESETS, GPTConfig, TrainConfig, configs_for_preset
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
-from scalelab.sweeps.schedule import Schedule
-from scalelab.sweeps.worker import EVAL_INTERVAL
+from scalelab.sweeps.schedule import EVAL_INTERVAL, Schedule
 
 sweep_app = typer.Typer(
     help="Data-size and model-size sweeps (resumable; one `scalelab train` run folder each).",
@@ -48,16 +46,16 @@ POLICY = typer.Option(
     "with data), epochs (fixed passes over each run's data), tokens (fixed token budget).",
 )
 PATIENCE = typer.Option(
-    _S.patience, "--patience", help="converge: validations without improvement."
+    _S.stop.patience, "--patience", help="converge: validations without improvement."
 )
 PATIENCE_FRACTION = typer.Option(
-    _S.patience_fraction,
+    _S.stop.patience_fraction,
     "--patience-fraction",
     help="converge: or this share of the validations so far, whichever is longer (a wait "
     "that grows with the run, so slow late progress is not cut off by noise).",
 )
 MIN_DELTA_SD = typer.Option(
-    _S.min_delta_sd,
+    _S.stop.min_delta_sd,
     "--min-delta-sd",
     help="converge: an improvement resets the patience only when larger than this many "
     "validation standard errors.",
@@ -87,7 +85,9 @@ EVAL_EVERY = typer.Option(EVAL_INTERVAL, "--eval-interval", help="Steps between 
 EVAL_BATCHES = typer.Option(
     _T.eval_batches, "--eval-batches", help="Validation batches per evaluation."
 )
-CONTEXT = typer.Option(None, "--context-len", help="Context length (default: the preset's).")
+CONTEXT = typer.Option(
+    None, "--block-size", "--context-len", help="Context length (default: the preset's)."
+)
 BATCH = typer.Option(None, "--batch-size", help="Windows per step (default: the preset's).")
 LR = typer.Option(None, "--lr", help="Peak learning rate (default: the preset's).")
 TEST_TOKENS = typer.Option(None, "--test-tokens", help="Score at most N test tokens (all).")
@@ -109,7 +109,7 @@ PLAN = typer.Option(False, "--plan", help="Print the runs (name, tokens, step bu
 
 def _schedule(ctx: typer.Context) -> Schedule:
     """The Schedule the command's options describe (they carry its field names)."""
-    return Schedule(**{f.name: ctx.params[f.name] for f in dataclasses.fields(Schedule)})
+    return Schedule.from_dict({name: ctx.params[name] for name in Schedule().to_dict()})
 
 
 def _configs(ctx: typer.Context) -> tuple[GPTConfig, TrainConfig]:
@@ -119,7 +119,7 @@ def _configs(ctx: typer.Context) -> tuple[GPTConfig, TrainConfig]:
     return configs_for_preset(
         o["preset"],
         o["data"],
-        block_size=o["context_len"],
+        block_size=o["block_size"],
         batch_size=o["batch_size"],
         lr=o["lr"],
         seed=o["seed"],
@@ -186,7 +186,7 @@ def data_command(
     cooldown_fraction: float | None = COOLDOWN,
     eval_interval: int = EVAL_EVERY,
     eval_batches: int = EVAL_BATCHES,
-    context_len: int | None = CONTEXT,
+    block_size: int | None = CONTEXT,
     batch_size: int | None = BATCH,
     lr: float | None = LR,
     test_tokens: int | None = TEST_TOKENS,
@@ -250,7 +250,7 @@ def model_command(
     cooldown_fraction: float | None = COOLDOWN,
     eval_interval: int = EVAL_EVERY,
     eval_batches: int = EVAL_BATCHES,
-    context_len: int | None = CONTEXT,
+    block_size: int | None = CONTEXT,
     batch_size: int | None = BATCH,
     lr: float | None = LR,
     test_tokens: int | None = TEST_TOKENS,

@@ -33,7 +33,9 @@ def train_command(
     grad_accum: int | None = _opt(
         "--grad-accum", "Micro-batches per optimizer step (shared over torchrun processes)."
     ),
-    context_len: int | None = _opt("--context-len", "Context length in tokens (block size)."),
+    block_size: int | None = typer.Option(
+        None, "--block-size", "--context-len", help="Context length in tokens (the model's)."
+    ),
     train_tokens: int | None = _opt(
         "--train-tokens", "Train on the first N tokens of the train split only."
     ),
@@ -65,7 +67,7 @@ def train_command(
         warmup_steps=warmup_steps,
         batch_size=batch_size,
         grad_accum=grad_accum,
-        block_size=context_len,
+        block_size=block_size,
         train_tokens=train_tokens,
         patience=patience,
         eval_interval=eval_interval,

@@ -4,7 +4,7 @@ default corpus into demo-out/)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -26,6 +26,9 @@ from scalelab.io import format_interval
 from scalelab.pipeline.config import FLAT, PipelineConfig, flat_defaults
 from scalelab.runs.sweep import WORKERS
 
+if TYPE_CHECKING:
+    from scalelab.pipeline.results import Summary
+
 _D = flat_defaults()
 
 
@@ -33,8 +36,8 @@ def _ci(pair: list | None) -> str:
     return format_interval(pair, missing="")
 
 
-def _runs_tables(summary: dict) -> None:
-    along = {r["run"]: r["dimension"] for r in summary["along"]}
+def _runs_tables(summary: Summary) -> None:
+    along = {r["run"]: r["dimension"] for r in summary.along}
     print_table(
         "data sweep (test loss in nats/token; d of each run on the same test positions)",
         [
@@ -45,10 +48,10 @@ def _runs_tables(summary: dict) -> None:
                 "test loss": r["test_loss_nats"],
                 "d": along.get(r["run"]),
             }
-            for r in summary["runs"]
+            for r in summary.runs
         ],
     )
-    if summary["model_runs"]:
+    if summary.model_runs:
         print_table(
             "model-size sweep",
             [
@@ -59,17 +62,17 @@ def _runs_tables(summary: dict) -> None:
                     "stopped by": r["stop_reason"],
                     "test loss": r["test_loss_nats"],
                 }
-                for r in summary["model_runs"]
+                for r in summary.model_runs
             ],
         )
 
 
-def print_summary(summary: dict) -> None:
+def print_summary(summary: Summary) -> None:
     """The runs, every source of d with its predictions, the observed exponents, the
     convergence verdicts, timings."""
     _runs_tables(summary)
     rows = []
-    for s in summary["sources"]:
+    for s in summary.sources:
         lo, hi = s["dimension_range"]
         se = s["dimension_se"]
         rows.append(
@@ -82,7 +85,7 @@ def print_summary(summary: dict) -> None:
             }
         )
     for side, key in (("data", "alpha_D"), ("model", "alpha_N")):
-        fit = (summary["fits"].get(side) or {}).get("power")
+        fit = (summary.fits.get(side) or {}).get("power")
         if fit:
             value = f"{fit['exponent']:.3f} {_ci(fit['exponent_ci95'])}"
             row = dict.fromkeys(rows[0], "")
@@ -91,17 +94,17 @@ def print_summary(summary: dict) -> None:
     print_table(
         "alpha: predicted with its range over MLE batch sizes and K; observed with its 95% CI", rows
     )
-    for side, check in summary["convergence"].items():
+    for side, check in summary.convergence.items():
         if check:
             typer.echo(f"{side} sweep: {check['text']}")
     from scalelab.report.validate import regime_words
 
-    typer.echo(regime_words(summary["fits"]["data"].get("regime")))
+    typer.echo(regime_words(summary.fits["data"].get("regime")))
     typer.echo(
-        f"this invocation: {summary['wall_s']:.0f} s wall, {summary['cpu_s']:.0f} CPU-s "
-        f"(stages, wall s: {summary['stage_wall_s']})"
+        f"this invocation: {summary.wall_s:.0f} s wall, {summary.cpu_s:.0f} CPU-s "
+        f"(stages, wall s: {summary.stage_wall_s})"
     )
-    typer.echo(f"report: {summary['report_html']}")
+    typer.echo(f"report: {summary.report_html}")
 
 
 def _run(
@@ -139,7 +142,7 @@ def _run(
         say=say,
     )
     if json_out:
-        print_json(summary)
+        print_json(summary.to_dict())
     else:
         print_summary(summary)
 

@@ -33,8 +33,10 @@ from scalelab.laws.regime import (
     by_size,
     curvature_test,
     curvature_test_over_floor,
-    fit_range,
     local_slopes,
+)
+from scalelab.laws.regime import (
+    fit_range as find_range,
 )
 
 #: The label of the ideal learner's exponent over the fitted range among the predictions.
@@ -117,17 +119,19 @@ def analyse_regime(
     n_boot: int = 1000,
     seed: int = 0,
     power_sims: int = N_SIM,
+    fit_range: FitRange | None = None,
 ) -> RegimeAnalysis:
     """Local slopes over the whole table; range, test, power and exponents over the fitted
     range. `floor`: the corpus's exact E when known (synthetic corpora), else the power+E
     fit's. `predictions`: theory exponents to show beside the observation; `ideal_exponent(lo,
     hi)` adds one computed over the fitted range (the facts family's ideal learner). `cpu_s`:
-    CPU seconds per row, the cost model of the plan (None: the plan has no costs).
-    `power_sims`: simulated power laws per power (0: no power, no plan)."""
+    CPU seconds per row, the plan's cost model. `power_sims`: simulated power laws per power
+    (0: no power, no plan). `fit_range`: the range a caller computed (validate: once,
+    `pipeline.steps`); else from `unigram_entropy`, `limited` and the config's margin."""
     slopes = local_slopes(x, y, n_boot=n_boot, seed=seed)
     sizes, loss, _ = by_size(x, y)
     xa, ya = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    rng = fit_range(
+    rng = fit_range or find_range(
         x, y, unigram_entropy=unigram_entropy, limited=limited, margin=config.unigram_margin
     )
     common = {

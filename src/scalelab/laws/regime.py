@@ -30,6 +30,12 @@ to any committed sweep):
 Seeds: where some size has several runs, the quadratic is fitted to every run (the same
 coefficients as a fit of the per-size means in log when each size has as many runs) and the
 residuals (seed-to-seed scatter and any misfit, pooled) are resampled per run.
+
+The fit range's one rule is `fit_range` (its ends and why). A new rule of the range: its
+logic here, with its constant in `RegimeConfig`; its inputs gathered in
+`pipeline.steps.data_fit_range` (validate computes the range there once, and the check's
+refits, the fit and the report use that `FitRange`); and the constant's old value in
+`runs.outdir.ABSENT`, so folders saved before it resume (docs/architecture.md).
 """
 
 from __future__ import annotations

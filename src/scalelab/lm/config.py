@@ -13,6 +13,8 @@ from typing import Any
 from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.fields import choice, positive_int
+from scalelab.lm.stopping import FIELDS as STOP_FIELDS
+from scalelab.lm.stopping import NEVER, StopRule, flatten, nested
 
 DTYPES = ("auto", "float32", "bfloat16")
 
@@ -73,9 +75,7 @@ class TrainConfig(Config):
     eval_interval: int = 100  # steps between validations (and checkpoints)
     eval_batches: int = 8  # validation windows = eval_batches * batch_size, fixed positions
     test_tokens: int | None = None  # cap on test tokens scored (None: the whole test split)
-    patience: int | None = None  # stop after this many validations without improvement
-    patience_fraction: float = 0.0  # ... or this share of the validations so far, if more
-    min_delta_sd: float = 0.0  # an improvement counts if it beats the best by this many SEs
+    stop: StopRule = NEVER  # early stopping (lm/stopping.py)
     init_from: str | None = None  # a run folder: start from its tested weights and optimizer
     decay_steps: int | None = None  # cosine decay length (None: max_steps); then flat min_lr
     dtype: str = "auto"  # auto: bf16 autocast where supported (faster, same curve), else fp32
@@ -83,7 +83,7 @@ class TrainConfig(Config):
     def validate(self) -> None:
         for name in ("batch_size", "grad_accum", "max_steps", "eval_interval", "eval_batches"):
             positive_int(getattr(self, name), name)
-        for name in ("token_budget", "train_tokens", "test_tokens", "patience", "decay_steps"):
+        for name in ("token_budget", "train_tokens", "test_tokens", "decay_steps"):
             positive_int(getattr(self, name), name, optional=True)
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
@@ -99,12 +99,17 @@ class TrainConfig(Config):
             raise ConfigError(f"Adam betas must be in [0, 1), got {self.beta1}, {self.beta2}")
         if self.weight_decay < 0 or self.grad_clip < 0:
             raise ConfigError("weight_decay and grad_clip must be >= 0 (grad_clip 0 = off)")
-        if not 0.0 <= self.patience_fraction <= 1.0 or not 0.0 <= self.min_delta_sd < 100:
-            raise ConfigError(
-                f"patience_fraction {self.patience_fraction} must be in [0, 1] and "
-                f"min_delta_sd {self.min_delta_sd} in [0, 100)"
-            )
+        if not isinstance(self.stop, StopRule):
+            raise ConfigError(f"stop must be a StopRule, got {self.stop!r}")
         choice(self.dtype, "dtype", DTYPES)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Saved flat (the rule's keys in place of `stop`), as run folders always were."""
+        return flatten(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        return super().from_dict(nested(data, NEVER))
 
     @property
     def windows_per_step(self) -> int:
@@ -178,7 +183,7 @@ def configs_for_preset(
     vocab = TokenStore(Path(data_dir), "train").vocab_size
     given = {k: v for k, v in overrides.items() if v is not None}
     model_fields = {f.name for f in dataclasses.fields(GPTConfig)}
-    train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    train_fields = {f.name for f in dataclasses.fields(TrainConfig)} | set(STOP_FIELDS)
     unknown = sorted(set(given) - model_fields - train_fields)
     if unknown:
         raise ConfigError(
@@ -188,8 +193,9 @@ def configs_for_preset(
     model_cfg = preset_config(
         preset, vocab, **{k: v for k, v in given.items() if k in model_fields}
     )
-    train_cfg = chosen.train.replace(**{k: v for k, v in given.items() if k in train_fields})
-    return model_cfg, train_cfg
+    train = {k: v for k, v in given.items() if k in train_fields and k not in STOP_FIELDS}
+    rule = chosen.train.stop.replace(**{k: v for k, v in given.items() if k in STOP_FIELDS})
+    return model_cfg, chosen.train.replace(**train, stop=rule)
 
 
 def warmup_cosine(step: int, *, lr: float, min_lr: float, warmup_steps: int, horizon: int) -> float:

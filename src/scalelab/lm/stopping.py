@@ -13,6 +13,14 @@ sweeps/convergence.py). `replay` applies a rule to a recorded curve, so rules ca
 on real runs without training again (bench/stopping.py). The trainer (lm/train.py) and the
 manifold regressor's loop (manifold/train.py) decide with `StopState.update`; this module is
 the only place the arithmetic lives.
+
+One owner: `StopRule` holds the rule's parameters, their defaults and their range checks;
+`TrainConfig.stop` (one run) and `Schedule.stop` (every run of a sweep) each hold one, and
+both save it as the flat keys `patience`, `patience_fraction`, `min_delta_sd` of their JSON
+(`flatten`/`nested`), so run folders saved before the rule was an object still resume.
+A new parameter of the rule: a field (with its check) here and its use in `StopState.stopped`
+or `stricter`; its `scalelab sweep` flag in cli/sweep.py; its old behaviour's value in
+`runs.outdir.ABSENT`, so run folders saved before it resume (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -20,16 +28,29 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import Any
+
+from scalelab.config import Config
+from scalelab.errors import ConfigError
+from scalelab.fields import positive_int
 
 
 @dataclasses.dataclass(frozen=True)
-class StopRule:
+class StopRule(Config):
     """When a run stops; see the module docstring. `patience` counts validations; None: the
     rule never stops a run (its validations still choose the tested weights)."""
 
-    patience: int | None
+    patience: int | None = None
     patience_fraction: float = 0.0
     min_delta_sd: float = 0.0
+
+    def validate(self) -> None:
+        positive_int(self.patience, "patience", optional=True)
+        if not 0.0 <= self.patience_fraction <= 1.0 or not 0.0 <= self.min_delta_sd < 100:
+            raise ConfigError(
+                f"patience_fraction {self.patience_fraction} must be in [0, 1] and "
+                f"min_delta_sd {self.min_delta_sd} in [0, 100)"
+            )
 
     def patience_at(self, evals: int) -> int | None:
         """Validations without a counted improvement that stop a run after `evals` of them."""
@@ -51,6 +72,30 @@ class StopRule:
             patience=None if self.patience is None else self.patience * factor,
             patience_fraction=factor * f / (1 - f + factor * f) if f < 1 else 1.0,
         )
+
+
+NEVER = StopRule()  # no early stopping: the run trains its whole budget
+FIELDS = tuple(f.name for f in dataclasses.fields(StopRule))
+
+
+def flatten(cfg: Config) -> dict[str, Any]:
+    """`cfg` as its saved JSON: fields in order, its `StopRule` as the rule's flat keys."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        out.update(value.to_dict() if isinstance(value, StopRule) else {f.name: value})
+    return out
+
+
+def nested(data: dict[str, Any], default: StopRule) -> dict[str, Any]:
+    """A saved config's flat rule keys as one `stop` (keys it lacks: `default`'s values)."""
+    flat = {k: data[k] for k in FIELDS if k in data}
+    out = {k: v for k, v in data.items() if k not in FIELDS}
+    stop = out.get("stop", default)
+    if isinstance(stop, dict):
+        stop = StopRule.from_dict(stop)
+    out["stop"] = dataclasses.replace(stop, **flat) if flat else stop
+    return out
 
 
 @dataclasses.dataclass

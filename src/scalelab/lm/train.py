@@ -41,7 +41,7 @@ from scalelab.lm.data import (
 from scalelab.lm.distributed import DistContext, init_distributed
 from scalelab.lm.evaluate import _autocast, evaluate_with_se
 from scalelab.lm.model import GPT
-from scalelab.lm.stopping import StopRule, StopState
+from scalelab.lm.stopping import StopState
 from scalelab.malloc import keep_freed_memory
 from scalelab.progress import progress
 from scalelab.runs import outdir
@@ -211,10 +211,11 @@ class _Trainer:
             len(data.val), self.block, cfg.eval_batches * cfg.batch_size
         )
         self.tokens_per_step = cfg.windows_per_step * self.block
-        # The loop's scalar state: saved in state.pt with the tensors.
+        # The loop's scalar state and the stopping rule's: saved in state.pt with the tensors
+        # (as one flat "loop" dict: `_state`).
+        self.stop = StopState(best_step=-1)
         self.s: dict[str, Any] = {
             "step": 0,
-            **dataclasses.asdict(StopState(best_step=-1)),
             "stop_reason": None,
             "wall_time_s": 0.0,
             "train_time_s": 0.0,
@@ -222,7 +223,7 @@ class _Trainer:
             "loss_sum": 0.0,
             "loss_count": 0,
         }
-        self.rule = StopRule(cfg.patience, cfg.patience_fraction, cfg.min_delta_sd)
+        self.rule = cfg.stop
         if (out_dir / ckpt.STATE).exists():
             self._restore()
         elif cfg.init_from is not None:
@@ -239,13 +240,14 @@ class _Trainer:
             self.opt.load_state_dict(saved["optimizer"])
             self.sampler.load_state(saved["sampler"])
             self._restore_rng(saved)
-            self.s.update(saved["loop"])
+            loop = saved["loop"]
+            self.s.update({k: v for k, v in loop.items() if k not in STOP_KEYS})
+            self.stop = StopState(**{k: loop.get(k, getattr(self.stop, k)) for k in STOP_KEYS})
         except (KeyError, RuntimeError, ValueError, TypeError) as err:
             raise CheckpointError(
                 f"{path} does not match this run ({err}); delete it to restart from step 0"
             ) from err
-        stop = StopState(**{k: self.s[k] for k in STOP_KEYS})
-        if self.s["stop_reason"] == "patience" and not stop.stopped(self.rule):
+        if self.s["stop_reason"] == "patience" and not self.stop.stopped(self.rule):
             self.s["stop_reason"] = None  # a stricter rule than the one that stopped it: go on
         _log(self.ctx, self.stream, f"resuming {self.out_dir} at step {self.s['step']}")
 
@@ -383,9 +385,7 @@ class _Trainer:
             with torch.no_grad(), torch.random.fork_rng(devices=cuda):
                 row.update(self.on_eval(self.model))
             self.model.train()
-        stop = StopState(**{k: s[k] for k in STOP_KEYS})
-        improved, stopped = stop.update(val, s["step"], val_se, self.rule)
-        s.update(dataclasses.asdict(stop))
+        improved, stopped = self.stop.update(val, s["step"], val_se, self.rule)
         if stopped:
             s["stop_reason"] = "patience"
         _log(
@@ -417,7 +417,7 @@ class _Trainer:
                 "sampler": self.sampler.state(),
                 "torch_rng_ranks": cpu_rng,
                 "cuda_rng_ranks": cuda_rng,
-                "loop": dict(s),
+                "loop": {**s, **dataclasses.asdict(self.stop)},
             }
             ckpt.save_state(self.out_dir / ckpt.STATE, state)
         ctx.barrier()
@@ -435,8 +435,8 @@ class _Trainer:
         result = {
             "test_loss_nats": test,
             "test_loss_se_nats": test_se,  # over the test windows: the loss's sampling noise
-            "best_val_loss_nats": s["best_val"],
-            "best_step": s["best_step"],
+            "best_val_loss_nats": self.stop.best_val,
+            "best_step": self.stop.best_step,
             "unigram_val_loss_nats": unigram_loss(data.train, data.val, data.vocab_size),
             "test_tokens_scored": len(test_starts) * self.block,
             "tokens_seen": tokens_seen,

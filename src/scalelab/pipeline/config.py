@@ -28,7 +28,7 @@ from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.laws.regime import RegimeConfig
 from scalelab.probe.config import PRECISIONS
 from scalelab.sweeps.convergence import FACTOR, WIDTH_FACTOR
-from scalelab.sweeps.schedule import Schedule
+from scalelab.sweeps.schedule import EVAL_INTERVAL, Schedule
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,8 +37,9 @@ class TrainPart(Config):
     validation; the rest is the `tiny` preset's. `eval_interval` means what it means in
     `TrainConfig` (steps between validations and checkpoints); its default differs by command,
     each in one place: 100 for one `scalelab train` run (`TrainConfig`), 50 for `scalelab
-    sweep` (`sweeps.worker.EVAL_INTERVAL`), 25 here, where validate's small runs stop by a
-    patience counted in validations (docs/sweeps.md); the gpu preset sets 50 for its longer runs.
+    sweep` (`sweeps.schedule.EVAL_INTERVAL`), 25 here, where validate's small runs stop by a
+    patience counted in validations (docs/sweeps.md); the gpu preset takes the sweep's 50 for
+    its longer runs.
     tests/test_cli_defaults.py fails when one of these is written a second time."""
 
     block_size: int = 128  # the context length of every model, and of the probe of d
@@ -119,15 +120,10 @@ class ModelSweepPart(Config):
         return super().from_dict({**data, "models": tuple(data.get("models", cls.models))})
 
 
-def _schedule() -> Schedule:
-    return Schedule(
-        patience=4,
-        patience_fraction=0.25,
-        max_epochs=40.0,
-        decay_epochs=3.0,
-        min_steps=400,
-        step_cap=4000,
-    )
+# validate's training length: `Schedule`'s defaults (the rule: patience 4, fraction 0.25;
+# 40 passes) with a decay over 3 passes and a smaller step budget; every preset below starts
+# from it, so a default is written once.
+SCHEDULE = Schedule(decay_epochs=3.0, min_steps=400, step_cap=4000)
 
 
 PARTS: dict[str, type[Config]] = {
@@ -155,7 +151,7 @@ class PipelineConfig(Config):
     points: int = 7
     seeds_per_size: int = 1  # data-sweep runs per size (seeds seed, seed + 1, ...)
     train: TrainPart = dataclasses.field(default_factory=TrainPart)
-    schedule: Schedule = dataclasses.field(default_factory=_schedule)
+    schedule: Schedule = SCHEDULE
     check: CheckPart = dataclasses.field(default_factory=CheckPart)
     regime: RegimeConfig = dataclasses.field(default_factory=RegimeConfig)  # the fit range
     id: IdPart = dataclasses.field(default_factory=IdPart)
@@ -212,7 +208,10 @@ class PipelineConfig(Config):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
-        """The config saved by `to_dict` (nested)."""
+        """The config saved by `to_dict` (nested), or by a scalelab before the nesting
+        (flat, `FLAT_BEFORE`'s names)."""
+        if any(k in data for k in FLAT_BEFORE):
+            return cls.from_options(**{FLAT_BEFORE.get(k, k): v for k, v in data.items()})
         parts = {
             name: part.from_dict(data[name]) if isinstance(data[name], dict) else data[name]
             for name, part in PARTS.items()
@@ -247,11 +246,11 @@ class PipelineConfig(Config):
 
     @classmethod
     def from_preset(cls, name: str, **options: Any) -> PipelineConfig:
-        """The preset `name` (PRESETS: flat options over the defaults above) with flat
+        """The preset `name` (VALIDATE_PRESETS: flat options over the defaults above) with flat
         `options` on top."""
-        if name not in PRESETS:
-            raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
-        return cls.from_options(cls.from_options(**PRESETS[name]), **options)
+        if name not in VALIDATE_PRESETS:
+            raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(VALIDATE_PRESETS)}")
+        return cls.from_options(cls.from_options(**VALIDATE_PRESETS[name]), **options)
 
 
 def _flat() -> dict[str, tuple[str | None, str | None]]:
@@ -269,6 +268,18 @@ def _flat() -> dict[str, tuple[str | None, str | None]]:
 
 
 FLAT = _flat()
+# The flat names of the options a config saved before the nesting (e.g.
+# docs/benchmarks/cpu-hour/summary.json) holds, where they differ from `FLAT`'s.
+FLAT_BEFORE = {
+    "context_len": "train_block_size",
+    "batch_size": "train_batch_size",
+    "lr": "train_lr",
+    "min_lr": "train_min_lr",
+    "eval_interval": "train_eval_interval",
+    "eval_batches": "train_eval_batches",
+    "test_tokens": "train_test_tokens",
+    "model_tokens": "model_sweep_tokens",
+}
 
 
 def _replaced(part: Config, name: str, changes: dict[str, Any]) -> Config:
@@ -304,7 +315,7 @@ def flat_defaults(cfg: PipelineConfig | None = None) -> dict[str, Any]:
 # Named presets (`scalelab validate --preset NAME`): flat options over the defaults above, one
 # place. How each was sized, and which corpora reach its sizes: docs/sweeps.md#presets. Neither
 # was tuned on an exponent.
-PRESETS: dict[str, dict[str, Any]] = {
+VALIDATE_PRESETS: dict[str, dict[str, Any]] = {
     # A first try of `validate` on 2 CPU cores (docs/sweeps.md#presets): the default model on
     # 5 sizes, 500 ... 5,000 tokens, BPE 512, no model sweep, the check of the largest run only;
     # 136 CPU-seconds on shakespeare. Too small for any regime: it shows the steps and the
@@ -342,10 +353,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         "min_tokens": 500,
         "max_tokens": 64_000,
         "points": 11,
-        "schedule": Schedule(
-            patience=20,
-            patience_fraction=0.25,
+        "schedule": SCHEDULE.replace(
+            stop=SCHEDULE.stop.replace(patience=20),
             max_epochs=400.0,
+            decay_epochs=None,  # as sized (docs/benchmarks/scaling.md): a constant rate
             min_steps=1_000,
             step_cap=16_000,
         ),
@@ -374,10 +385,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         "min_tokens": 10_000_000,
         "max_tokens": 100_000_000,
         "points": 4,
-        "train_eval_interval": 50,
+        "train_eval_interval": EVAL_INTERVAL,
         "train_test_tokens": 2_000_000,
-        "schedule": Schedule(
-            patience=4, max_epochs=2.0, decay_epochs=2.0, min_steps=100, step_cap=20_000
+        "schedule": SCHEDULE.replace(
+            max_epochs=2.0, decay_epochs=2.0, min_steps=100, step_cap=20_000
         ),
         "model_sweep": ("4x320x5", "6x512x8", "8x640x10", "12x768x12"),
         "id_max_documents": 2_000,

@@ -43,6 +43,7 @@ from scalelab.pipeline.predictors import (
     Prediction,
     predict_corpus,
 )
+from scalelab.pipeline.results import Summary
 from scalelab.runs.sweep import WORKERS
 
 TABLE_COLUMNS = [
@@ -73,7 +74,7 @@ def validated(e: Entry, refs: list[tuple[str, str]], run: bool, pool: dict, say:
     `run_pipeline` with the declared corpus and options, or with the folder's own config."""
     if (e.folder / SUMMARY).is_file():
         say(f"  {e.name}: reusing {e.folder / SUMMARY}")
-        return read_json(e.folder / SUMMARY)
+        return Summary.load(e.folder)
     if not run:
         raise InputError(
             f"{e.folder} has no {SUMMARY} and --no-run was given; drop --no-run to validate it"
@@ -154,7 +155,7 @@ def _estimate_source(label: str, folder: Path, cache: Path) -> dict[str, Any]:
     return row
 
 
-def _sources(e: Entry, summary: dict, refs: list[tuple[str, str]], cache: Path) -> list[dict]:
+def _sources(e: Entry, summary: Summary, refs: list[tuple[str, str]], cache: Path) -> list[dict]:
     """Every source row of the corpus, relabelled with the declared labels; the saved
     points of each (for the calibrated MLE) where the folder has them."""
     rename = {_validate_label(p): label for label, p in refs}
@@ -162,7 +163,7 @@ def _sources(e: Entry, summary: dict, refs: list[tuple[str, str]], cache: Path) 
     for f in sorted((e.folder / "d").glob("*/source.json")):
         folders[read_json(f)["label"]] = f.parent / "embeddings.safetensors"
     rows = []
-    for s in summary["sources"]:
+    for s in summary.sources:
         row = {**s, "label": rename.get(s["label"], s["label"])}
         row.setdefault("points", str(folders.get(s["label"], "")))
         rows.append(row)
@@ -170,10 +171,10 @@ def _sources(e: Entry, summary: dict, refs: list[tuple[str, str]], cache: Path) 
     return rows
 
 
-def excess_observed(summary: dict) -> tuple[dict[str, Any] | None, str]:
+def excess_observed(summary: Summary) -> tuple[dict[str, Any] | None, str]:
     """The excess-loss exponent over the fit range, and why it is not scored ('' when it
     is): no regime analysis, or an excess fit whose E is not estimable."""
-    regime = summary["fits"]["data"].get("regime")
+    regime = summary.fits["data"].get("regime")
     excess = (regime or {}).get("excess")
     if excess is None:
         return None, "no excess-loss exponent (no fit range)"
@@ -182,7 +183,7 @@ def excess_observed(summary: dict) -> tuple[dict[str, Any] | None, str]:
     return excess, ""
 
 
-def excluded_because(summary: dict, *, excess: bool = False) -> str:
+def excluded_because(summary: Summary, *, excess: bool = False) -> str:
     """Why a validation's observed exponent is left out of every score ('' when it is not):
     an outcome other than POWER LAW over its fit range (CURVED or UNDECIDED, with the test's
     power), or a convergence check that flags it. `excess`: the outcome of the excess loss
@@ -191,8 +192,8 @@ def excluded_because(summary: dict, *, excess: bool = False) -> str:
     from scalelab.laws.observe import outcome_of, power_words
     from scalelab.laws.regime import POWER_LAW
 
-    regime = summary["fits"]["data"].get("regime")
-    check = (summary.get("convergence") or {}).get("data") or {}
+    regime = summary.fits["data"].get("regime")
+    check = summary.convergence.get("data") or {}
     why = []
     if regime is not None:
         own = excess and bool(outcome_of(regime, excess=True))
@@ -204,7 +205,7 @@ def excluded_because(summary: dict, *, excess: bool = False) -> str:
     return "; ".join(why)
 
 
-def _observed(summary: dict, observable: str) -> tuple[tuple, str]:
+def _observed(summary: Summary, observable: str) -> tuple[tuple, str]:
     """(observed exponent, lo, hi) of one observable, and why it is left out ('' if not)."""
     if observable == EXCESS:
         excess, why = excess_observed(summary)
@@ -213,12 +214,12 @@ def _observed(summary: dict, observable: str) -> tuple[tuple, str]:
         return obs, "; ".join(w for w in (left_out, why) if w)
     # the plain slope over the fit range by rule; a folder from before the regime test has
     # only the fit over every size
-    fit = (summary["fits"]["data"].get("regime") or {}).get("plain")
-    fit = fit or summary["fits"]["data"]["power"]
+    fit = (summary.fits["data"].get("regime") or {}).get("plain")
+    fit = fit or summary.fits["data"]["power"]
     return (fit["exponent"], *fit["exponent_ci95"]), excluded_because(summary)
 
 
-def _rows(e: Entry, summary: dict, preds: list[tuple[str, Prediction]]) -> list[dict[str, Any]]:
+def _rows(e: Entry, summary: Summary, preds: list[tuple[str, Prediction]]) -> list[dict[str, Any]]:
     seen = {o: _observed(summary, o) for o in dict.fromkeys(o for o, _ in preds)}
     rows = []
     for observable, p in preds:

@@ -29,6 +29,7 @@ from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.io import atomic_write_json, read_json
 from scalelab.laws.theory import alpha_D
 from scalelab.pipeline.declaration import Entry
+from scalelab.pipeline.results import Summary
 
 STATISTICS = "Cagnetta γ/(2β)"
 #: The second theory with its authors' instruments, scored on the exponent it predicts.
@@ -46,7 +47,7 @@ class Corpus:
     models' d (one row each, declared labels), its cache folder, the declaration."""
 
     entry: Entry
-    summary: dict[str, Any]
+    summary: Summary
     models: list[dict[str, Any]]
     cache: Path
     declaration: dict[str, Any]
@@ -144,10 +145,10 @@ def _calibrated(row: dict, cache: Path, seed: int) -> dict[str, Any] | None:
     return est
 
 
-def _store(e: Entry, summary: dict) -> Path:
+def _store(e: Entry, summary: Summary) -> Path:
     from scalelab.pipeline.store import is_token_store
 
-    corpus = summary.get("config", {}).get("corpus", "")
+    corpus = summary.config.corpus
     return Path(corpus) if is_token_store(corpus) else e.folder / "data"
 
 
@@ -188,7 +189,7 @@ class Statistics(PerCorpus):
         opts = dict(corpus.declaration.get("statistics", {}))
         gamma_model = opts.pop("gamma_model", "own")
         if gamma_model == "own":
-            largest = max(summary["runs"], key=lambda r: r["train_tokens"])["run"]
+            largest = summary.largest_run["run"]
             model_path, weights = str(e.folder / "sweep" / "runs" / largest), None
         else:
             src = parse_source(gamma_model)
@@ -211,12 +212,11 @@ class SecondTheory(PerCorpus):
     name, observable, key = SECOND_THEORY, EXCESS, "second_theory"
 
     def measure(self, corpus: Corpus) -> dict[str, Any]:
-        from scalelab.pipeline.config import TrainPart
         from scalelab.probe.statistics import CountsConfig, predict_from_counts
 
         e, summary = corpus.entry, corpus.summary
-        budget = max(r["train_tokens"] for r in summary["runs"])
-        context = summary["config"].get("train", {}).get("block_size", TrainPart.block_size)
+        budget = summary.largest_run["train_tokens"]
+        context = summary.config.train.block_size
         try:
             result = predict_from_counts(_store(e, summary), budget, CountsConfig(context))
         except ScalelabError as err:

@@ -19,18 +19,16 @@ import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from scalelab.errors import ScalelabError
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.pipeline import steps
 from scalelab.pipeline.config import PipelineConfig
+from scalelab.pipeline.results import SUMMARY, Along, Fits, Summary
 from scalelab.pipeline.steps import Prepared
 from scalelab.runs import outdir
 from scalelab.runs.sweep import WORKERS, Backend, Pool
 from scalelab.sweeps.result import SweepResult
-
-SUMMARY = "summary.json"
 
 
 class _Clock:
@@ -63,7 +61,7 @@ def run_pipeline(
     backend: Backend | None = None,
     quiet: bool = False,
     say: Callable[[str], None] = print,
-) -> dict[str, Any]:
+) -> Summary:
     """Run (or resume) every step (`scalelab.pipeline.steps`) under `out`; return the summary
     (also summary.json). Sweep runs go to `workers` local processes, or to `backend` (e.g.
     Ray) when given. The folder's lock is released when this returns or raises."""
@@ -81,7 +79,7 @@ def _run(
     pool: Pool,
     quiet: bool,
     say: Callable[[str], None],
-) -> dict[str, Any]:
+) -> Summary:
     clock = _Clock()
     created = not out.exists()
     try:
@@ -118,50 +116,48 @@ def _run(
 
     say("[7/7] fits and report")
     sources = [own, *given]
-    fits = steps.fit(prep, data, models, sources, data_check)
-    fits["convergence"] = {"data": data_check, "model": model_check}
-    atomic_write_json(out / "fits.json", fits)
+    fits = steps.fit(prep, data, models, sources, data_check, model_check)
+    atomic_write_json(out / "fits.json", fits.to_dict())
     from scalelab.report.validate import build_validate_report
 
     html, md = build_validate_report(out)
     clock.lap("report")
-    return _summary(prep, data, models, fits, along, sources, clock, html, md)
+    return _summary(prep, data, models, fits, along, clock, html, md)
 
 
 def _summary(
     prep: Prepared,
     data: SweepResult,
     models: SweepResult | None,
-    fits: dict[str, Any],
-    along: dict[str, Any],
-    sources: list[dict[str, Any]],
+    fits: Fits,
+    along: Along,
     clock: _Clock,
     html: Path,
     md: Path,
-) -> dict[str, Any]:
+) -> Summary:
     cols = ["run", "train_tokens", "steps", "max_steps", "stop_reason", "test_loss_nats"]
     model_cols = ["run", "label", "params_non_embedding", *cols[2:], "passes_at_best"]
-    summary = {
-        "report_html": str(html),
-        "report_md": str(md),
-        "synthetic": prep.synthetic,
-        "sources": sources,
-        "fits": {k: fits[k] for k in ("data", "model") if k in fits},
-        "convergence": fits["convergence"],
-        "runs": data.table[cols].to_dict("records"),
-        "model_runs": models.table[model_cols].to_dict("records") if models else [],
-        "along": along["rows"],
-        "along_trend": along["trend"],
-        "stage_wall_s": clock.wall,
-        "stage_cpu_s": clock.cpu,
-        "wall_s": round(time.perf_counter() - clock.t0, 2),
-        "cpu_s": round(_cpu_s() - clock.c0, 2),
-        "config": prep.cfg.to_dict(),
-        "provenance": provenance(),
-    }
+    times = {"stage_wall_s": clock.wall, "stage_cpu_s": clock.cpu}
+    times["wall_s"] = round(time.perf_counter() - clock.t0, 2)
+    times["cpu_s"] = round(_cpu_s() - clock.c0, 2)
+    prov = provenance()
     path = prep.out / SUMMARY
     earlier = read_json(path).get("invocations", []) if path.exists() else []
-    this = {k: summary[k] for k in ("stage_wall_s", "stage_cpu_s", "wall_s", "cpu_s")}
-    summary["invocations"] = [*earlier, {**this, "time_utc": summary["provenance"]["time_utc"]}]
-    atomic_write_json(path, summary)
+    summary = Summary(
+        report_html=str(html),
+        report_md=str(md),
+        synthetic=prep.synthetic,
+        sources=fits.sources,
+        fits=fits.sides(),
+        convergence=fits.convergence(),
+        runs=data.table[cols].to_dict("records"),
+        model_runs=models.table[model_cols].to_dict("records") if models else [],
+        along=along.rows,
+        along_trend=along.trend,
+        **times,
+        config=prep.cfg,
+        provenance=prov,
+        invocations=[*earlier, {**times, "time_utc": prov["time_utc"]}],
+    )
+    atomic_write_json(path, summary.to_dict())
     return summary

@@ -5,12 +5,17 @@ notebook can run them one by one (docs/python.md) and `run_pipeline` composes th
     given = measure_references(prep)              # d before any training
     data = run_data_sweep(prep, pool)             # claims the folder, then trains
     own, along = measure_own(prep, data), measure_along(prep, data)
-    data_check = check_convergence(prep, data, pool)
+    data_check = check_convergence(prep, data, pool)  # computes the one fit range
     models = run_model_sweep(prep, data, pool)    # then check_convergence(prep, models, pool)
     fits = fit(prep, data, models, [own, *given], data_check)
 
-Nothing is shared but what a step returns; every step leaves a finished artefact under
-`prep.out` that a re-run finds and skips.
+Nothing is shared but what a step returns (the dataclasses of `pipeline.results`); every
+step leaves a finished artefact under `prep.out` that a re-run finds and skips.
+
+A new fit-range rule: the rule is `laws.regime.fit_range` (its ends and reasons, constants in
+`RegimeConfig`); its inputs are gathered once here, in `data_fit_range`; the constant's old
+value goes in `runs.outdir.ABSENT`. The check's refits, the fit and the report read the one
+`FitRange` it returns (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -25,8 +30,10 @@ from typing import Any
 import numpy as np
 
 from scalelab.io import atomic_write_json, read_json
+from scalelab.laws.regime import FitRange
 from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.pipeline.config import PipelineConfig
+from scalelab.pipeline.results import Along, Check, Fits, Regime, SideFit
 from scalelab.probe.estimate import EstimateConfig
 from scalelab.probe.sources import Source, measure, parse_source, unique_labels
 from scalelab.runs import outdir
@@ -60,6 +67,7 @@ class Prepared:
     synthetic: dict[str, Any]
     sources: tuple[Source, ...] = ()  # the given reference models, parsed
     quiet: bool = True
+    unigram_entropy: float | None = None  # of the scored test tokens: the fit range's floor
 
 
 def base_configs(cfg: PipelineConfig, data_dir: Path) -> tuple[GPTConfig, TrainConfig]:
@@ -135,8 +143,11 @@ def prepare(
         f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
     )
     est = estimate_config(cfg)
+    from scalelab.text.floors import store_unigram_entropy
+
+    unigram = store_unigram_entropy(data_dir, cfg.train.block_size, cfg.train.test_tokens)
     return Prepared(
-        out, cfg, request, data_dir, model_cfg, train_cfg, grid, est, syn, sources, quiet
+        out, cfg, request, data_dir, model_cfg, train_cfg, grid, est, syn, sources, quiet, unigram
     )
 
 
@@ -238,7 +249,7 @@ def measure_own(prep: Prepared, data: SweepResult, *, say: Say = _silent) -> dic
     return _measure(prep, source, prep.out / "d" / "00-own", say)
 
 
-def measure_along(prep: Prepared, data: SweepResult) -> dict[str, Any]:
+def measure_along(prep: Prepared, data: SweepResult) -> Along:
     """Step 4b: d of every run of the data sweep on the same test positions, and its trend."""
     from scalelab.probe.along import d_along_sweep
 
@@ -252,47 +263,67 @@ def measure_along(prep: Prepared, data: SweepResult) -> dict[str, Any]:
         }
         for s in data.specs
     ]
-    return d_along_sweep(runs, prep.estimate, prep.out / "along", quiet=prep.quiet)
+    along = d_along_sweep(runs, prep.estimate, prep.out / "along", quiet=prep.quiet)
+    return Along(along["rows"], along["trend"])
 
 
 def check_convergence(
     prep: Prepared, sweep: SweepResult, pool: Pool = Pool(), *, say: Say = _silent
-) -> dict[str, Any]:
+) -> Check:
     """Step 5 (and 6's end): the convergence check of one sweep, in the validation's one check
-    folder (shared by both sweeps, so a run they share is checked once)."""
-    from scalelab.sweeps.convergence import check_sweep
+    folder (shared by both sweeps, so a run they share is checked once). For the data sweep
+    it perturbs the runs from the fit range's lower end on, then computes the fit range (its
+    upper end needs the check's wider model) and refits over it: `Check.fit_range`."""
+    from scalelab.sweeps.convergence import assess, model_limited, run_check
 
     part = prep.cfg.check
-    if sweep.size == "train_tokens":
-        sweep = from_range_start(prep, sweep)
-    verdict = check_sweep(
-        sweep,
+    data_side = sweep.size == "train_tokens"
+    checked = from_range_start(prep, sweep) if data_side else sweep
+    rows = run_check(
+        checked.sweep_dir,
         prep.out / "check",
+        checked.specs,
         largest=part.largest,
         factor=part.factor,
         smallest=part.smallest,
         # a wider model at the largest size: the data sweep's question (is it model-limited?)
-        width_factor=part.width_factor if sweep.size == "train_tokens" else None,
+        width_factor=part.width_factor if data_side else None,
         workers=pool.workers,
         backend=pool.backend,
         quiet=prep.quiet,
     )
-    say(f"      {verdict['text']}")
-    return verdict
+    rng = data_fit_range(prep, sweep, model_limited(rows)) if data_side else None
+    check = Check(assess(checked, rows, rng), rng)
+    say(f"      {check.text}")
+    return check
+
+
+def data_fit_range(
+    prep: Prepared, data: SweepResult, width: dict[str, Any] | None = None
+) -> FitRange:
+    """The data sweep's fit range by rule (`laws.regime.fit_range`), computed once: from the
+    first size below the unigram entropy of the scored test tokens, up to below the first
+    run that is budget- or model-limited (`limited_runs`; `width`: the check's wider-model
+    reading, `sweeps.convergence.model_limited`)."""
+    from scalelab.laws.regime import fit_range
+
+    x, y = data.curve()
+    limited = limited_runs(data, width)
+    flags = np.array([name in limited for name in data.names])
+    margin = prep.cfg.regime.unigram_margin
+    return fit_range(x, y, unigram_entropy=prep.unigram_entropy, limited=flags, margin=margin)
 
 
 def from_range_start(prep: Prepared, data: SweepResult) -> SweepResult:
     """The data sweep from the fit range's lower end on (the first run below the unigram
     entropy by the declared margin, `laws.regime.fit_range`), so that the check perturbs the
-    smallest run of the fitted range and refits over it; the whole sweep where no run is
-    below (the range is empty and the regime verdict says so)."""
+    smallest run of the fitted range; the whole sweep where no run is below (the range is
+    empty and the regime verdict says so)."""
     from scalelab.laws.regime import fit_range
-    from scalelab.text.floors import store_unigram_entropy
 
-    cfg = prep.cfg
-    unigram = store_unigram_entropy(prep.data_dir, cfg.train.block_size, cfg.train.test_tokens)
     x, y = data.curve()
-    rng = fit_range(x, y, unigram_entropy=unigram, margin=cfg.regime.unigram_margin)
+    margin = prep.cfg.regime.unigram_margin
+    rng = fit_range(x, y, unigram_entropy=prep.unigram_entropy, margin=margin)
     start = 0 if rng.empty else int(np.searchsorted(x, rng.x_lo))
     if start == 0 or len(data.specs) - start < 2:
         return data
@@ -307,9 +338,9 @@ def run_model_sweep(
     """Step 6: the model-size sweep on the model sweep's tokens (the data sweep's largest run
     is reused when it is one of the shapes); None when none is configured. Its table gains
     `passes_at_best`: passes over the data at the tested step."""
-    from scalelab.runs.sweep import open_sweep, reuse_runs
+    from scalelab.runs.sweep import open_sweep
     from scalelab.sweeps import model as model_sweep
-    from scalelab.sweeps.worker import run_specs
+    from scalelab.sweeps.worker import reuse_runs, run_specs
 
     cfg = prep.cfg
     shapes = cfg.model_sweep.models
@@ -330,7 +361,7 @@ def run_model_sweep(
     table = run_specs(
         mdir, specs, workers=pool.workers, backend=pool.backend, only=None, quiet=prep.quiet
     )
-    table["passes_at_best"] = table["best_step"] * _tokens_per_step(specs[0]) / tokens
+    table["passes_at_best"] = table["best_step"] * specs[0].tokens_per_step / tokens
     result = SweepResult(mdir, tuple(specs), table, "params_non_embedding")
     for row in result.ordered().itertuples():
         flag = " DATA-LIMITED?" if row.passes_at_best > MAX_PASSES else ""
@@ -342,14 +373,8 @@ def run_model_sweep(
     return result
 
 
-def _tokens_per_step(spec: Any) -> int:
-    t, m = spec.params["train"], spec.params["model"]
-    return t["batch_size"] * t["grad_accum"] * m["block_size"]
-
-
 def _size_key(spec: Any) -> int:
-    m = spec.params["model"]
-    return 12 * m["n_layer"] * m["n_embd"] ** 2
+    return 12 * spec.model.n_layer * spec.model.n_embd**2
 
 
 def fit(
@@ -357,50 +382,51 @@ def fit(
     data: SweepResult,
     models: SweepResult | None,
     sources: list[dict[str, Any]],
-    data_check: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    data_check: Check | None = None,
+    model_check: Check | None = None,
+) -> Fits:
     """Step 7: observed exponents of both sweeps (both forms, with bootstrap intervals; the
-    data side's over its fit range by rule where that holds 3 sizes, `x_range` says which)
-    beside every source of d, and the data side's regime (`laws.observe.analyse_regime`): local
-    slopes, the fit range by rule (from the first size below the unigram entropy of the
-    scored test tokens, up to the largest run that is neither budget- nor model-limited by
-    `data_check`), the curvature test over it, and the plain and excess exponents."""
+    data side's over the fit range where that holds 3 sizes, `x_range` says which) beside
+    every source of d, and the data side's regime (`regime`) over the same range: the one
+    `data_check.fit_range` (computed here, without the check's wider model, when there is no
+    check)."""
     from scalelab.laws.fit import fit_power_law
 
     cfg = prep.cfg
-    out: dict[str, Any] = {"sources": sources}
-    analysis = regime(prep, data, sources, data_check)
-    rng = analysis["fit_range"]
-    sides = [("data", data)] + ([("model", models)] if models is not None else [])
-    for side, sweep in sides:
+    rng = data_check.fit_range if data_check is not None else None
+    if rng is None:
+        rng = data_fit_range(prep, data)
+    width = None if data_check is None else data_check.verdict.get("width_check")
+    sides: dict[str, SideFit] = {}
+    for side, sweep in [("data", data)] + ([("model", models)] if models is not None else []):
         t = sweep.table.sort_values(sweep.size)
         x, y = t[sweep.size].to_numpy(float), t["test_loss_nats"].to_numpy(float)
-        out[side] = {"x_range": [float(x.min()), float(x.max())]}
-        if side == "data" and rng["n_points"] >= 3:  # the data side over its fit range by rule
-            keep = (x >= rng["x_lo"]) & (x <= rng["x_hi"])
+        x_range = (float(x.min()), float(x.max()))
+        if side == "data" and rng.n_points >= 3:  # the data side over its fit range by rule
+            keep = rng.mask(x)
             x, y = x[keep], y[keep]
-            out[side]["x_range"] = [rng["x_lo"], rng["x_hi"]]
-        for form in ("power", "power+E"):
-            if form == "power+E" and len(x) < 4:
-                out[side][form] = None
-                continue
-            out[side][form] = fit_power_law(
-                x, y, form=form, n_boot=cfg.n_boot, seed=cfg.seed
-            ).to_dict()
-    out["data"]["regime"] = analysis
-    return out
+            x_range = (rng.x_lo, rng.x_hi)
+        power, power_e = (
+            fit_power_law(x, y, form=form, n_boot=cfg.n_boot, seed=cfg.seed)
+            if form == "power" or len(x) >= 4
+            else None
+            for form in ("power", "power+E")
+        )
+        sides[side] = SideFit(x_range, power, power_e)
+    analysis = regime(prep, data, sources, rng, limited_runs(data, width))
+    return Fits(sources, sides["data"], sides.get("model"), analysis, data_check, model_check)
 
 
-def limited_runs(data: SweepResult, data_check: dict[str, Any] | None) -> dict[str, str]:
+def limited_runs(data: SweepResult, width: dict[str, Any] | None) -> dict[str, str]:
     """Runs of the data sweep a fit must stop below, with why: those that ended at their step
-    budget (not by the stopping rule), and the largest when the check found it model-limited."""
+    budget (not by the stopping rule), and the largest when the check's wider model found it
+    model-limited (`width`: `sweeps.convergence.model_limited`)."""
     rows = data.ordered()
     out = {
         name: f"ended at its step budget ({why})"
         for name, why in rows["stop_reason"].items()
         if why != "patience"
     }
-    width = (data_check or {}).get("width_check")
     if width and width["limited"]:
         out[width["run"]] = (
             f"model-limited (a wider model lowers its loss by {width['gain_nats']:.4f} nats)"
@@ -424,56 +450,47 @@ def regime(
     prep: Prepared,
     data: SweepResult,
     sources: list[dict[str, Any]],
-    data_check: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The data sweep's regime analysis (a dict; see `fit`), with the unigram entropy, the
-    floor E and how each was obtained. E: the exact floor for a synthetic facts corpus (per
-    token of this store's tokens), else the power+E fit's over the fitted range."""
-    from scalelab.errors import InputError
+    rng: FitRange | None = None,
+    limited: dict[str, str] | None = None,
+) -> Regime:
+    """The data sweep's regime analysis over the fit range `rng` (default: `data_fit_range`
+    without a check), with the unigram entropy, the floor E and how each was obtained. E:
+    the exact floor for a synthetic facts corpus (per token of this store's tokens), else the
+    power+E fit's over the fitted range. `limited`: the runs the range stops below."""
     from scalelab.laws.observe import analyse_regime
-    from scalelab.text.floors import facts_store_theory, store_unigram_entropy
+    from scalelab.text.floors import facts_floor
 
     cfg = prep.cfg
-    unigram = store_unigram_entropy(prep.data_dir, cfg.train.block_size, cfg.train.test_tokens)
     x, y = data.curve()
-    limited = limited_runs(data, data_check)
-    flags = np.array([name in limited for name in data.names])
-    floor, floor_source, ideal = None, "the power+E fit over the fitted range", None
-    theory = None
-    try:
-        theory = facts_store_theory(prep.data_dir)
-        floor = theory.irreducible_nats_per_token
-        floor_source = "exact: the facts generator's floor per token of this store's tokens"
-        ideal = theory.effective_exponent
-    except InputError:
-        pass  # not a facts corpus: E from the fit
+    rng = rng if rng is not None else data_fit_range(prep, data)
+    limited = limited if limited is not None else limited_runs(data, None)
+    floor, floor_source, theory = facts_floor(prep.data_dir)
     predictions = {f"alpha_D from {s['label']}": s["alpha_D"] for s in sources}
     analysis = analyse_regime(
         x,
         y,
-        unigram_entropy=unigram,
-        limited=flags,
+        fit_range=rng,
         floor=floor,
         floor_source="given" if floor is not None else "power+E",
         predictions=predictions,
-        ideal_exponent=ideal,
+        ideal_exponent=None if theory is None else theory.effective_exponent,
         cpu_s=run_cpu_seconds(data),
         config=cfg.regime,
         n_boot=cfg.n_boot,
         seed=cfg.seed,
-    ).to_dict()
-    analysis.update(
-        unigram_entropy_nats=unigram,
+    )
+    capacity = None
+    if theory is not None and rng.n_points > 0:
+        # can the model at the range's top hold what the ideal learner memorises there?
+        rows = data.ordered()
+        params = int(rows.loc[rows[data.size] == rng.x_hi, "params"].iloc[0])
+        capacity = theory.capacity(rng.x_hi, params)
+    return Regime(
+        analysis,
+        unigram_entropy_nats=prep.unigram_entropy,
         unigram_source="the test tokens the runs are scored on (their unigram distribution)",
         floor_nats=floor,
         floor_source=floor_source,
         limited_runs=limited,
-        capacity=None,
+        capacity=capacity,
     )
-    if theory is not None and analysis["fit_range"]["n_points"] > 0:
-        # can the model at the range's top hold what the ideal learner memorises there?
-        top = analysis["fit_range"]["x_hi"]
-        rows = data.ordered()
-        params = int(rows.loc[rows[data.size] == top, "params"].iloc[0])
-        analysis["capacity"] = theory.capacity(top, params)
-    return analysis

@@ -22,7 +22,7 @@ from scalelab.probe.config import DEFAULT_BATCH_SIZES, POSITION_GROUPS
 from scalelab.probe.estimate import (
     EMBEDDINGS,
     EstimateConfig,
-    Prepared,
+    ProbeInputs,
     corpus_key,
     embed_sample,
     estimate,
@@ -61,7 +61,7 @@ def _prepare_ablation(
     weights: str | None,
     groups: int = 1,
     layers: list[str] | None = None,
-) -> tuple[LoadedModel, Prepared, torch.device, list[int]]:
+) -> tuple[LoadedModel, ProbeInputs, torch.device, list[int]]:
     """The model, the sampled corpus, the device and the layer indices (`layers`, default
     all), every user error raised before the corpus is read."""
     dev = resolve_device(device)
@@ -172,7 +172,7 @@ def measure_positions(
 
 def _ablation_info(
     loaded: LoadedModel,
-    prep: Prepared,
+    prep: ProbeInputs,
     cfg: EstimateConfig,
     request: dict[str, Any],
     timing: dict[str, Any],

@@ -53,7 +53,7 @@ POSITIONS = "positions.safetensors"
 
 
 @dataclass
-class Prepared:
+class ProbeInputs:
     """Everything checked and sampled, before the model runs."""
 
     model: LoadedModel
@@ -70,7 +70,7 @@ def prepare(
     cfg: EstimateConfig,
     *,
     groups: int = 1,
-) -> Prepared:
+) -> ProbeInputs:
     """Resolve the corpus and context, check vocabularies, and sample windows and positions.
     Every user error surfaces here, before any file is written or the model runs."""
     context_len = cfg.context_len or min(PAPER_CONTEXT, model.max_context)
@@ -131,7 +131,7 @@ def prepare(
             f"one batch needs {need}; use a larger corpus, more --per-doc or a smaller "
             "--batch-size"
         )
-    return Prepared(model, tokens, docs, doc_ids, context_len, sample)
+    return ProbeInputs(model, tokens, docs, doc_ids, context_len, sample)
 
 
 def embed_sample(
@@ -183,7 +183,7 @@ class Embedded:
 
     model: LoadedModel
     layer: int
-    prep: Prepared
+    prep: ProbeInputs
     sample: Sample
     points: np.ndarray
     timing: dict[str, Any]
@@ -344,7 +344,7 @@ def finished_estimate(path: Path, request: dict[str, Any]) -> dict[str, Any] | N
     return saved
 
 
-def sample_counts(prep: Prepared, kept: int) -> dict[str, int]:
+def sample_counts(prep: ProbeInputs, kept: int) -> dict[str, int]:
     """Documents, windows and points at each step of the protocol."""
     return {
         "documents_in_split": prep.corpus.docs.n_documents,
@@ -356,7 +356,7 @@ def sample_counts(prep: Prepared, kept: int) -> dict[str, int]:
     }
 
 
-def point_index(prep: Prepared, sample: Sample) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def point_index(prep: ProbeInputs, sample: Sample) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per point of `sample`: document index (in the split), position in the document, and
     position in its window."""
     pos, win = sample.positions, sample.windows
@@ -365,7 +365,7 @@ def point_index(prep: Prepared, sample: Sample) -> tuple[np.ndarray, np.ndarray,
 
 
 def save_embeddings(
-    out_dir: Path, points: np.ndarray, prep: Prepared, sample: Sample, doc: dict
+    out_dir: Path, points: np.ndarray, prep: ProbeInputs, sample: Sample, doc: dict
 ) -> None:
     """The kept vectors (in their shuffled order) alone in `embeddings.safetensors`, so
     `scalelab id OUT/embeddings.safetensors` re-estimates the ID without the model, and

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
-import shutil
 import signal
 import threading
 import time
@@ -29,10 +28,10 @@ from scalelab.config import Config
 from scalelab.errors import ConfigError, ScalelabError
 from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
 from scalelab.progress import progress
-from scalelab.runs.outdir import LOCK, claim, claimed
+from scalelab.runs.outdir import claim, claimed
 from scalelab.runs.ray_backend import run_on_ray
 
-Worker = Callable[[dict[str, Any], Path], dict[str, Any]]
+Worker = Callable[[Any, Path], dict[str, Any]]
 BACKENDS = ("local", "ray")
 
 
@@ -79,10 +78,15 @@ class Pool:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run of a sweep: a folder name and the JSON-able parameters given to the worker."""
+    """One run of a sweep: a folder name and its JSON-able parameters (the scalar ones become
+    runs.csv columns). `work()` is what the worker is given: a copy of the parameters here; a
+    subclass that carries config objects hands over itself (`sweeps.worker.LMRun`)."""
 
     name: str
     params: dict[str, Any] = field(default_factory=dict)
+
+    def work(self) -> Any:
+        return dict(self.params)
 
 
 def open_sweep(sweep_dir: str | Path, kind: str, config: dict[str, Any]) -> Path:
@@ -110,7 +114,7 @@ def run_one(worker: Worker, spec: RunSpec, run_dir: Path, threads: int) -> dict[
 
         torch.set_num_threads(threads)
     run_dir.mkdir(parents=True, exist_ok=True)
-    row = worker(dict(spec.params), run_dir)
+    row = worker(spec.work(), run_dir)
     result = run_dir / "result.json"
     if not result.exists():
         atomic_write_json(result, row)
@@ -208,28 +212,3 @@ def run_sweep(
                     write_table(sweep_dir, specs)
                     advance(1, info=futures[fut].name)
     return write_table(sweep_dir, specs)
-
-
-def reuse_runs(
-    src_dir: Path, src_specs: Sequence[RunSpec], dst_dir: Path, specs: Sequence[RunSpec]
-) -> int:
-    """Copy each finished run of `src_specs` (under the sweep folder `src_dir`) into the sweep
-    folder `dst_dir` as every run of `specs` with exactly the same configuration (shape, data,
-    budget): training it again would repeat the same steps. Returns the runs matched."""
-    matched = 0
-    for src_spec in src_specs:
-        src = src_dir / "runs" / src_spec.name
-        if not (src / "result.json").exists():
-            continue
-        for spec in specs:
-            same = spec.params["model"] == src_spec.params["model"]
-            if not (same and spec.params["train"] == src_spec.params["train"]):
-                continue
-            matched += 1
-            dst = dst_dir / "runs" / spec.name
-            if not dst.exists():
-                tmp = dst.with_name(f".{dst.name}.tmp")
-                shutil.rmtree(tmp, ignore_errors=True)
-                shutil.copytree(src, tmp, ignore=shutil.ignore_patterns(LOCK))
-                tmp.rename(dst)
-    return matched

@@ -35,6 +35,7 @@ CHECK/runs/<perturbation>-<hash of the run's config>, so two sweeps that share a
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -42,15 +43,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json, read_json
+from scalelab.laws.regime import FitRange, fit_range
 from scalelab.lm import checkpoint as ckpt
-from scalelab.lm.model import GPTConfig
-from scalelab.lm.stopping import StopRule
 from scalelab.lm.train import METRICS, TrainConfig
-from scalelab.runs.sweep import RunSpec
 from scalelab.sweeps.result import CONSTANT_LR, SweepResult
 from scalelab.sweeps.schedule import cooled
+from scalelab.sweeps.worker import LMRun
 
 FACTOR = 3
 COOLDOWN_FRACTION = 0.2
@@ -68,58 +70,48 @@ def budget_free(cfg: TrainConfig) -> bool:
     return cfg.token_budget is None and (cfg.decay_steps is not None or cfg.min_lr == cfg.lr)
 
 
-def stricter(spec: RunSpec, factor: int = FACTOR) -> RunSpec:
+def stricter(spec: LMRun, factor: int = FACTOR) -> LMRun:
     """The same run with its stopping rule and step budget `factor` times stricter/longer."""
     if not isinstance(factor, int) or factor < 2:
         raise ConfigError(f"the check factor must be an integer >= 2, got {factor!r}")
-    t = TrainConfig.from_dict(spec.params["train"])
-    rule = StopRule(t.patience, t.patience_fraction, t.min_delta_sd).stricter(factor)
-    t = t.replace(
-        max_steps=t.max_steps * factor,
-        patience=rule.patience,
-        patience_fraction=rule.patience_fraction,
-    )
-    return _with_train(spec, t)
+    t = spec.train
+    return spec.with_train(t.replace(max_steps=t.max_steps * factor, stop=t.stop.stricter(factor)))
 
 
-def cooldown(spec: RunSpec, run_dir: Path, fraction: float = COOLDOWN_FRACTION) -> RunSpec:
+def cooldown(spec: LMRun, run_dir: Path, fraction: float = COOLDOWN_FRACTION) -> LMRun:
     """A run that starts from `run_dir`'s tested weights and decays the learning rate to zero
     over `fraction` of the steps to its best (`sweeps.schedule.cooled`, the one rule)."""
-    t = TrainConfig.from_dict(spec.params["train"])
     best = int(read_json(run_dir / "result.json")["best_step"])
-    return _with_train(spec, cooled(t, best, run_dir, fraction))
+    return spec.with_train(cooled(spec.train, best, run_dir, fraction))
 
 
-def reseeded(spec: RunSpec) -> RunSpec:
+def reseeded(spec: LMRun) -> LMRun:
     """The same run with the next seed."""
-    t = TrainConfig.from_dict(spec.params["train"])
-    return _with_train(spec, t.replace(seed=t.seed + 1))
+    return spec.with_train(spec.train.replace(seed=spec.train.seed + 1))
 
 
-def wider(spec: RunSpec, factor: int = WIDTH_FACTOR) -> RunSpec:
+def wider(spec: LMRun, factor: int = WIDTH_FACTOR) -> LMRun:
     """The same run with a model `factor` times wider (as many more heads, of the same width)."""
     if not isinstance(factor, int) or factor < 2:
         raise ConfigError(f"the width factor must be an integer >= 2, got {factor!r}")
-    m = GPTConfig.from_dict(spec.params["model"])
-    m = m.replace(n_embd=m.n_embd * factor, n_head=m.n_head * factor)
-    return RunSpec(spec.name, {**spec.params, "model": m.to_dict()})
+    m = spec.model
+    return dataclasses.replace(
+        spec, model=m.replace(n_embd=m.n_embd * factor, n_head=m.n_head * factor)
+    )
 
 
-def _with_train(spec: RunSpec, t: TrainConfig) -> RunSpec:
-    return RunSpec(spec.name, {**spec.params, "train": t.to_dict(), "max_steps": t.max_steps})
-
-
-def check_name(perturbation: str, spec: RunSpec) -> str:
-    """The check run's folder name: the perturbation and a hash of the full run config, so
-    identical runs of two sweeps share one folder. A cooldown's source folder is left out of
-    the hash: the same config trains the same weights wherever its folder lies."""
-    params = {k: spec.params[k] for k in ("model", "train", "data_dir")}
-    params["train"] = {**params["train"], "init_from": bool(params["train"].get("init_from"))}
+def check_name(perturbation: str, spec: LMRun) -> str:
+    """The check run's folder name: the perturbation and a hash of the full run config (as
+    its config.json holds it), so identical runs of two sweeps share one folder. A cooldown's
+    source folder is left out of the hash: the same config trains the same weights wherever
+    its folder lies."""
+    train = {**spec.train.to_dict(), "init_from": bool(spec.train.init_from)}
+    params = {"model": spec.model.to_dict(), "train": train, "data_dir": str(spec.data_dir)}
     blob = json.dumps(params, sort_keys=True).encode()
     return f"{perturbation}-{hashlib.sha256(blob).hexdigest()[:12]}"
 
 
-def seed_continuation(src: Path, dst: Path, spec: RunSpec) -> None:
+def seed_continuation(src: Path, dst: Path, spec: LMRun) -> None:
     """Copy the finished run `src` into `dst` as an unfinished run with the config of `spec`,
     so the trainer resumes it from its last checkpoint. Skipped when `dst` exists."""
     if dst.exists():
@@ -131,14 +123,14 @@ def seed_continuation(src: Path, dst: Path, spec: RunSpec) -> None:
         if (src / name).exists():
             shutil.copy2(src / name, tmp / name)
     config = read_json(tmp / ckpt.CONFIG)
-    config["train"] = spec.params["train"]
+    config["train"] = spec.train.to_dict()
     atomic_write_json(tmp / ckpt.CONFIG, config)
     tmp.rename(dst)
 
 
 def plan(
     sweep_dir: Path,
-    specs: Sequence[RunSpec],
+    specs: Sequence[LMRun],
     largest: int,
     factor: int = FACTOR,
     cooldown_fraction: float = COOLDOWN_FRACTION,
@@ -160,7 +152,7 @@ def plan(
     for spec, end in ends:
         run_dir = sweep_dir / "runs" / spec.name
         result = read_json(run_dir / "result.json")
-        original = TrainConfig.from_dict(spec.params["train"])
+        original = spec.train
         regular = int(result["steps"]) % original.eval_interval == 0
         made = {"stricter": lambda s=spec: stricter(s, factor), "seed": lambda s=spec: reseeded(s)}
         made["cooldown"] = lambda s=spec, d=run_dir: cooldown(s, d, cooldown_fraction)
@@ -176,7 +168,7 @@ def plan(
                     "perturbation": p,
                     "end": end,
                     "key": p + (SMALLEST if end == "smallest" else ""),
-                    "spec": RunSpec(check_name(p, perturbed), perturbed.params),
+                    "spec": dataclasses.replace(perturbed, name=check_name(p, perturbed)),
                     "continue": p == "stricter" and budget_free(original) and regular,
                     "source": run_dir,
                     "result": result,
@@ -188,7 +180,7 @@ def plan(
 def run_check(
     sweep_dir: Path,
     check_dir: Path,
-    specs: Sequence[RunSpec],
+    specs: Sequence[LMRun],
     *,
     largest: int,
     factor: int = FACTOR,
@@ -358,6 +350,15 @@ def exponent(x: Sequence[float], y: Sequence[float]) -> float:
     return fit_power_law(x, y, form="power", n_boot=0).exponent
 
 
+def below_model_limited(sweep: SweepResult, rows: list[dict[str, Any]]) -> FitRange:
+    """The fit range of `sweep` by the one rule (`laws.regime.fit_range`) when the check is
+    all that is known: every size, up to below a model-limited run."""
+    width = model_limited(rows)
+    flags = [bool(width and width["limited"] and n == width["run"]) for n in sweep.names]
+    x, y = sweep.curve()
+    return fit_range(x, y, limited=flags)
+
+
 def check_sweep(
     sweep: SweepResult,
     check_dir: Path,
@@ -371,7 +372,10 @@ def check_sweep(
     quiet: bool = True,
 ) -> dict[str, Any]:
     """Train the perturbations of a finished sweep's `largest` (and `smallest`) runs under
-    `check_dir`, refit the exponent over `sweep.size` with each, and give the `verdict`."""
+    `check_dir`, refit the exponent over `sweep.size` with each (over `below_model_limited`),
+    and give the `verdict`. The validation computes its range itself (with the unigram
+    entropy and the budget-ended runs: `pipeline.steps.check_convergence`) and calls
+    `run_check` and `assess`."""
     rows = run_check(
         sweep.sweep_dir,
         check_dir,
@@ -384,25 +388,33 @@ def check_sweep(
         backend=backend,
         quiet=quiet,
     )
+    return assess(sweep, rows, below_model_limited(sweep, rows))
+
+
+def assess(
+    sweep: SweepResult, rows: list[dict[str, Any]], fitted: FitRange | None
+) -> dict[str, Any]:
+    """The `verdict` of the check `rows` of `sweep`: the exponent refitted with each
+    perturbation over the fit range `fitted`, the one the observed exponent is fitted over
+    (every run where it is None or holds fewer than 3 sizes)."""
     names = sweep.names
     # An annealed sweep (sweeps.schedule cooldown_fraction) is checked on its constant-rate
     # phase, the one its stopping rule ran and the perturbations change.
     x, y = sweep.curve(CONSTANT_LR if CONSTANT_LR in sweep.table else "test_loss_nats")
-    # the fit stops below a model-limited run (laws.regime.fit_range): so do the refits
-    width = model_limited(rows)
-    fitted = [n != (width or {}).get("run") or not width["limited"] for n in names]
-    if sum(fitted) < 3:  # too few below it to fit: every run, and the verdict says why
-        fitted = [True] * len(names)
+    if fitted is None or fitted.n_points < 3:
+        keep = np.ones(len(names), bool)
+    else:
+        keep = fitted.mask(sweep.curve()[0])
     perturbed = {}
     for key in dict.fromkeys(r["key"] for r in rows if r["perturbation"] != "wider"):
         y_p = y.copy()
         for r in rows:
             if r["key"] == key:
                 y_p[names.index(r["run"])] = r["test_loss_nats_perturbed"]
-        perturbed[key] = exponent(x[fitted], y_p[fitted])
+        perturbed[key] = exponent(x[keep], y_p[keep])
     checked = {r["run"] for r in rows}
     reasons = sweep.ordered()["stop_reason"]
     ended = [
         n for n, why in zip(names, reasons, strict=True) if n not in checked and why != "patience"
     ]
-    return verdict(exponent(x[fitted], y[fitted]), perturbed, rows, unchecked_ended=ended)
+    return verdict(exponent(x[keep], y[keep]), perturbed, rows, unchecked_ended=ended)

@@ -32,10 +32,10 @@ from scalelab.errors import ConfigError
 from scalelab.fields import positive_int
 from scalelab.io import atomic_write, read_json
 from scalelab.lm.config import GPTConfig, TrainConfig
-from scalelab.runs.sweep import Backend, RunSpec, finished_rows, opened_sweep
+from scalelab.runs.sweep import Backend, finished_rows, opened_sweep
 from scalelab.sweeps.result import CONSTANT_LR
 from scalelab.sweeps.schedule import Schedule, cooled
-from scalelab.sweeps.worker import run_params, run_specs
+from scalelab.sweeps.worker import LMRun, lm_run, run_specs
 from scalelab.text.store import TokenStore
 
 KIND = "data"
@@ -105,23 +105,39 @@ class DataSweepConfig(Config):
 
     data_dir: str
     sizes: tuple[int, ...]
-    model: dict[str, Any]
-    train: dict[str, Any]
-    schedule: dict[str, Any]
+    model: GPTConfig
+    train: TrainConfig
+    schedule: Schedule
     seeds: int = 1  # runs per size (seed, seed + 1, ...)
 
     def validate(self) -> None:
-        model = GPTConfig.from_dict(self.model)
-        TrainConfig.from_dict(self.train)
-        Schedule.from_dict(self.schedule)
+        for name, kind in (("model", GPTConfig), ("train", TrainConfig), ("schedule", Schedule)):
+            if not isinstance(getattr(self, name), kind):
+                raise ConfigError(
+                    f"{name} must be a {kind.__name__}; use DataSweepConfig.from_dict"
+                )
         positive_int(self.seeds, "seeds")
-        check_sizes(self.sizes, TokenStore(self.data_dir, "train").n_tokens, model.block_size)
+        available = TokenStore(self.data_dir, "train").n_tokens
+        check_sizes(self.sizes, available, self.model.block_size)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {**super().to_dict(), "sizes": list(self.sizes)}
-        if self.seeds == 1:  # a one-seed sweep's folder from before seeds resumes
-            del out["seeds"]
+        """sweep.json's config: the parts as their saved dicts."""
+        out = {
+            "data_dir": self.data_dir,
+            "sizes": list(self.sizes),
+            "model": self.model.to_dict(),
+            "train": self.train.to_dict(),
+            "schedule": self.schedule.to_dict(),
+        }
+        if self.seeds != 1:  # a one-seed sweep's folder from before seeds resumes
+            out["seeds"] = self.seeds
         return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DataSweepConfig:
+        parts = {"model": GPTConfig, "train": TrainConfig, "schedule": Schedule}
+        read = {k: parts[k].from_dict(v) if k in parts else v for k, v in data.items()}
+        return super().from_dict({**read, "sizes": tuple(data["sizes"])})
 
 
 def make_config(
@@ -135,9 +151,9 @@ def make_config(
     return DataSweepConfig(
         data_dir=str(Path(data_dir).resolve()),
         sizes=tuple(int(s) for s in sizes),
-        model=model.to_dict(),
-        train=train.to_dict(),
-        schedule=schedule.to_dict(),
+        model=model,
+        train=train,
+        schedule=schedule,
         seeds=seeds,
     )
 
@@ -146,23 +162,20 @@ def run_name(n_tokens: int, seed_offset: int = 0) -> str:
     return f"n{n_tokens:010d}" + (f"-s{seed_offset}" if seed_offset else "")
 
 
-def specs(cfg: DataSweepConfig) -> list[RunSpec]:
+def specs(cfg: DataSweepConfig) -> list[LMRun]:
     """`cfg.seeds` runs per size, smallest size first."""
-    model = GPTConfig.from_dict(cfg.model)
-    base = TrainConfig.from_dict(cfg.train)
-    schedule = Schedule.from_dict(cfg.schedule)
+    model, base, schedule = cfg.model, cfg.train, cfg.schedule
     out = []
     for n in cfg.sizes:
         for j in range(cfg.seeds):
             run_cfg = schedule.train_config(base.replace(seed=base.seed + j), n, model.block_size)
-            params = run_params(
-                model, run_cfg, Path(cfg.data_dir), train_tokens=n, policy=schedule.policy
-            )
-            out.append(RunSpec(run_name(n, j), params))
+            where = Path(cfg.data_dir)
+            name = run_name(n, j)
+            out.append(lm_run(name, model, run_cfg, where, train_tokens=n, policy=schedule.policy))
     return out
 
 
-def cooldown_specs(sweep_dir: Path, runs: Sequence[RunSpec], fraction: float) -> list[RunSpec]:
+def cooldown_specs(sweep_dir: Path, runs: Sequence[LMRun], fraction: float) -> list[LMRun]:
     """The cooldown of every finished run of `runs` (module docstring)."""
     out = []
     for spec in runs:
@@ -170,15 +183,12 @@ def cooldown_specs(sweep_dir: Path, runs: Sequence[RunSpec], fraction: float) ->
         if not (run_dir / "result.json").exists():
             continue
         best = int(read_json(run_dir / "result.json")["best_step"])
-        t = cooled(TrainConfig.from_dict(spec.params["train"]), best, run_dir, fraction)
-        params = {**spec.params, "train": t.to_dict(), "max_steps": t.max_steps}
-        out.append(RunSpec(f"{spec.name}{COOL}", params))
+        cool = spec.with_train(cooled(spec.train, best, run_dir, fraction))
+        out.append(dataclasses.replace(cool, name=f"{spec.name}{COOL}"))
     return out
 
 
-def annealed_table(
-    sweep_dir: Path, runs: Sequence[RunSpec], cool: Sequence[RunSpec]
-) -> pd.DataFrame:
+def annealed_table(sweep_dir: Path, runs: Sequence[LMRun], cool: Sequence[LMRun]) -> pd.DataFrame:
     """runs.csv of an annealed sweep: one row per run whose cooldown has finished, its test
     loss the cooldown's, the constant-rate loss beside it, and the cooldown's steps."""
     done = {r["run"]: r for r in finished_rows(sweep_dir, cool)}
@@ -214,7 +224,7 @@ def data_sweep(
     with opened_sweep(sweep_dir, KIND, cfg.to_dict()) as folder:
         runs = specs(cfg)
         table = run_specs(folder, runs, workers=workers, backend=backend, only=only, quiet=quiet)
-        fraction = Schedule.from_dict(cfg.schedule).cooldown_fraction
+        fraction = cfg.schedule.cooldown_fraction
         if fraction is None:
             return table
         cool = cooldown_specs(folder, runs, fraction)

@@ -18,9 +18,9 @@ import pandas as pd
 from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.lm.config import PRESETS, GPTConfig, TrainConfig, preset_config
-from scalelab.runs.sweep import Backend, RunSpec, opened_sweep
+from scalelab.runs.sweep import Backend, opened_sweep
 from scalelab.sweeps.schedule import Schedule
-from scalelab.sweeps.worker import run_params, run_specs
+from scalelab.sweeps.worker import LMRun, lm_run, run_specs
 from scalelab.text.store import TokenStore
 
 KIND = "model"
@@ -58,20 +58,25 @@ class ModelSweepConfig(Config):
     data_dir: str
     train_tokens: int
     labels: tuple[str, ...]
-    models: tuple[dict[str, Any], ...]
-    train: dict[str, Any]
-    schedule: dict[str, Any]
+    models: tuple[GPTConfig, ...]
+    train: TrainConfig
+    schedule: Schedule
 
     def validate(self) -> None:
         if len(self.models) < 2 or len(self.labels) != len(self.models):
             raise ConfigError("a model sweep needs at least 2 models; pass more --models")
         if len(set(self.labels)) != len(self.labels):
             raise ConfigError(f"models {list(self.labels)} repeat a shape; list each once")
-        TrainConfig.from_dict(self.train)
-        Schedule.from_dict(self.schedule)
+        typed = all(isinstance(m, GPTConfig) for m in self.models)
+        if not (
+            typed and isinstance(self.train, TrainConfig) and isinstance(self.schedule, Schedule)
+        ):
+            raise ConfigError(
+                "a model sweep's parts must be configs; use ModelSweepConfig.from_dict"
+            )
         available = TokenStore(self.data_dir, "train").n_tokens
         for m in self.models:
-            block = GPTConfig.from_dict(m).block_size
+            block = m.block_size
             if not block < self.train_tokens <= available:
                 raise ConfigError(
                     f"train_tokens {self.train_tokens} must be in ({block}, {available}] "
@@ -79,8 +84,27 @@ class ModelSweepConfig(Config):
                 )
 
     def to_dict(self) -> dict[str, Any]:
-        d = super().to_dict()
-        return {**d, "labels": list(self.labels), "models": list(d["models"])}
+        """sweep.json's config: the parts as their saved dicts."""
+        return {
+            "data_dir": self.data_dir,
+            "train_tokens": self.train_tokens,
+            "labels": list(self.labels),
+            "models": [m.to_dict() for m in self.models],
+            "train": self.train.to_dict(),
+            "schedule": self.schedule.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelSweepConfig:
+        return super().from_dict(
+            {
+                **data,
+                "labels": tuple(data["labels"]),
+                "models": tuple(GPTConfig.from_dict(m) for m in data["models"]),
+                "train": TrainConfig.from_dict(data["train"]),
+                "schedule": Schedule.from_dict(data["schedule"]),
+            }
+        )
 
 
 def make_config(
@@ -99,20 +123,19 @@ def make_config(
         data_dir=str(data_dir),
         train_tokens=int(n),
         labels=tuple(label for label, _ in parsed),
-        models=tuple(cfg.to_dict() for _, cfg in parsed),
-        train=train.to_dict(),
-        schedule=schedule.to_dict(),
+        models=tuple(cfg for _, cfg in parsed),
+        train=train,
+        schedule=schedule,
     )
 
 
-def specs(cfg: ModelSweepConfig) -> list[RunSpec]:
-    base = TrainConfig.from_dict(cfg.train)
-    schedule = Schedule.from_dict(cfg.schedule)
+def specs(cfg: ModelSweepConfig) -> list[LMRun]:
+    base, schedule = cfg.train, cfg.schedule
     out = []
-    for i, (label, m) in enumerate(zip(cfg.labels, cfg.models, strict=True)):
-        model = GPTConfig.from_dict(m)
+    for i, (label, model) in enumerate(zip(cfg.labels, cfg.models, strict=True)):
         run_cfg = schedule.train_config(base, cfg.train_tokens, model.block_size)
-        params = run_params(
+        run = lm_run(
+            f"m{i:02d}-{label}",
             model,
             run_cfg,
             Path(cfg.data_dir),
@@ -124,7 +147,7 @@ def specs(cfg: ModelSweepConfig) -> list[RunSpec]:
             train_tokens=cfg.train_tokens,
             policy=schedule.policy,
         )
-        out.append(RunSpec(f"m{i:02d}-{label}", params))
+        out.append(run)
     return out
 
 

@@ -26,13 +26,23 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
+from typing import Any
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.fields import choice, positive_int
 from scalelab.lm.config import TrainConfig
+from scalelab.lm.stopping import NEVER, StopRule, flatten, nested
 
 POLICIES = ("converge", "epochs", "tokens")
+# Sweep runs validate every 50 steps, twice as often as a single run by default
+# (TrainConfig.eval_interval): a converge budget can be as small as Schedule.min_steps, and
+# patience counts validations. The sweep command's --eval-interval default, and the gpu
+# validate preset's (its runs are as long as a sweep's).
+EVAL_INTERVAL = 50
+#: The sweeps' stopping rule (lm/stopping.py): 4 validations without improvement, or a
+#: quarter of the validations so far when more (docs/sweeps.md, "How runs stop").
+CONVERGE = StopRule(patience=4, patience_fraction=0.25)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,9 +50,7 @@ class Schedule(Config):
     """How long each run of a sweep trains (see the module docstring)."""
 
     policy: str = "converge"
-    patience: int = 4  # converge: validations without improvement before stopping
-    patience_fraction: float = 0.25  # converge: ... or this share of validations so far
-    min_delta_sd: float = 0.0  # converge: improvements count from this many validation SEs
+    stop: StopRule = CONVERGE  # converge: every run's early stopping (patience required)
     max_epochs: float = 40.0  # converge: step budget in passes over the run's tokens
     min_steps: int = 200  # converge: step budget floor (tiny data sets)
     step_cap: int = 20_000  # converge: step budget ceiling (a run hitting it is flagged)
@@ -53,15 +61,13 @@ class Schedule(Config):
 
     def validate(self) -> None:
         choice(self.policy, "policy", POLICIES)
-        for name in ("patience", "min_steps", "step_cap"):
+        if not isinstance(self.stop, StopRule):
+            raise ConfigError(f"stop must be a StopRule, got {self.stop!r}")
+        positive_int(self.stop.patience, "patience")  # the converge policy stops by it
+        for name in ("min_steps", "step_cap"):
             positive_int(getattr(self, name), name)
         if self.min_steps > self.step_cap:
             raise ConfigError(f"min_steps {self.min_steps} exceeds step_cap {self.step_cap}")
-        if not 0 <= self.patience_fraction <= 1 or not 0 <= self.min_delta_sd < 100:
-            raise ConfigError(
-                f"patience_fraction {self.patience_fraction} must be in [0, 1] and "
-                f"min_delta_sd {self.min_delta_sd} in [0, 100)"
-            )
         for name in ("max_epochs", "epochs", "decay_epochs"):
             value = getattr(self, name)
             if value is None and name == "decay_epochs":
@@ -77,6 +83,14 @@ class Schedule(Config):
         if f is not None and self.policy != "converge":
             raise ConfigError("cooldown_fraction needs the converge policy (it finds the horizon)")
 
+    def to_dict(self) -> dict[str, Any]:
+        """Saved flat (the rule's keys in place of `stop`), as sweep folders always were."""
+        return flatten(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Schedule:
+        return super().from_dict(nested(data, cls.stop))
+
     def train_config(self, base: TrainConfig, n_tokens: int, block_size: int) -> TrainConfig:
         """`base` with the length fields this policy sets for a run on `n_tokens` tokens."""
         per_step = base.windows_per_step * block_size
@@ -84,7 +98,7 @@ class Schedule(Config):
         if self.policy == "converge":
             steps = math.ceil(self.max_epochs * n_tokens / per_step)
             steps = min(max(steps, self.min_steps), self.step_cap)
-            patience: int | None = self.patience
+            stop = self.stop
             if self.decay_epochs is not None:
                 # Whole validation intervals: the budget's last checkpoint is then a regular
                 # one, so a longer budget can continue from it (sweeps/convergence.py).
@@ -92,16 +106,14 @@ class Schedule(Config):
                 decay = math.ceil(self.decay_epochs * n_tokens / per_step)
                 decay = min(max(decay, self.min_steps), steps)
         elif self.policy == "epochs":
-            steps, patience = max(1, math.ceil(self.epochs * n_tokens / per_step)), None
+            steps, stop = max(1, math.ceil(self.epochs * n_tokens / per_step)), NEVER
         else:
-            steps, patience = max(1, math.ceil(self.token_budget / per_step)), None
+            steps, stop = max(1, math.ceil(self.token_budget / per_step)), NEVER
         return base.replace(
             train_tokens=n_tokens,
             max_steps=steps,
             token_budget=None,
-            patience=patience,
-            patience_fraction=self.patience_fraction if patience else 0.0,
-            min_delta_sd=self.min_delta_sd if patience else 0.0,
+            stop=stop,
             decay_steps=decay,
             warmup_steps=min(base.warmup_steps, max((decay or steps) // 10, 1)),
         )
@@ -120,6 +132,5 @@ def cooled(train: TrainConfig, best_step: int, run_dir: Path, fraction: float) -
         warmup_steps=0,
         min_lr=0.0,
         decay_steps=None,
-        patience=None,
-        patience_fraction=0.0,
+        stop=train.stop.replace(patience=None, patience_fraction=0.0),
     )

@@ -9,7 +9,9 @@ it resumes exactly after a kill and can be run by any scheduler. How long each r
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import shutil
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -21,41 +23,56 @@ from scalelab.errors import ConfigError
 from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.lm.train import train
 from scalelab.progress import progress
+from scalelab.runs.outdir import LOCK
 from scalelab.runs.sweep import Backend, RunSpec, run_sweep, write_table
 
 LOG = "train.log"
-# Sweep runs validate every 50 steps, twice as often as a single run by default
-# (TrainConfig.eval_interval): a converge budget can be as small as Schedule.min_steps, and
-# patience counts validations. The sweep command's --eval-interval default.
-EVAL_INTERVAL = 50
 POLL_S = 2.0  # seconds between progress polls of the run folders
 
 
-def run_params(
-    model: GPTConfig, train_cfg: TrainConfig, data_dir: Path, **scalars: Any
-) -> dict[str, Any]:
-    """A spec's params: the full configs (dicts, left out of runs.csv) and the scalars that
-    become runs.csv columns beside the run's result."""
-    return {
-        "model": model.to_dict(),
-        "train": train_cfg.to_dict(),
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LMRun(RunSpec):
+    """One language-model run of a sweep: its model and training configs as objects (the
+    worker trains them; they become dicts only in the run folder's config.json) and
+    `params`, the scalars that become its runs.csv columns (`lm_run`)."""
+
+    model: GPTConfig
+    train: TrainConfig
+    data_dir: Path
+
+    def work(self) -> LMRun:
+        return self
+
+    def with_train(self, train: TrainConfig) -> LMRun:
+        """The same run trained by `train` (its `max_steps` column follows)."""
+        params = {**self.params, "max_steps": train.max_steps}
+        return dataclasses.replace(self, train=train, params=params)
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.train.windows_per_step * self.model.block_size
+
+
+def lm_run(
+    name: str, model: GPTConfig, train_cfg: TrainConfig, data_dir: Path, **scalars: Any
+) -> LMRun:
+    """A run with its runs.csv columns: the store, the step budget, the patience (0: none)
+    and `scalars`, beside the run's result."""
+    patience = train_cfg.stop.patience
+    params = {
         "data_dir": str(data_dir),
         "max_steps": train_cfg.max_steps,
-        "patience": train_cfg.patience if train_cfg.patience is not None else 0,
+        "patience": patience if patience is not None else 0,
         **scalars,
     }
+    return LMRun(name, params, model=model, train=train_cfg, data_dir=Path(data_dir))
 
 
-def train_worker(params: dict[str, Any], run_dir: Path, *, quiet: bool = True) -> dict[str, Any]:
+def train_worker(run: LMRun, run_dir: Path, *, quiet: bool = True) -> dict[str, Any]:
     """Train one run (or resume it, or read its finished result). Quiet: the trainer's log
     lines go to `run_dir/train.log` (parallel workers would interleave them); otherwise they
     go to stderr with its progress bar, as `scalelab train` shows them."""
-    args = (
-        GPTConfig.from_dict(params["model"]),
-        TrainConfig.from_dict(params["train"]),
-        params["data_dir"],
-        run_dir,
-    )
+    args = (run.model, run.train, str(run.data_dir), run_dir)
     if not quiet:
         return train(*args, quiet=False)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -65,7 +82,7 @@ def train_worker(params: dict[str, Any], run_dir: Path, *, quiet: bool = True) -
 
 def run_specs(
     sweep_dir: Path,
-    all_specs: list[RunSpec],
+    all_specs: list[LMRun],
     *,
     workers: int,
     only: Sequence[str] | None,
@@ -83,17 +100,40 @@ def run_specs(
         chosen = [s for s in all_specs if s.name in set(only)]
     # Longest runs first: with parallel workers the sweep then ends when the total work
     # allows, not when the biggest run, started last, does.
-    chosen = sorted(chosen, key=lambda s: -planned_flops(s.params))
+    chosen = sorted(chosen, key=lambda s: -planned_flops(s))
     with _step_progress(sweep_dir, chosen, quiet):
         run_sweep(sweep_dir, chosen, train_worker, workers=workers, backend=backend, quiet=True)
     return write_table(sweep_dir, all_specs)
 
 
-def planned_flops(params: dict[str, Any]) -> float:
+def planned_flops(run: LMRun) -> float:
     """Rough training cost of a run's step budget: 6 · (12 L d²) FLOPs per token."""
-    m, t = params["model"], params["train"]
-    tokens = params["max_steps"] * t["batch_size"] * t["grad_accum"] * m["block_size"]
-    return 6.0 * 12 * m["n_layer"] * m["n_embd"] ** 2 * tokens
+    tokens = run.train.max_steps * run.tokens_per_step
+    return 6.0 * 12 * run.model.n_layer * run.model.n_embd**2 * tokens
+
+
+def reuse_runs(
+    src_dir: Path, src_specs: Sequence[LMRun], dst_dir: Path, specs: Sequence[LMRun]
+) -> int:
+    """Copy each finished run of `src_specs` (under the sweep folder `src_dir`) into the sweep
+    folder `dst_dir` as every run of `specs` with exactly the same configuration (shape, data,
+    budget): training it again would repeat the same steps. Returns the runs matched."""
+    matched = 0
+    for src_spec in src_specs:
+        src = src_dir / "runs" / src_spec.name
+        if not (src / "result.json").exists():
+            continue
+        for spec in specs:
+            if (spec.model, spec.train) != (src_spec.model, src_spec.train):
+                continue
+            matched += 1
+            dst = dst_dir / "runs" / spec.name
+            if not dst.exists():
+                tmp = dst.with_name(f".{dst.name}.tmp")
+                shutil.rmtree(tmp, ignore_errors=True)
+                shutil.copytree(src, tmp, ignore=shutil.ignore_patterns(LOCK))
+                tmp.rename(dst)
+    return matched
 
 
 def steps_done(run_dir: Path, budget: int) -> int:

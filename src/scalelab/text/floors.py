@@ -69,3 +69,20 @@ def facts_store_theory(data_dir: str | Path) -> FactsTheory:
     cfg = synth.parse_spec(spec)
     n_facts = store.n_documents * cfg.facts_per_doc
     return dataclasses.replace(cfg.theory(), tokens_per_fact=store.n_tokens / n_facts)
+
+
+#: Where the floor E comes from when the store is not a facts corpus.
+FITTED_FLOOR = "the power+E fit over the fitted range"
+
+
+def facts_floor(data_dir: str | Path) -> tuple[float | None, str, FactsTheory | None]:
+    """The floor E of the store's test loss, where it comes from, and the ideal learner: the
+    exact floor of a facts store (`facts_store_theory`), or (None, `FITTED_FLOOR`, None)
+    for any other store, whose E the power+E fit gives. The one place both `validate` and
+    `scalelab fit --store` read it."""
+    try:
+        theory = facts_store_theory(data_dir)
+    except InputError:
+        return None, FITTED_FLOOR, None
+    where = "exact: the facts generator's floor per token of this store's tokens"
+    return theory.irreducible_nats_per_token, where, theory

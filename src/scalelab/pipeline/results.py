@@ -1,0 +1,156 @@
+"""What the steps of `scalelab validate` return (`pipeline.steps`), and summary.json as one
+typed object. Each is a frozen dataclass; `to_dict` is called only where a file is written
+(fits.json, summary.json) and `Summary.from_dict` only where one is read (validate-many,
+`Summary.load`). The JSON is the one earlier versions wrote, so committed folders still read.
+
+The fit range (`laws.regime.FitRange`) is computed once per validation, when the data
+sweep's check is known (`steps.check_convergence`): `Check.fit_range` is the range the
+check's refits, the observed exponent (`Fits`) and the regime analysis all use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scalelab.io import read_json
+from scalelab.pipeline.config import PipelineConfig
+from scalelab.pipeline.declaration import SUMMARY
+
+if TYPE_CHECKING:
+    from scalelab.laws.fit import PowerLawFit
+    from scalelab.laws.observe import RegimeAnalysis
+    from scalelab.laws.regime import FitRange
+
+
+def _d(obj: Any) -> Any:
+    return None if obj is None else obj.to_dict()
+
+
+@dataclasses.dataclass(frozen=True)
+class Along:
+    """d of every data-sweep run on the same test positions (`probe.along`), and its trend."""
+
+    rows: list[dict[str, Any]]
+    trend: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One sweep's convergence check: its verdict (`sweeps.convergence.verdict`, saved as
+    JSON) and, for the data sweep, the fit range its refits used (None: every run)."""
+
+    verdict: dict[str, Any]
+    fit_range: FitRange | None = None
+
+    @property
+    def text(self) -> str:
+        return str(self.verdict["text"])
+
+
+@dataclasses.dataclass(frozen=True)
+class SideFit:
+    """One sweep's observed exponent, both forms, over `x_range` (power+E: None below 4
+    sizes)."""
+
+    x_range: tuple[float, float]
+    power: PowerLawFit
+    power_e: PowerLawFit | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"x_range": list(self.x_range), "power": _d(self.power), "power+E": _d(self.power_e)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Regime:
+    """The data sweep's regime analysis (`laws.observe.analyse_regime`) over the one fit
+    range, with where its unigram entropy and floor E came from, the runs the range stops
+    below and, on a facts corpus, the capacity at the range's top."""
+
+    analysis: RegimeAnalysis
+    unigram_entropy_nats: float | None
+    unigram_source: str
+    floor_nats: float | None
+    floor_source: str
+    limited_runs: dict[str, str]
+    capacity: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        extra = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del extra["analysis"]
+        return {**self.analysis.to_dict(), **extra}
+
+
+@dataclasses.dataclass(frozen=True)
+class Fits:
+    """Step 7: the observed exponents of both sweeps beside every source of d, the data
+    side's regime, and both checks (fits.json)."""
+
+    sources: list[dict[str, Any]]
+    data: SideFit
+    model: SideFit | None
+    regime: Regime
+    data_check: Check | None = None
+    model_check: Check | None = None
+
+    def sides(self) -> dict[str, Any]:
+        """The fits by side as summary.json holds them."""
+        out = {"data": {**self.data.to_dict(), "regime": self.regime.to_dict()}}
+        if self.model is not None:
+            out["model"] = self.model.to_dict()
+        return out
+
+    def convergence(self) -> dict[str, Any]:
+        return {
+            "data": None if self.data_check is None else self.data_check.verdict,
+            "model": None if self.model_check is None else self.model_check.verdict,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sources": self.sources, **self.sides(), "convergence": self.convergence()}
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """summary.json: what a validation found (the fits and checks as their JSON), its runs,
+    its times and the config it ran (a `PipelineConfig`). A key an older (or hand-made)
+    summary.json lacks reads as empty."""
+
+    report_html: str = ""
+    report_md: str = ""
+    synthetic: dict[str, Any] = field(default_factory=dict)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    fits: dict[str, Any] = field(default_factory=dict)
+    convergence: dict[str, Any] = field(default_factory=dict)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    model_runs: list[dict[str, Any]] = field(default_factory=list)
+    along: list[dict[str, Any]] = field(default_factory=list)
+    along_trend: dict[str, Any] = field(default_factory=dict)
+    stage_wall_s: dict[str, float] = field(default_factory=dict)
+    stage_cpu_s: dict[str, float] = field(default_factory=dict)
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    config: PipelineConfig = field(default_factory=PipelineConfig)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    invocations: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def largest_run(self) -> dict[str, Any]:
+        """The data sweep's largest run (its row)."""
+        return max(self.runs, key=lambda r: r["train_tokens"])
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {**out, "config": self.config.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Summary:
+        names = {f.name for f in dataclasses.fields(cls)}
+        known = {k: v for k, v in data.items() if k in names}
+        return cls(**{**known, "config": PipelineConfig.from_dict(data.get("config", {}))})
+
+    @classmethod
+    def load(cls, folder: str | Path) -> Summary:
+        return cls.from_dict(read_json(Path(folder) / SUMMARY))
