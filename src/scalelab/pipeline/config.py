@@ -362,6 +362,31 @@ VALIDATE_PRESETS: dict[str, dict[str, Any]] = {
         ),
         "model_sweep": (),
     },
+    # Designed by the regime test's power, not by any exponent
+    # (docs/benchmarks/scaling.md#a-protocol-designed-by-power-and-what-it-costs-here): two
+    # decades above the learning transition at BPE 320 (25,000 ... 2,500,000 tokens), 5 sizes
+    # x 2 seeds (power 0.99 on an exact power law of slope 0.10 at noise 0.0075), `2x256` (1.6
+    # tokens per parameter at the top, where `2x32` at 64,000 tokens is already model-limited
+    # in 2 of 6 corpora), cpu-regime's stopping rule with a cap that holds the top run's
+    # 0.081 steps per token, and every run annealed over 20% of its horizon. About 150 hours
+    # of 2 CPU cores per corpus: GPU or cluster work (`--backend ray`), not yet run.
+    "power": {
+        "vocab_size": 320,
+        "model": "2x256",
+        "min_tokens": 25_000,
+        "max_tokens": 2_500_000,
+        "points": 5,
+        "seeds_per_size": 2,
+        "schedule": SCHEDULE.replace(
+            stop=SCHEDULE.stop.replace(patience=20),
+            max_epochs=400.0,
+            decay_epochs=None,
+            min_steps=1_000,
+            step_cap=250_000,
+            cooldown_fraction=0.2,
+        ),
+        "model_sweep": (),
+    },
     # The model side where it can be read: a vocabulary of 320 (the 256 bytes, end-of-text and
     # 63 merges) so that non-embedding parameters are the larger part of every model
     # (59-91%), four widths at depth 6 (5,248 ... 300,032 non-embedding parameters, 1.76
