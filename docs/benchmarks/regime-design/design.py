@@ -88,7 +88,7 @@ def model_for(top_tokens: float) -> GPTConfig:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--noise", default="0.005,0.01,0.015")
+    ap.add_argument("--noise", default="0.0015,0.005,0.0075,0.01")
     ap.add_argument("--out", default="docs/benchmarks/regime-design")
     args = ap.parse_args()
     torch.set_num_threads(1)

@@ -216,7 +216,7 @@ _PRESET = typer.Option(
     "minutes per corpus), cpu-hour (25 minutes on shakespeare, one hour at worst), model-side "
     "(a model sweep of 5.2k-300k non-embedding parameters, none data-limited; 65 minutes on "
     "shakespeare), power (designed by the regime test's power: 25k-2.5M tokens, 5 sizes x 2 "
-    "seeds, annealed; about 150 hours of 2 cores per corpus, not yet run) or gpu (one "
+    "seeds, annealed; 60-150 hours of 2 cores per corpus, not yet run) or gpu (one "
     "H200-class GPU, 4.9M-85M parameters, 10M-100M tokens; not yet run). Options given here "
     "override its values (docs/sweeps.md#presets).",
 )

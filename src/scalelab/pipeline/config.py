@@ -368,7 +368,7 @@ VALIDATE_PRESETS: dict[str, dict[str, Any]] = {
     # x 2 seeds (power 0.99 on an exact power law of slope 0.10 at noise 0.0075), `2x256` (1.6
     # tokens per parameter at the top, where `2x32` at 64,000 tokens is already model-limited
     # in 2 of 6 corpora), cpu-regime's stopping rule with a cap that holds the top run's
-    # 0.081 steps per token, and every run annealed over 20% of its horizon. About 150 hours
+    # 0.081 steps per token, and every run annealed over 20% of its horizon. About 60-150 hours
     # of 2 CPU cores per corpus: GPU or cluster work (`--backend ray`), not yet run.
     "power": {
         "vocab_size": 320,
