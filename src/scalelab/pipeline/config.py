@@ -312,6 +312,15 @@ def flat_defaults(cfg: PipelineConfig | None = None) -> dict[str, Any]:
     return out
 
 
+#: cpu-regime's schedule (sized below), which the power preset extends.
+CPU_REGIME_SCHEDULE = SCHEDULE.replace(
+    stop=SCHEDULE.stop.replace(patience=20),
+    max_epochs=400.0,
+    decay_epochs=None,  # as sized (docs/benchmarks/scaling.md): a constant rate
+    min_steps=1_000,
+    step_cap=16_000,
+)
+
 # Named presets (`scalelab validate --preset NAME`): flat options over the defaults above, one
 # place. How each was sized, and which corpora reach its sizes: docs/sweeps.md#presets. Neither
 # was tuned on an exponent.
@@ -353,13 +362,7 @@ VALIDATE_PRESETS: dict[str, dict[str, Any]] = {
         "min_tokens": 500,
         "max_tokens": 64_000,
         "points": 11,
-        "schedule": SCHEDULE.replace(
-            stop=SCHEDULE.stop.replace(patience=20),
-            max_epochs=400.0,
-            decay_epochs=None,  # as sized (docs/benchmarks/scaling.md): a constant rate
-            min_steps=1_000,
-            step_cap=16_000,
-        ),
+        "schedule": CPU_REGIME_SCHEDULE,
         "model_sweep": (),
     },
     # Designed by the regime test's power, not by any exponent
@@ -377,14 +380,7 @@ VALIDATE_PRESETS: dict[str, dict[str, Any]] = {
         "max_tokens": 2_500_000,
         "points": 5,
         "seeds_per_size": 2,
-        "schedule": SCHEDULE.replace(
-            stop=SCHEDULE.stop.replace(patience=20),
-            max_epochs=400.0,
-            decay_epochs=None,
-            min_steps=1_000,
-            step_cap=250_000,
-            cooldown_fraction=0.2,
-        ),
+        "schedule": CPU_REGIME_SCHEDULE.replace(step_cap=250_000, cooldown_fraction=0.2),
         "model_sweep": (),
     },
     # The model side where it can be read: a vocabulary of 320 (the 256 bytes, end-of-text and
