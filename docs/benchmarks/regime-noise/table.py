@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 from pathlib import Path
 
@@ -30,21 +31,32 @@ COST = {
 }
 
 
-def read(path: Path, column: str) -> dict[tuple[int, int], float]:
-    """(tokens, seed offset) → log of `column`, from a finished variant's runs.csv."""
-    if not path.exists():
-        return {}
+def rows(folder: Path) -> list[dict]:
+    """A variant's runs: its runs.csv once the sweep has finished, else the finished runs'
+    result.json (an interrupted sweep: the rows so far, said so in the table)."""
+    table = folder / "runs.csv"
+    if table.exists():
+        return list(csv.DictReader(table.open()))
+    out = []
+    for result in sorted((folder / "sweep" / "runs").glob("n*/result.json")):
+        name = result.parent.name
+        if not name.endswith("-cool"):
+            tokens = int(name.split("-")[0][1:])
+            out.append({**json.loads(result.read_text()), "run": name, "train_tokens": tokens})
+    return out
+
+
+def read(table: list[dict], column: str) -> dict[tuple[int, int], float]:
+    """(tokens, seed offset) → log of `column`."""
     out = {}
-    for row in csv.DictReader(path.open()):
+    for row in table:
         seed = int(row["run"].split("-s")[1]) if "-s" in row["run"] else 0
         out[(int(row["train_tokens"]), seed)] = math.log(float(row[column]))
     return out
 
 
-def cpu_s(path: Path, column: str) -> float:
-    if not path.exists():
-        return math.nan
-    return sum(float(r[column]) for r in csv.DictReader(path.open()) if r.get(column))
+def cpu_s(table: list[dict], column: str) -> float:
+    return sum(float(r[column]) for r in table if r.get(column)) if table else math.nan
 
 
 def paired(a: dict, b: dict) -> dict:
@@ -83,8 +95,7 @@ def main() -> None:
     args = ap.parse_args()
     result = {}
     for corpus in sorted(p.name for p in args.out.iterdir() if p.is_dir()):
-        base = args.out / corpus / "base" / "runs.csv"
-        e32 = args.out / corpus / "eval-32" / "runs.csv"
+        base, e32 = rows(args.out / corpus / "base"), rows(args.out / corpus / "eval-32")
         files = {"constant": base, "annealed": base, "eval-32": e32}
         v = {
             "constant": read(base, "test_loss_constant_lr_nats"),
