@@ -114,6 +114,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+@pytest.fixture(autouse=True, scope="session")
+def one_torch_thread_in_fixtures():
+    """One torch thread from the start of the session: module- and session-scoped fixtures
+    (the trained tiny models many modules share) are set up before any function-scoped
+    fixture, so without this they trained on every core. Measured on the 2-core machine at
+    load ≈ 8: the seeds/anneal module's sweep took 24.7 CPU-s on 2 threads, 1.1 on one.
+
+    numba's kernels (the k-NN search, duplicate removal) run on one thread too: numba's
+    OpenMP pool shares torch's thread count here, and starting it set torch's to every core,
+    so any test that trained after a numba call (the manifold sweep: an `id` run, then the
+    regressors) trained on 2 threads despite `--threads 1`, at 10x the CPU time."""
+    import numba
+
+    numba.set_num_threads(1)  # starts numba's pool (which sets OpenMP's count to all cores)
+    torch.set_num_threads(1)  # and then back to one, for both
+
+
 @pytest.fixture(autouse=True)
 def one_torch_thread():
     """One torch thread per test (restored afterwards): on a shared 2-core machine two threads

@@ -36,7 +36,7 @@ def n_lines(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
-def test_killed_sweep_resumes_without_redoing_or_duplicating(tmp_path: Path) -> None:
+def test_killed_sweep_resumes_without_redoing_or_duplicating(tmp_path: Path, run_cli) -> None:
     store = make_store(tmp_path / "store")
     out = tmp_path / "killed"
     first, second = (out / "runs" / data_sweep.run_name(n) for n in (4000, 2000))
@@ -59,13 +59,8 @@ def test_killed_sweep_resumes_without_redoing_or_duplicating(tmp_path: Path) -> 
     finished = (first / "result.json").read_bytes(), (first / "metrics.jsonl").read_bytes()
     mtime = (first / "result.json").stat().st_mtime_ns
 
-    again = subprocess.run(
-        [sys.executable, "-m", "scalelab", *sweep_args(store, out)],
-        env=SINGLE_THREAD,
-        capture_output=True,
-        timeout=600,
-    )
-    assert again.returncode == 0, again.stderr.decode()
+    again = run_cli(*sweep_args(store, out))  # the rerun: main() in this process, one thread
+    assert again.returncode == 0, again.stderr
     assert (
         (first / "result.json").read_bytes(),
         (first / "metrics.jsonl").read_bytes(),
