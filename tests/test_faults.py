@@ -282,9 +282,10 @@ def test_second_process_on_a_folder_refuses_at_once(
     while not (out / outdir.LOCK).exists():
         assert first.poll() is None and time.monotonic() < deadline, first.stderr.read()
         time.sleep(0.05)
-    t0 = time.perf_counter()
     second = run_cli(*_argv(args, work, out))
-    assert time.perf_counter() - t0 < 2.0  # at once: no waiting for the lock
+    # at once: it answered while the holder still runs (waiting for the lock would have
+    # meant waiting for the holder to end); no wall-clock limit, which fails under load
+    assert first.poll() is None, "the holder ended before the refusal: the test proves nothing"
     first.send_signal(signal.SIGKILL)
     first.wait()
     assert second.returncode == 2 and second.stderr.count("\n") == 1
