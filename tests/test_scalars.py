@@ -73,3 +73,24 @@ def test_without_tensorboard_logging_is_off(tmp_path: Path, monkeypatch) -> None
         tb.log(1, {"loss": 1.0})
         assert not tb.enabled
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_resume_within_the_same_second_from_a_lower_pid_keeps_every_step(
+    tmp_path: Path,
+) -> None:
+    """The old run's file is named as a writer of this second from a higher pid would name it;
+    the resumed writer's file must still be read after it, or TensorBoard purges its steps."""
+    import socket
+    import time
+
+    run = tmp_path / "run"
+    with Scalars(run) as first:
+        for step in (1, 2, 3):
+            first.log(step, {"loss": float(step)})
+    (old,) = run.glob("events.out.tfevents.*")
+    stamp = int(time.time())
+    old.rename(run / f"events.out.tfevents.{stamp}.{socket.gethostname()}.99999999.0")
+    with Scalars(run, resume_step=2) as again:
+        for step in (3, 4):
+            again.log(step, {"loss": 10.0 * step})
+    assert read_scalars(run)["loss"] == [(1, 1.0), (2, 2.0), (3, 30.0), (4, 40.0)]

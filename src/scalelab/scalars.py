@@ -4,12 +4,16 @@ every run of a sweep. Optional: without the `tensorboard` package (`pip install
 
 Event files follow the run folder's resume rule: a run restarted from step 0 deletes its old
 event files; a run resumed after step k purges the events logged after k (TensorBoard's
-`purge_step`), so the replayed steps are not drawn twice.
+`purge_step`), so the replayed steps are not drawn twice. TensorBoard reads a folder's event
+files in name order, and a name starts with its writer's creation second, then the host and
+pid: a resumed writer therefore starts after the second of the newest old file, else a rerun
+within that second from a lower pid would be read first and its steps purged by the old ones.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -33,6 +37,7 @@ class Scalars:
             for old in run_dir.glob(EVENTS_GLOB):
                 old.unlink()
         purge = resume_step + 1 if resume_step else None
+        _after_newest(run_dir)
         self._writer = SummaryWriter(str(run_dir), purge_step=purge, flush_secs=10)
 
     @property
@@ -62,3 +67,11 @@ class Scalars:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _after_newest(run_dir: Path) -> None:
+    """Wait until the clock is past the creation second of the newest event file in `run_dir`
+    (at most about a second), so that a new file sorts after it (module docstring)."""
+    stamps = [int(p.name.split(".")[3]) for p in run_dir.glob(EVENTS_GLOB)]
+    while stamps and int(time.time()) <= max(stamps):
+        time.sleep(0.05)
