@@ -124,7 +124,9 @@ def one_torch_thread_in_fixtures():
     numba's kernels (the k-NN search, duplicate removal) run on one thread too: numba's
     OpenMP pool shares torch's thread count here, and starting it set torch's to every core,
     so any test that trained after a numba call (the manifold sweep: an `id` run, then the
-    regressors) trained on 2 threads despite `--threads 1`, at 10x the CPU time."""
+    regressors) trained on 2 threads despite `--threads 1`, at 10x the CPU time. The library
+    now starts the pool at torch's count (`intrinsic.neighbors_kernels._start_pool`, tested in
+    tests/test_neighbors_kernels.py); here numba's own kernels are held to one thread too."""
     import numba
 
     numba.set_num_threads(1)  # starts numba's pool (which sets OpenMP's count to all cores)

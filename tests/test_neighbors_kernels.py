@@ -66,3 +66,34 @@ def test_columns_kernel_keeps_the_c_smallest_from_an_empty_heap(seed, dtype, tie
     np.testing.assert_array_equal(np.sort(vals_c, axis=1), np.sort(a, axis=1)[:, :C])
     np.testing.assert_array_equal(np.take_along_axis(a, idx_c, axis=1), vals_c)
     assert (vals[:512] == np.inf).all()  # the rows' own heaps are untouched
+
+
+# Starting numba's pool set OpenMP's thread count (torch's too) to every core once torch had
+# run an op; these scripts print torch's count after a torch op and a k-NN search, with torch
+# imported before scalelab and after it.
+_THREADS_SCRIPTS = {
+    "torch first": "import torch; torch.set_num_threads(1); from scalelab.intrinsic.mle import MLE",
+    "scalelab first": (
+        "from scalelab.intrinsic.mle import MLE; import torch; torch.set_num_threads(1)"
+    ),
+}
+
+
+@pytest.mark.parametrize("order", sorted(_THREADS_SCRIPTS))
+def test_a_knn_search_keeps_torchs_thread_count(order: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: every thread count is 1, so a change cannot show")
+    script = (
+        f"{_THREADS_SCRIPTS[order]}; import numpy as np; "
+        "torch.ones(512, 512) @ torch.ones(512, 512); "
+        "MLE(k=5).fit(np.random.default_rng(0).normal(size=(500, 4))); "
+        "print(torch.get_num_threads())"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1"]

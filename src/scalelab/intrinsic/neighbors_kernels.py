@@ -8,6 +8,8 @@ and neither imports the other.
 
 from __future__ import annotations
 
+import sys
+
 import numba
 import numpy as np
 
@@ -15,6 +17,22 @@ import numpy as np
 # compiler may not assume away; reassociation, contraction and the rest are safe here.
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
 _TILE = 32  # columns of a transposed block per parallel task
+
+
+def _start_pool() -> None:
+    """Start numba's thread pool now, keeping torch's thread count. Starting it (numba does at
+    the first parallel kernel) sets OpenMP's thread count, which torch shares, to every core:
+    a run with one torch thread (`--threads 1`) trained on all cores after its first k-NN
+    search. Where torch is loaded, numba takes its count too."""
+    torch = sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch is not None else None
+    numba.get_num_threads()  # launches the pool
+    if threads is not None:
+        torch.set_num_threads(threads)
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+
+
+_start_pool()
 
 
 @numba.njit(parallel=True, fastmath=FASTMATH, cache=True)
