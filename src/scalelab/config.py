@@ -1,37 +1,108 @@
-"""Frozen, validated dataclass configs saved as JSON beside their results."""
+"""Frozen, validated dataclass configs saved as JSON beside their results, and the one rule
+by which a dataclass becomes its JSON and is read back (`Record`).
+
+`Record.to_dict` walks the fields in order: a nested dataclass becomes its own dict, a tuple
+a list; a field marked `flat` (`dataclasses.field(metadata=FLAT)`) is saved as its own keys
+in place of its name (a run's `StopRule`: run folders saved before the rule was an object
+still resume); a field marked `OMIT_DEFAULT` is left out while it holds its default (so a
+folder saved before the field existed keeps its hash). `from_dict` reads that JSON back by
+the field types: nested `Record`s from dicts, tuples from lists, flat keys into their field.
+A subclass overrides either only to add what its fields do not say.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import types
+import typing
 from pathlib import Path
 from typing import Any, Self
 
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json, read_json
 
+#: Field metadata: save this nested record's keys in place of the field's name.
+FLAT = {"flat": True}
+#: Field metadata: leave the field out of the JSON while it holds its default.
+OMIT_DEFAULT = {"omit_default": True}
+
+
+def jsonable(value: Any) -> Any:
+    """`value` as JSON-ready data: records as their `to_dict`, tuples as lists."""
+    if isinstance(value, Record):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    return value
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _records(hint: Any) -> list[type[Record]]:
+    """The `Record` types a field's type hint allows (`X`, `X | None`)."""
+    args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    return [a for a in args if isinstance(a, type) and issubclass(a, Record)]
+
+
+def _read(hint: Any, value: Any) -> Any:
+    """A saved value as the field type `hint` holds it."""
+    if isinstance(value, dict) and (kinds := _records(hint)):
+        return kinds[0].from_dict(value)
+    if isinstance(value, list):
+        args = typing.get_args(hint)
+        if typing.get_origin(hint) is tuple:
+            inner = [args[0]] * len(value) if args[-1:] == (Ellipsis,) else list(args)
+            return tuple(_read(h, v) for h, v in zip(inner, value, strict=False))
+        if typing.get_origin(hint) is list and args:
+            return [_read(args[0], v) for v in value]
+    return value
+
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    """Base for configs: subclasses add fields and override `validate` (raise ConfigError)."""
-
-    def __post_init__(self) -> None:
-        self.validate()
-
-    def validate(self) -> None:
-        """Check field values; raise `ConfigError` naming the field and the fix."""
+class Record:
+    """A dataclass that writes itself as JSON and reads itself back (see the module
+    docstring)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.metadata.get("omit_default") and value == f.default:
+                continue
+            saved = jsonable(value)
+            out.update(saved if f.metadata.get("flat") else {f.name: saved})
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
+        fields = dataclasses.fields(cls)
+        names = {f.name for f in fields}
+        hints = _hints(cls)
+        values = dict(data)
+        for f in fields:
+            if not f.metadata.get("flat"):
+                continue
+            kind = _records(hints[f.name])[0]
+            flat = {
+                k: values.pop(k) for k in [g.name for g in dataclasses.fields(kind)] if k in values
+            }
+            given = values.get(f.name, f.default)
+            given = kind.from_dict(given) if isinstance(given, dict) else given
+            values[f.name] = dataclasses.replace(given, **flat) if flat else given
+        unknown = sorted(set(values) - names)
         if unknown:
             raise ConfigError(
                 f"unknown {cls.__name__} field(s) {unknown}; valid fields: {sorted(names)}"
             )
-        return cls(**data)
+        return cls(**{k: _read(hints[k], v) for k, v in values.items()})
 
     def replace(self, **changes: Any) -> Self:
         return dataclasses.replace(self, **changes)
@@ -42,3 +113,14 @@ class Config:
     @classmethod
     def load(cls, path: str | Path) -> Self:
         return cls.from_dict(read_json(path))
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(Record):
+    """Base for configs: subclasses add fields and override `validate` (raise ConfigError)."""
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Check field values; raise `ConfigError` naming the field and the fix."""

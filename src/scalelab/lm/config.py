@@ -10,11 +10,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from scalelab.config import Config
+from scalelab.config import FLAT, Config
 from scalelab.errors import ConfigError
 from scalelab.fields import choice, positive_int
 from scalelab.lm.stopping import FIELDS as STOP_FIELDS
-from scalelab.lm.stopping import NEVER, StopRule, flatten, nested
+from scalelab.lm.stopping import NEVER, StopRule
 
 DTYPES = ("auto", "float32", "bfloat16")
 
@@ -75,7 +75,7 @@ class TrainConfig(Config):
     eval_interval: int = 100  # steps between validations (and checkpoints)
     eval_batches: int = 8  # validation windows = eval_batches * batch_size, fixed positions
     test_tokens: int | None = None  # cap on test tokens scored (None: the whole test split)
-    stop: StopRule = NEVER  # early stopping (lm/stopping.py)
+    stop: StopRule = dataclasses.field(default=NEVER, metadata=FLAT)  # lm/stopping.py
     init_from: str | None = None  # a run folder: start from its tested weights and optimizer
     decay_steps: int | None = None  # cosine decay length (None: max_steps); then flat min_lr
     dtype: str = "auto"  # auto: bf16 autocast where supported (faster, same curve), else fp32
@@ -102,14 +102,6 @@ class TrainConfig(Config):
         if not isinstance(self.stop, StopRule):
             raise ConfigError(f"stop must be a StopRule, got {self.stop!r}")
         choice(self.dtype, "dtype", DTYPES)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Saved flat (the rule's keys in place of `stop`), as run folders always were."""
-        return flatten(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        return super().from_dict(nested(data, NEVER))
 
     @property
     def windows_per_step(self) -> int:

@@ -11,7 +11,6 @@ import dataclasses
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -82,29 +81,6 @@ class ModelSweepConfig(Config):
                     f"train_tokens {self.train_tokens} must be in ({block}, {available}] "
                     "(the context length and the train split's size); fix --train-tokens"
                 )
-
-    def to_dict(self) -> dict[str, Any]:
-        """sweep.json's config: the parts as their saved dicts."""
-        return {
-            "data_dir": self.data_dir,
-            "train_tokens": self.train_tokens,
-            "labels": list(self.labels),
-            "models": [m.to_dict() for m in self.models],
-            "train": self.train.to_dict(),
-            "schedule": self.schedule.to_dict(),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ModelSweepConfig:
-        return super().from_dict(
-            {
-                **data,
-                "labels": tuple(data["labels"]),
-                "models": tuple(GPTConfig.from_dict(m) for m in data["models"]),
-                "train": TrainConfig.from_dict(data["train"]),
-                "schedule": Schedule.from_dict(data["schedule"]),
-            }
-        )
 
 
 def make_config(
