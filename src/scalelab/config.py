@@ -1,13 +1,14 @@
 """Frozen, validated dataclass configs saved as JSON beside their results, and the one rule
 by which a dataclass becomes its JSON and is read back (`Record`).
 
-`Record.to_dict` walks the fields in order: a nested dataclass becomes its own dict, a tuple
-a list; a field marked `flat` (`dataclasses.field(metadata=FLAT)`) is saved as its own keys
-in place of its name (a run's `StopRule`: run folders saved before the rule was an object
-still resume); a field marked `OMIT_DEFAULT` is left out while it holds its default (so a
-folder saved before the field existed keeps its hash). `from_dict` reads that JSON back by
-the field types: nested `Record`s from dicts, tuples from lists, flat keys into their field.
-A subclass overrides either only to add what its fields do not say.
+`Record.to_dict` walks the fields in order: a nested record becomes its own `to_dict` (any
+other dataclass its fields), a tuple a list. A field marked `FLAT`
+(`dataclasses.field(metadata=FLAT)`) is saved as its own keys in place of its name (a run's
+`StopRule`: run folders saved before the rule was an object still resume). A field marked
+`OMIT_DEFAULT` is left out while it holds its default (so a folder saved before the field
+existed keeps its hash). `from_dict` reads that JSON back by the field types: nested
+records from dicts, tuples from lists, flat keys into their field. A subclass overrides
+either only to add what its fields do not say.
 """
 
 from __future__ import annotations
@@ -26,19 +27,6 @@ from scalelab.io import atomic_write_json, read_json
 FLAT = {"flat": True}
 #: Field metadata: leave the field out of the JSON while it holds its default.
 OMIT_DEFAULT = {"omit_default": True}
-
-
-def jsonable(value: Any) -> Any:
-    """`value` as JSON-ready data: records as their `to_dict`, tuples as lists."""
-    if isinstance(value, Record):
-        return value.to_dict()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {k: jsonable(v) for k, v in value.items()}
-    return value
 
 
 @functools.cache
@@ -72,13 +60,23 @@ class Record:
     docstring)."""
 
     def to_dict(self) -> dict[str, Any]:
+        def saved(value: Any) -> Any:  # records as their own to_dict, tuples as lists
+            if isinstance(value, Record):
+                return value.to_dict()
+            if dataclasses.is_dataclass(value) and not isinstance(value, type):
+                return {f.name: saved(getattr(value, f.name)) for f in dataclasses.fields(value)}
+            if isinstance(value, list | tuple):
+                return [saved(v) for v in value]
+            if isinstance(value, dict):
+                return {k: saved(v) for k, v in value.items()}
+            return value
+
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.metadata.get("omit_default") and value == f.default:
                 continue
-            saved = jsonable(value)
-            out.update(saved if f.metadata.get("flat") else {f.name: saved})
+            out.update(saved(value) if f.metadata.get("flat") else {f.name: saved(value)})
         return out
 
     @classmethod
