@@ -40,20 +40,6 @@ def _records(hint: Any) -> list[type[Record]]:
     return [a for a in args if isinstance(a, type) and issubclass(a, Record)]
 
 
-def _read(hint: Any, value: Any) -> Any:
-    """A saved value as the field type `hint` holds it."""
-    if isinstance(value, dict) and (kinds := _records(hint)):
-        return kinds[0].from_dict(value)
-    if isinstance(value, list):
-        args = typing.get_args(hint)
-        if typing.get_origin(hint) is tuple:
-            inner = [args[0]] * len(value) if args[-1:] == (Ellipsis,) else list(args)
-            return tuple(_read(h, v) for h, v in zip(inner, value, strict=False))
-        if typing.get_origin(hint) is list and args:
-            return [_read(args[0], v) for v in value]
-    return value
-
-
 @dataclasses.dataclass(frozen=True)
 class Record:
     """A dataclass that writes itself as JSON and reads itself back (see the module
@@ -82,31 +68,39 @@ class Record:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
         fields = dataclasses.fields(cls)
+
+        def read(hint: Any, value: Any) -> Any:  # a saved value as the type `hint` holds it
+            if isinstance(value, dict) and (kinds := _records(hint)):
+                return kinds[0].from_dict(value)
+            args = typing.get_args(hint)
+            if isinstance(value, list) and typing.get_origin(hint) is tuple:
+                inner = [args[0]] * len(value) if args[-1:] == (Ellipsis,) else list(args)
+                return tuple(read(h, v) for h, v in zip(inner, value, strict=False))
+            if isinstance(value, list) and typing.get_origin(hint) is list and args:
+                return [read(args[0], v) for v in value]
+            return value
+
         names = {f.name for f in fields}
         hints = _hints(cls)
         values = dict(data)
-        for f in fields:
-            if not f.metadata.get("flat"):
-                continue
-            kind = _records(hints[f.name])[0]
-            flat = {
-                k: values.pop(k) for k in [g.name for g in dataclasses.fields(kind)] if k in values
-            }
-            given = values.get(f.name, f.default)
-            given = kind.from_dict(given) if isinstance(given, dict) else given
-            values[f.name] = dataclasses.replace(given, **flat) if flat else given
+        for f in fields:  # a flat field: its keys, over its saved or default value
+            if f.metadata.get("flat"):
+                keys = [g.name for g in dataclasses.fields(_records(hints[f.name])[0])]
+                flat = {k: values.pop(k) for k in keys if k in values}
+                given = read(hints[f.name], values.get(f.name, f.default))
+                values[f.name] = dataclasses.replace(given, **flat) if flat else given
         unknown = sorted(set(values) - names)
         if unknown:
             raise ConfigError(
                 f"unknown {cls.__name__} field(s) {unknown}; valid fields: {sorted(names)}"
             )
-        return cls(**{k: _read(hints[k], v) for k, v in values.items()})
+        return cls(**{k: read(hints[k], v) for k, v in values.items()})
 
     def replace(self, **changes: Any) -> Self:
         return dataclasses.replace(self, **changes)
 
     def save(self, path: str | Path) -> None:
-        atomic_write_json(path, self.to_dict())
+        atomic_write_json(path, self)  # the writer saves a record as its to_dict
 
     @classmethod
     def load(cls, path: str | Path) -> Self:

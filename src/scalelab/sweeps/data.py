@@ -203,7 +203,7 @@ def data_sweep(
 ) -> pd.DataFrame:
     """Run (or resume) the sweep; `only` runs just the named runs (one scheduler task each),
     but the table always covers every finished run. The folder is locked until return."""
-    with opened_sweep(sweep_dir, KIND, cfg.to_dict()) as folder:
+    with opened_sweep(sweep_dir, KIND, cfg) as folder:
         runs = specs(cfg)
         table = run_specs(folder, runs, workers=workers, backend=backend, only=only, quiet=quiet)
         fraction = cfg.schedule.cooldown_fraction

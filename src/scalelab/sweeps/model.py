@@ -138,7 +138,7 @@ def model_sweep(
 ) -> pd.DataFrame:
     """Run (or resume) the sweep; `only` runs just the named runs. The folder is locked
     until return."""
-    with opened_sweep(sweep_dir, KIND, cfg.to_dict()) as folder:
+    with opened_sweep(sweep_dir, KIND, cfg) as folder:
         return run_specs(
             folder, specs(cfg), workers=workers, backend=backend, only=only, quiet=quiet
         )
