@@ -36,7 +36,8 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def _records(hint: Any) -> list[type[Record]]:
     """The `Record` types a field's type hint allows (`X`, `X | None`)."""
-    args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    args = typing.get_args(hint) if union else (hint,)
     return [a for a in args if isinstance(a, type) and issubclass(a, Record)]
 
 
