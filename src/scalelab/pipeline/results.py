@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scalelab.config import FLAT, Record
-from scalelab.io import read_json
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.declaration import SUMMARY
 
@@ -144,4 +143,5 @@ class Summary(Record):
 
     @classmethod
     def load(cls, folder: str | Path) -> Summary:
-        return cls.from_dict(read_json(Path(folder) / SUMMARY))
+        """The summary.json of the validation folder `folder`."""
+        return super().load(Path(folder) / SUMMARY)
