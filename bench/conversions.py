@@ -6,12 +6,14 @@ measured from the source (no import runs).
 The validate path: every scalelab module that `scalelab.cli.validate` and
 `scalelab.pipeline.run` reach through imports (module-level and inside functions, followed
 transitively), minus the report/ and cli/ modules (they only read and print what the steps
-wrote). A conversion site is a call written as `.to_dict()`, `from_dict(` (a call, not its
-`def`) or `asdict(`. A config type is a frozen dataclass of those modules that subclasses
-`Config`, or is named `StopRule`/`Preset` (the issue's list), and that the modules of the
-validate path name outside its own definition; `Backend` and `SizeGrid` (not built by a
-validate run on the local pool) are left out. Prints the counts, and with --list every site
-and type.
+wrote). A conversion site is a call (an `ast.Call` in the code, not a mention in a
+docstring or a message) of `.to_dict()` (no arguments: pandas' `to_dict("records")` is not
+one), `from_dict(` or `asdict(`. A config type is a frozen dataclass of those modules that
+subclasses `Config`, or is named `StopRule`/`Preset` (the issue's list), and that the
+modules of the validate path name outside its own definition; `Backend` and `SizeGrid` (not
+built by a validate run on the local pool) are left out. Prints the counts, and with --list
+every site and type.
+
 
 Each site is also classed: inside a serialization method (a function named `to_dict`,
 `from_dict`, `save`, `load` or nested in one: an object writing or reading its own JSON),
@@ -23,7 +25,6 @@ to pass it on). The crossings are what "dicts only at the folder boundary" remov
 from __future__ import annotations
 
 import ast
-import re
 import sys
 from pathlib import Path
 
@@ -31,11 +32,15 @@ ROOTS = ("scalelab.cli.validate", "scalelab.pipeline.run")
 SKIP_ROOMS = ("scalelab.report", "scalelab.cli")
 NOT_BUILT = {"Backend", "SizeGrid"}  # Configs a local validate run never constructs
 NAMED = {"StopRule", "Preset"}  # config dataclasses that do not subclass Config
-PATTERNS = {
-    "to_dict()": re.compile(r"\.to_dict\(\)"),
-    "from_dict(": re.compile(r"(?<!def )\bfrom_dict\("),
-    "asdict(": re.compile(r"\basdict\("),
-}
+PATTERNS = ("to_dict()", "from_dict(", "asdict(")
+
+
+def _pattern(call: ast.Call) -> str | None:
+    """Which conversion `call` is, if any."""
+    name = getattr(call.func, "attr", None) or getattr(call.func, "id", None)
+    if name == "to_dict" and isinstance(call.func, ast.Attribute):
+        return None if call.args or call.keywords else "to_dict()"
+    return {"from_dict": "from_dict(", "asdict": "asdict("}.get(name or "")
 
 
 def modules(src: Path) -> dict[str, Path]:
@@ -126,13 +131,12 @@ def sites(src: Path, mods: list[str]) -> dict[str, list[str]]:
     known = modules(src)
     out: dict[str, list[str]] = {k: [] for k in PATTERNS}
     for m in mods:
-        text = known[m].read_text(encoding="utf-8")
-        kinds = _classes(ast.parse(text))
-        for i, line in enumerate(text.splitlines(), 1):
-            code = line.split("#", 1)[0]
-            tag = f" ({kinds[i]})" if kinds.get(i) else ""
-            for key, pat in PATTERNS.items():
-                out[key] += [f"{m}:{i}{tag}"] * len(pat.findall(code))
+        tree = ast.parse(known[m].read_text(encoding="utf-8"))
+        kinds = _classes(tree)
+        calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and _pattern(c)]
+        for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
+            tag = f" ({kinds[c.lineno]})" if kinds.get(c.lineno) else ""
+            out[_pattern(c)].append(f"{m}:{c.lineno}{tag}")  # type: ignore[index]
     return out
 
 

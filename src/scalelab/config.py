@@ -1,17 +1,115 @@
-"""Frozen, validated dataclass configs saved as JSON beside their results."""
+"""Frozen, validated dataclass configs saved as JSON beside their results, and the one rule
+by which a dataclass becomes its JSON and is read back (`Record`).
+
+`Record.to_dict` walks the fields in order: a nested record becomes its own `to_dict` (any
+other dataclass its fields), a tuple a list. A field marked `FLAT`
+(`dataclasses.field(metadata=FLAT)`) is saved as its own keys in place of its name (a run's
+`StopRule`: run folders saved before the rule was an object still resume). A field marked
+`OMIT_DEFAULT` is left out while it holds its default (so a folder saved before the field
+existed keeps its hash). `from_dict` reads that JSON back by the field types: nested
+records from dicts, tuples from lists, flat keys into their field. A subclass overrides
+either only to add what its fields do not say.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import types
+import typing
 from pathlib import Path
 from typing import Any, Self
 
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json, read_json
 
+#: Field metadata: save this nested record's keys in place of the field's name.
+FLAT = {"flat": True}
+#: Field metadata: leave the field out of the JSON while it holds its default.
+OMIT_DEFAULT = {"omit_default": True}
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _records(hint: Any) -> list[type[Record]]:
+    """The `Record` types a field's type hint allows (`X`, `X | None`)."""
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    args = typing.get_args(hint) if union else (hint,)
+    return [a for a in args if isinstance(a, type) and issubclass(a, Record)]
+
 
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Record:
+    """A dataclass that writes itself as JSON and reads itself back (see the module
+    docstring)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        def saved(value: Any) -> Any:  # records as their own to_dict, tuples as lists
+            if isinstance(value, Record):
+                return value.to_dict()
+            if dataclasses.is_dataclass(value) and not isinstance(value, type):
+                return {f.name: saved(getattr(value, f.name)) for f in dataclasses.fields(value)}
+            if isinstance(value, list | tuple):
+                return [saved(v) for v in value]
+            if isinstance(value, dict):
+                return {k: saved(v) for k, v in value.items()}
+            return value
+
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.metadata.get("omit_default") and value == f.default:
+                continue
+            out.update(saved(value) if f.metadata.get("flat") else {f.name: saved(value)})
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        fields = dataclasses.fields(cls)
+
+        def read(hint: Any, value: Any) -> Any:  # a saved value as the type `hint` holds it
+            if isinstance(value, dict) and (kinds := _records(hint)):
+                return kinds[0].from_dict(value)
+            args = typing.get_args(hint)
+            if isinstance(value, list) and typing.get_origin(hint) is tuple:
+                inner = [args[0]] * len(value) if args[-1:] == (Ellipsis,) else list(args)
+                return tuple(read(h, v) for h, v in zip(inner, value, strict=False))
+            if isinstance(value, list) and typing.get_origin(hint) is list and args:
+                return [read(args[0], v) for v in value]
+            return value
+
+        names = {f.name for f in fields}
+        hints = _hints(cls)
+        values = dict(data)
+        for f in fields:  # a flat field: its keys, over its saved or default value
+            if f.metadata.get("flat"):
+                keys = [g.name for g in dataclasses.fields(_records(hints[f.name])[0])]
+                flat = {k: values.pop(k) for k in keys if k in values}
+                given = read(hints[f.name], values.get(f.name, f.default))
+                values[f.name] = dataclasses.replace(given, **flat) if flat else given
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise ConfigError(
+                f"unknown {cls.__name__} field(s) {unknown}; valid fields: {sorted(names)}"
+            )
+        return cls(**{k: read(hints[k], v) for k, v in values.items()})
+
+    def replace(self, **changes: Any) -> Self:
+        return dataclasses.replace(self, **changes)
+
+    def save(self, path: str | Path) -> None:
+        atomic_write_json(path, self)  # the writer saves a record as its to_dict
+
+    @classmethod
+    def load(cls, path: str | Path) -> Self:
+        return cls.from_dict(read_json(path))
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(Record):
     """Base for configs: subclasses add fields and override `validate` (raise ConfigError)."""
 
     def __post_init__(self) -> None:
@@ -19,26 +117,3 @@ class Config:
 
     def validate(self) -> None:
         """Check field values; raise `ConfigError` naming the field and the fix."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Self:
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ConfigError(
-                f"unknown {cls.__name__} field(s) {unknown}; valid fields: {sorted(names)}"
-            )
-        return cls(**data)
-
-    def replace(self, **changes: Any) -> Self:
-        return dataclasses.replace(self, **changes)
-
-    def save(self, path: str | Path) -> None:
-        atomic_write_json(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | Path) -> Self:
-        return cls.from_dict(read_json(path))

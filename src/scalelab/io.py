@@ -3,6 +3,7 @@ what produced it."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import math
@@ -91,7 +92,10 @@ def finite_json(obj: Any) -> Any:
     """`obj` with every NaN/Infinity float replaced by None (strict JSON has no such values).
 
     In a dict, a replaced value `key` gains a sibling `key_nonfinite` ("nan", "inf" or "-inf")
-    saying why it is null; in a list the null stands alone."""
+    saying why it is null; in a list the null stands alone. A dataclass with a `to_dict` (a
+    `config.Record`) is written as its dict: objects travel to the folder, which converts."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type) and hasattr(obj, "to_dict"):
+        return finite_json(obj.to_dict())
     if isinstance(obj, float | np.floating):
         return float(obj) if math.isfinite(obj) else None
     if isinstance(obj, dict):

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scalelab.config import Record
 from scalelab.errors import ConfigError, EstimationError
 from scalelab.intrinsic import ESTIMATORS, PAPER_BATCH_SIZE
 from scalelab.intrinsic.calibrated import CalibratedMLE
@@ -73,7 +74,7 @@ def _checked(estimator: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class BatchedEstimate:
+class BatchedEstimate(Record):
     """Mean over batches, its standard error (NaN with one batch) and every batch's value."""
 
     dimension: float
@@ -88,7 +89,7 @@ class BatchedEstimate:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: a standard error that is not defined (one batch) becomes None."""
-        out = asdict(self)
+        out = super().to_dict()
         if not math.isfinite(self.dimension_se):
             out["dimension_se"] = None
         out["n_batches"] = len(self.batch_dimensions)

@@ -14,12 +14,13 @@ E comes from one of two declared sources:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy.special import expit
 
+from scalelab.config import Record
 from scalelab.errors import InputError
 from scalelab.laws import fit as laws_fit
 from scalelab.laws.regime import by_size
@@ -31,7 +32,7 @@ BOUND_FRACTION = 1e-3
 
 
 @dataclass(frozen=True)
-class ExcessFit:
+class ExcessFit(Record):
     """The exponent of L − E over a range, E and where it came from."""
 
     exponent: float
@@ -43,12 +44,6 @@ class ExcessFit:
     n_points: int
     x_range: tuple[float, float]
     text: str
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        for k in ("exponent_ci95", "E_ci95", "x_range"):
-            d[k] = list(d[k])
-        return d
 
 
 def excess_exponent(

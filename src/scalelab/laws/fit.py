@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy.special import expit
 
+from scalelab.config import Record
 from scalelab.errors import EstimationError, InputError
 from scalelab.laws.batched_lbfgs import minimize_batched
 from scalelab.laws.fitted import PowerLawFit
@@ -247,7 +248,7 @@ def compute_optimal(
 
 
 @dataclass(frozen=True)
-class ChinchillaFit:
+class ChinchillaFit(Record):
     """`L(N, D) = E + A/N^alpha + B/D^beta` fitted by summed Huber loss on log L.
 
     `objective` is the summed Huber loss at the optimum (Epoch: 0.00101827 on their data);
@@ -268,6 +269,7 @@ class ChinchillaFit:
     seed: int = 0
     se: dict[str, float] = field(default_factory=dict)
     ci95: dict[str, list[float]] = field(default_factory=dict)
+    form: str = "chinchilla"  # beside `PowerLawFit.form`: a saved fit says which law it is
 
     def predict(self, N: Any, D: Any) -> np.ndarray:
         N, D = np.asarray(N, dtype=np.float64), np.asarray(D, dtype=np.float64)
@@ -275,11 +277,6 @@ class ChinchillaFit:
 
     def compute_optimal(self, compute: Any) -> tuple[np.ndarray, np.ndarray]:
         return compute_optimal(compute, self.A, self.B, self.alpha, self.beta)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["form"] = "chinchilla"
-        return d
 
 
 def epoch_starts(grid: dict[str, tuple[float, ...]] = EPOCH_GRID) -> np.ndarray:

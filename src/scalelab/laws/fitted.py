@@ -4,14 +4,16 @@ the fitting itself, so that drawing a fit needs nothing of how it was fitted."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from scalelab.config import Record
+
 
 @dataclass(frozen=True)
-class PowerLawFit:
+class PowerLawFit(Record):
     """`y = A·x^-exponent` ("power") or `y = E + A·x^-exponent` ("power+E").
 
     `exponent` is positive for a decreasing law. `exponent_ci95` is a bootstrap interval:
@@ -36,9 +38,3 @@ class PowerLawFit:
     def predict(self, x: Any) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
         return (self.E or 0.0) + self.A * x ** (-self.exponent)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["exponent_ci95"] = list(self.exponent_ci95)
-        d["x_range"] = list(self.x_range)
-        return d

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from scalelab.config import Record
 from scalelab.laws.excess import ExcessFit, excess_exponent
 from scalelab.laws.fit import PowerLawFit, fit_power_law
 from scalelab.laws.power import N_SIM, Plan, Power, cost_model, decision_plan, regime_power
@@ -46,7 +47,7 @@ _PLAIN_MIN, _POWER_E_MIN = 3, 4
 
 
 @dataclass(frozen=True)
-class RegimeAnalysis:
+class RegimeAnalysis(Record):
     """Everything `analyse_regime` measured. `outcome`: the curvature test's on the test loss
     (`power_law`: it is POWER LAW); `power`: the chance an exact power law would have passed
     there; `plan`: what would decide it (UNDECIDED only); the `excess_*` fields: the same for
@@ -77,30 +78,15 @@ class RegimeAnalysis:
         return self.excess_outcome == POWER_LAW
 
     def to_dict(self) -> dict[str, Any]:
-        def d(obj: Any) -> Any:
-            return None if obj is None else obj.to_dict()
-
+        """The fields in order, with `excess_power_law` after `excess_slopes` (as saved)."""
+        out = super().to_dict()
+        keys = list(out)
+        at = keys.index("predictions")
+        first = {k: out[k] for k in keys[:at]}
         return {
-            "power_law": self.power_law,
-            "verdict": self.verdict,
-            "sizes": list(self.sizes),
-            "losses": list(self.losses),
-            "local_slopes": self.local_slopes.to_dict(),
-            "fit_range": self.fit_range.to_dict(),
-            "curvature": d(self.curvature),
-            "plain": d(self.plain),
-            "excess": d(self.excess),
-            "excess_curvature": d(self.excess_curvature),
-            "excess_slopes": d(self.excess_slopes),
+            **first,
             "excess_power_law": self.excess_power_law,
-            "predictions": dict(self.predictions),
-            "config": self.config.to_dict(),
-            "outcome": self.outcome,
-            "power": d(self.power),
-            "plan": d(self.plan),
-            "excess_outcome": self.excess_outcome,
-            "excess_power": d(self.excess_power),
-            "excess_plan": d(self.excess_plan),
+            **{k: out[k] for k in keys[at:]},
         }
 
 

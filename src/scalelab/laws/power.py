@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy.stats import t as student_t
 
+from scalelab.config import Record
 from scalelab.errors import InputError
 from scalelab.laws.regime import (
     CURVED,
@@ -45,7 +46,7 @@ N_BOOT_SIM = 300
 
 
 @dataclass(frozen=True)
-class Power:
+class Power(Record):
     """The share `power` of `n_sim` exact power laws the test calls POWER LAW, with its
     binomial standard error, at these sizes, runs per size, exponent and noise."""
 
@@ -56,11 +57,6 @@ class Power:
     noise_log: float
     sizes: tuple[float, ...]
     runs_per_size: tuple[int, ...]
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["sizes"], d["runs_per_size"] = list(self.sizes), list(self.runs_per_size)
-        return d
 
 
 def regime_power(
@@ -102,7 +98,7 @@ def regime_power(
 
 
 @dataclass(frozen=True)
-class Option:
+class Option(Record):
     """One way to rerun the sweep: `seeds` runs per size over `sizes`; its power and the CPU
     seconds of the runs it adds (None without a cost model)."""
 
@@ -112,9 +108,6 @@ class Option:
     power: float
     added_cpu_s: float | None
     added_runs: int
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "sizes": list(self.sizes)}
 
     def words(self) -> str:
         cost = "" if self.added_cpu_s is None else f", ≈ {self.added_cpu_s / 60:.0f} CPU-min more"
@@ -126,19 +119,12 @@ class Option:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(Record):
     """The options tried and the cheapest with power >= `target` (`chosen`; None: none)."""
 
     target: float
     options: tuple[Option, ...]
     chosen: Option | None
-
-    def to_dict(self) -> dict:
-        return {
-            "target": self.target,
-            "options": [o.to_dict() for o in self.options],
-            "chosen": None if self.chosen is None else self.chosen.to_dict(),
-        }
 
     def words(self) -> str:
         if self.chosen is None:

@@ -43,13 +43,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy.stats import t as student_t
 
-from scalelab.config import Config
+from scalelab.config import Config, Record
 from scalelab.errors import ConfigError, InputError
 
 #: Fewest distinct sizes the curvature test runs on: a quadratic (3 parameters) with two
@@ -138,7 +138,7 @@ def _resampled_residuals(
 
 
 @dataclass(frozen=True)
-class LocalSlopes:
+class LocalSlopes(Record):
     """`-Δlog L / Δlog n` between neighbouring sizes, with bootstrap bands (`level`)."""
 
     x_lo: list[float]
@@ -153,9 +153,6 @@ class LocalSlopes:
     @property
     def x_mid(self) -> np.ndarray:
         return np.sqrt(np.asarray(self.x_lo) * np.asarray(self.x_hi))
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def local_slopes(
@@ -191,7 +188,7 @@ def local_slopes(
 
 
 @dataclass(frozen=True)
-class CurvatureTest:
+class CurvatureTest(Record):
     """The equivalence test of straightness over one range (module docstring). `passed`:
     the outcome is POWER LAW; `noise_log`: the residual sd of log loss per run about the
     quadratic (the noise the interval is built from); `seed_noise_log`: the pooled
@@ -215,13 +212,6 @@ class CurvatureTest:
     runs_per_size: tuple[int, ...] = ()
     noise_log: float = math.nan
     seed_noise_log: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["x_range"] = list(self.x_range)
-        d["sizes"], d["runs_per_size"] = list(self.sizes), list(self.runs_per_size)
-        d["relative_change_interval"] = list(self.relative_change_interval)
-        return d
 
 
 def curvature_test(
@@ -403,7 +393,7 @@ def _change_interval(
 
 
 @dataclass(frozen=True)
-class FitRange:
+class FitRange(Record):
     """The sizes the exponent is fitted over, and why each end is where it is."""
 
     x_lo: float
@@ -422,9 +412,6 @@ class FitRange:
     def mask(self, x: Any) -> np.ndarray:
         xa = np.asarray(x, dtype=np.float64)
         return (xa >= self.x_lo) & (xa <= self.x_hi)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def fit_range(

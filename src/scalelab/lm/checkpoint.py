@@ -35,7 +35,7 @@ def save_weights(model: GPT, path: Path, **metadata: Any) -> None:
         k: v.detach().to("cpu").contiguous() for k, v in model.state_dict().items() if k != TIED
     }
     meta = {k: to_json(v, indent=None) for k, v in metadata.items()}
-    meta["model_config"] = to_json(model.config.to_dict(), indent=None)
+    meta["model_config"] = to_json(model.config, indent=None)
     atomic_write_bytes(path, save(tensors, metadata=meta))  # written by Python: errors are OSError
 
 

@@ -10,11 +10,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from scalelab.config import Config
+from scalelab.config import FLAT, Config
 from scalelab.errors import ConfigError
 from scalelab.fields import choice, positive_int
 from scalelab.lm.stopping import FIELDS as STOP_FIELDS
-from scalelab.lm.stopping import NEVER, StopRule, flatten, nested
+from scalelab.lm.stopping import NEVER, StopRule
 
 DTYPES = ("auto", "float32", "bfloat16")
 
@@ -75,7 +75,7 @@ class TrainConfig(Config):
     eval_interval: int = 100  # steps between validations (and checkpoints)
     eval_batches: int = 8  # validation windows = eval_batches * batch_size, fixed positions
     test_tokens: int | None = None  # cap on test tokens scored (None: the whole test split)
-    stop: StopRule = NEVER  # early stopping (lm/stopping.py)
+    stop: StopRule = dataclasses.field(default=NEVER, metadata=FLAT)  # lm/stopping.py
     init_from: str | None = None  # a run folder: start from its tested weights and optimizer
     decay_steps: int | None = None  # cosine decay length (None: max_steps); then flat min_lr
     dtype: str = "auto"  # auto: bf16 autocast where supported (faster, same curve), else fp32
@@ -103,25 +103,9 @@ class TrainConfig(Config):
             raise ConfigError(f"stop must be a StopRule, got {self.stop!r}")
         choice(self.dtype, "dtype", DTYPES)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Saved flat (the rule's keys in place of `stop`), as run folders always were."""
-        return flatten(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        return super().from_dict(nested(data, NEVER))
-
     @property
     def windows_per_step(self) -> int:
         return self.batch_size * self.grad_accum
-
-
-@dataclasses.dataclass(frozen=True)
-class Preset:
-    """A named model shape and the training defaults that go with it."""
-
-    model: GPTConfig
-    train: TrainConfig
 
 
 # The vocabulary comes from the data (see `preset_config`). Parameter counts (non-embedding /
@@ -129,20 +113,20 @@ class Preset:
 # 12.3M. paper-125m is GPT-2 small with nanoGPT's padded 50304 vocabulary, trained as the seed
 # paper did (nanoGPT's GPT-2 run: 0.5M-token batches, lr 6e-4 -> 6e-5, 2000 warm-up steps,
 # cosine decay).
-PRESETS: dict[str, Preset] = {
-    "tiny": Preset(
+PRESETS: dict[str, tuple[GPTConfig, TrainConfig]] = {
+    "tiny": (
         GPTConfig(block_size=128, n_layer=4, n_head=4, n_embd=96),
         TrainConfig(batch_size=16, lr=2e-3, min_lr=2e-4, warmup_steps=100),
     ),
-    "small": Preset(
+    "small": (
         GPTConfig(block_size=256, n_layer=4, n_head=4, n_embd=256),
         TrainConfig(batch_size=8, lr=1e-3, min_lr=1e-4, warmup_steps=100),
     ),
-    "medium": Preset(
+    "medium": (
         GPTConfig(block_size=256, n_layer=6, n_head=6, n_embd=384),
         TrainConfig(batch_size=8, lr=6e-4, min_lr=6e-5, warmup_steps=200),
     ),
-    "paper-125m": Preset(
+    "paper-125m": (
         GPTConfig(vocab_size=50304, block_size=1024, n_layer=12, n_head=12, n_embd=768),
         TrainConfig(
             batch_size=12,
@@ -158,7 +142,8 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-def get_preset(name: str) -> Preset:
+def get_preset(name: str) -> tuple[GPTConfig, TrainConfig]:
+    """The preset `name`: its model shape and the training defaults that go with it."""
     if name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
     return PRESETS[name]
@@ -169,7 +154,7 @@ def preset_config(name: str, vocab_size: int | None = None, **overrides: object)
     changes = dict(overrides)
     if vocab_size is not None:
         changes["vocab_size"] = vocab_size
-    return get_preset(name).model.replace(**changes)
+    return get_preset(name)[0].replace(**changes)
 
 
 def configs_for_preset(
@@ -179,7 +164,7 @@ def configs_for_preset(
     size), with overrides given by field name (`None` values are ignored)."""
     from scalelab.text.store import TokenStore
 
-    chosen = get_preset(preset)
+    train_cfg = get_preset(preset)[1]
     vocab = TokenStore(Path(data_dir), "train").vocab_size
     given = {k: v for k, v in overrides.items() if v is not None}
     model_fields = {f.name for f in dataclasses.fields(GPTConfig)}
@@ -194,8 +179,8 @@ def configs_for_preset(
         preset, vocab, **{k: v for k, v in given.items() if k in model_fields}
     )
     train = {k: v for k, v in given.items() if k in train_fields and k not in STOP_FIELDS}
-    rule = chosen.train.stop.replace(**{k: v for k, v in given.items() if k in STOP_FIELDS})
-    return model_cfg, chosen.train.replace(**train, stop=rule)
+    rule = train_cfg.stop.replace(**{k: v for k, v in given.items() if k in STOP_FIELDS})
+    return model_cfg, train_cfg.replace(**train, stop=rule)
 
 
 def warmup_cosine(step: int, *, lr: float, min_lr: float, warmup_steps: int, horizon: int) -> float:

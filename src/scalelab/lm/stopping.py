@@ -17,7 +17,8 @@ the only place the arithmetic lives.
 One owner: `StopRule` holds the rule's parameters, their defaults and their range checks;
 `TrainConfig.stop` (one run) and `Schedule.stop` (every run of a sweep) each hold one, and
 both save it as the flat keys `patience`, `patience_fraction`, `min_delta_sd` of their JSON
-(`flatten`/`nested`), so run folders saved before the rule was an object still resume.
+(a `FLAT` field, scalelab/config.py), so run folders saved before the rule was an object
+still resume.
 A new parameter of the rule: a field (with its check) here and its use in `StopState.stopped`
 or `stricter`; its `scalelab sweep` flag in cli/sweep.py; its old behaviour's value in
 `runs.outdir.ABSENT`, so run folders saved before it resume (docs/architecture.md).
@@ -28,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
@@ -76,26 +76,6 @@ class StopRule(Config):
 
 NEVER = StopRule()  # no early stopping: the run trains its whole budget
 FIELDS = tuple(f.name for f in dataclasses.fields(StopRule))
-
-
-def flatten(cfg: Config) -> dict[str, Any]:
-    """`cfg` as its saved JSON: fields in order, its `StopRule` as the rule's flat keys."""
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(cfg):
-        value = getattr(cfg, f.name)
-        out.update(value.to_dict() if isinstance(value, StopRule) else {f.name: value})
-    return out
-
-
-def nested(data: dict[str, Any], default: StopRule) -> dict[str, Any]:
-    """A saved config's flat rule keys as one `stop` (keys it lacks: `default`'s values)."""
-    flat = {k: data[k] for k in FIELDS if k in data}
-    out = {k: v for k, v in data.items() if k not in FIELDS}
-    stop = out.get("stop", default)
-    if isinstance(stop, dict):
-        stop = StopRule.from_dict(stop)
-    out["stop"] = dataclasses.replace(stop, **flat) if flat else stop
-    return out
 
 
 @dataclasses.dataclass

@@ -150,11 +150,7 @@ def train(
     keep_freed_memory()
     ctx = init_distributed(device)
     data_dir, out_dir = Path(data_dir).resolve(), Path(out_dir)
-    run_cfg = {
-        "model": model_cfg.to_dict(),
-        "train": train_cfg.to_dict(),
-        "data_dir": str(data_dir),
-    }
+    run_cfg = {"model": model_cfg, "train": train_cfg, "data_dir": str(data_dir)}  # as saved
     if outdir.check(out_dir, ckpt.CONFIG, run_cfg) is not None:
         ckpt.read_run_config(out_dir)
         if (out_dir / "result.json").exists():

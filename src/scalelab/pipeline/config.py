@@ -112,13 +112,6 @@ class ModelSweepPart(Config):
             raise ConfigError("a model sweep needs at least 3 models to fit; list more or none")
         positive_int(self.train_tokens, "train_tokens", optional=True)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "models": list(self.models)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Self:
-        return super().from_dict({**data, "models": tuple(data.get("models", cls.models))})
-
 
 # validate's training length: `Schedule`'s defaults (the rule: patience 4, fraction 0.25;
 # 40 passes) with a decay over 3 passes and a smaller step budget; every preset below starts
@@ -201,23 +194,13 @@ class PipelineConfig(Config):
         """The model sweep's training tokens."""
         return self.model_sweep.train_tokens or self.max_tokens
 
-    def to_dict(self) -> dict[str, Any]:
-        out = super().to_dict()
-        out.update({name: getattr(self, name).to_dict() for name in PARTS})
-        return out
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
         """The config saved by `to_dict` (nested), or by a scalelab before the nesting
         (flat, `FLAT_BEFORE`'s names)."""
         if any(k in data for k in FLAT_BEFORE):
             return cls.from_options(**{FLAT_BEFORE.get(k, k): v for k, v in data.items()})
-        parts = {
-            name: part.from_dict(data[name]) if isinstance(data[name], dict) else data[name]
-            for name, part in PARTS.items()
-            if name in data
-        }
-        return super().from_dict({**data, **parts})
+        return super().from_dict(data)
 
     @classmethod
     def from_options(cls, base: PipelineConfig | None = None, **options: Any) -> PipelineConfig:

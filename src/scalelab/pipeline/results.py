@@ -15,7 +15,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scalelab.io import read_json
+from scalelab.config import FLAT, Record
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.declaration import SUMMARY
 
@@ -23,10 +23,6 @@ if TYPE_CHECKING:
     from scalelab.laws.fit import PowerLawFit
     from scalelab.laws.observe import RegimeAnalysis
     from scalelab.laws.regime import FitRange
-
-
-def _d(obj: Any) -> Any:
-    return None if obj is None else obj.to_dict()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +47,7 @@ class Check:
 
 
 @dataclasses.dataclass(frozen=True)
-class SideFit:
+class SideFit(Record):
     """One sweep's observed exponent, both forms, over `x_range` (power+E: None below 4
     sizes)."""
 
@@ -60,27 +56,24 @@ class SideFit:
     power_e: PowerLawFit | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"x_range": list(self.x_range), "power": _d(self.power), "power+E": _d(self.power_e)}
+        out = super().to_dict()
+        out["power+E"] = out.pop("power_e")  # its saved name
+        return out
 
 
 @dataclasses.dataclass(frozen=True)
-class Regime:
+class Regime(Record):
     """The data sweep's regime analysis (`laws.observe.analyse_regime`) over the one fit
     range, with where its unigram entropy and floor E came from, the runs the range stops
     below and, on a facts corpus, the capacity at the range's top."""
 
-    analysis: RegimeAnalysis
+    analysis: RegimeAnalysis = field(metadata=FLAT)  # saved as its keys, then the rest
     unigram_entropy_nats: float | None
     unigram_source: str
     floor_nats: float | None
     floor_source: str
     limited_runs: dict[str, str]
     capacity: Any = None
-
-    def to_dict(self) -> dict[str, Any]:
-        extra = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        del extra["analysis"]
-        return {**self.analysis.to_dict(), **extra}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +106,7 @@ class Fits:
 
 
 @dataclasses.dataclass(frozen=True)
-class Summary:
+class Summary(Record):
     """summary.json: what a validation found (the fits and checks as their JSON), its runs,
     its times and the config it ran (a `PipelineConfig`). A key an older (or hand-made)
     summary.json lacks reads as empty."""
@@ -141,16 +134,14 @@ class Summary:
         """The data sweep's largest run (its row)."""
         return max(self.runs, key=lambda r: r["train_tokens"])
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return {**out, "config": self.config.to_dict()}
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Summary:
+        """Keys this version does not know are left out (a summary.json is read, not
+        resumed)."""
         names = {f.name for f in dataclasses.fields(cls)}
-        known = {k: v for k, v in data.items() if k in names}
-        return cls(**{**known, "config": PipelineConfig.from_dict(data.get("config", {}))})
+        return super().from_dict({k: v for k, v in data.items() if k in names})
 
     @classmethod
     def load(cls, folder: str | Path) -> Summary:
-        return cls.from_dict(read_json(Path(folder) / SUMMARY))
+        """The summary.json of the validation folder `folder`."""
+        return super().load(Path(folder) / SUMMARY)

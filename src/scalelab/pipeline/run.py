@@ -117,7 +117,7 @@ def _run(
     say("[7/7] fits and report")
     sources = [own, *given]
     fits = steps.fit(prep, data, models, sources, data_check, model_check)
-    atomic_write_json(out / "fits.json", fits.to_dict())
+    atomic_write_json(out / "fits.json", fits)
     from scalelab.report.validate import build_validate_report
 
     html, md = build_validate_report(out)
@@ -159,5 +159,5 @@ def _summary(
         provenance=prov,
         invocations=[*earlier, {**times, "time_utc": prov["time_utc"]}],
     )
-    atomic_write_json(path, summary.to_dict())
+    atomic_write_json(path, summary)
     return summary

@@ -351,7 +351,7 @@ def run_model_sweep(
     sweep_cfg = model_sweep.make_config(
         prep.data_dir, shapes, prep.model_cfg, prep.train_cfg, cfg.schedule, train_tokens=tokens
     )
-    mdir = open_sweep(prep.out / "model-sweep", model_sweep.KIND, sweep_cfg.to_dict())
+    mdir = open_sweep(prep.out / "model-sweep", model_sweep.KIND, sweep_cfg)
     specs = sorted(model_sweep.specs(sweep_cfg), key=_size_key)
     say(
         f"[6/7] model-size sweep: {', '.join(shapes)} on {tokens:,} tokens; then "

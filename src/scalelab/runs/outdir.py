@@ -19,8 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from scalelab.config import Record
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write_json, to_json
+
+#: A config as a folder saves it: its dict, or the record that writes itself as one.
+Saved = dict[str, Any] | Record
 
 LOCK = ".scalelab.lock"
 
@@ -47,7 +51,7 @@ ABSENT: dict[str, Any] = {
 }
 
 
-def same_config(saved: dict[str, Any], wanted: dict[str, Any], where: str | Path) -> None:
+def same_config(saved: dict[str, Any], wanted: Saved, where: str | Path) -> None:
     """Refuse to resume a folder whose saved config differs from the one asked for, key by key
     (compared as JSON: tuples and lists are the same). A key the saved config lacks reads as
     its `ABSENT` value, or None."""
@@ -89,7 +93,7 @@ def read_meta(path: Path) -> dict[str, Any]:
 def check(
     folder: str | Path,
     meta: str,
-    config: dict[str, Any],
+    config: Saved,
     *,
     kind: str | None = None,
 ) -> dict[str, Any] | None:
@@ -130,7 +134,7 @@ def check_file(path: str | Path | None) -> None:
 def claim(
     folder: str | Path,
     meta: str,
-    config: dict[str, Any],
+    config: Saved,
     *,
     kind: str | None = None,
     extra: dict[str, Any] | None = None,
@@ -206,7 +210,7 @@ def release_all() -> None:
 
 
 @contextlib.contextmanager
-def claimed(folder: str | Path, meta: str, config: dict[str, Any], **kw: Any) -> Iterator[Path]:
+def claimed(folder: str | Path, meta: str, config: Saved, **kw: Any) -> Iterator[Path]:
     """`claim` for the duration of a `with` block (the lock is released after it, unless
     the folder was already locked by this process before)."""
     was_held = Path(folder).resolve() in _held

@@ -28,7 +28,7 @@ from scalelab.config import Config
 from scalelab.errors import ConfigError, ScalelabError
 from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
 from scalelab.progress import progress
-from scalelab.runs.outdir import claim, claimed
+from scalelab.runs.outdir import Saved, claim, claimed
 from scalelab.runs.ray_backend import run_on_ray
 
 Worker = Callable[[Any, Path], dict[str, Any]]
@@ -89,7 +89,7 @@ class RunSpec:
         return dict(self.params)
 
 
-def open_sweep(sweep_dir: str | Path, kind: str, config: dict[str, Any]) -> Path:
+def open_sweep(sweep_dir: str | Path, kind: str, config: Saved) -> Path:
     """Create the sweep folder, or check that an existing one was made with this config;
     either way lock it for this process (`scalelab.runs.outdir`) until `outdir.release`.
     A library call uses `opened_sweep`, which releases the lock when the call ends."""
@@ -98,7 +98,7 @@ def open_sweep(sweep_dir: str | Path, kind: str, config: dict[str, Any]) -> Path
 
 
 @contextlib.contextmanager
-def opened_sweep(sweep_dir: str | Path, kind: str, config: dict[str, Any]) -> Iterator[Path]:
+def opened_sweep(sweep_dir: str | Path, kind: str, config: Saved) -> Iterator[Path]:
     """`open_sweep` for a `with` block: the lock is released when the block ends, normally
     or by an exception (unless this process held it before), so a later process, or a
     notebook's next call, can resume the folder."""

@@ -123,8 +123,7 @@ def seed_continuation(src: Path, dst: Path, spec: LMRun) -> None:
         if (src / name).exists():
             shutil.copy2(src / name, tmp / name)
     config = read_json(tmp / ckpt.CONFIG)
-    config["train"] = spec.train.to_dict()
-    atomic_write_json(tmp / ckpt.CONFIG, config)
+    atomic_write_json(tmp / ckpt.CONFIG, {**config, "train": spec.train})
     tmp.rename(dst)
 
 

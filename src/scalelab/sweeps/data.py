@@ -22,12 +22,11 @@ import dataclasses
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from scalelab.config import Config
+from scalelab.config import OMIT_DEFAULT, Config
 from scalelab.errors import ConfigError
 from scalelab.fields import positive_int
 from scalelab.io import atomic_write, read_json
@@ -108,7 +107,9 @@ class DataSweepConfig(Config):
     model: GPTConfig
     train: TrainConfig
     schedule: Schedule
-    seeds: int = 1  # runs per size (seed, seed + 1, ...)
+    # runs per size (seed, seed + 1, ...); saved only when not 1, so a one-seed sweep's
+    # folder from before seeds resumes
+    seeds: int = dataclasses.field(default=1, metadata=OMIT_DEFAULT)
 
     def validate(self) -> None:
         for name, kind in (("model", GPTConfig), ("train", TrainConfig), ("schedule", Schedule)):
@@ -119,25 +120,6 @@ class DataSweepConfig(Config):
         positive_int(self.seeds, "seeds")
         available = TokenStore(self.data_dir, "train").n_tokens
         check_sizes(self.sizes, available, self.model.block_size)
-
-    def to_dict(self) -> dict[str, Any]:
-        """sweep.json's config: the parts as their saved dicts."""
-        out = {
-            "data_dir": self.data_dir,
-            "sizes": list(self.sizes),
-            "model": self.model.to_dict(),
-            "train": self.train.to_dict(),
-            "schedule": self.schedule.to_dict(),
-        }
-        if self.seeds != 1:  # a one-seed sweep's folder from before seeds resumes
-            out["seeds"] = self.seeds
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DataSweepConfig:
-        parts = {"model": GPTConfig, "train": TrainConfig, "schedule": Schedule}
-        read = {k: parts[k].from_dict(v) if k in parts else v for k, v in data.items()}
-        return super().from_dict({**read, "sizes": tuple(data["sizes"])})
 
 
 def make_config(
@@ -221,7 +203,7 @@ def data_sweep(
 ) -> pd.DataFrame:
     """Run (or resume) the sweep; `only` runs just the named runs (one scheduler task each),
     but the table always covers every finished run. The folder is locked until return."""
-    with opened_sweep(sweep_dir, KIND, cfg.to_dict()) as folder:
+    with opened_sweep(sweep_dir, KIND, cfg) as folder:
         runs = specs(cfg)
         table = run_specs(folder, runs, workers=workers, backend=backend, only=only, quiet=quiet)
         fraction = cfg.schedule.cooldown_fraction

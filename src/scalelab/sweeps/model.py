@@ -11,7 +11,6 @@ import dataclasses
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -83,29 +82,6 @@ class ModelSweepConfig(Config):
                     "(the context length and the train split's size); fix --train-tokens"
                 )
 
-    def to_dict(self) -> dict[str, Any]:
-        """sweep.json's config: the parts as their saved dicts."""
-        return {
-            "data_dir": self.data_dir,
-            "train_tokens": self.train_tokens,
-            "labels": list(self.labels),
-            "models": [m.to_dict() for m in self.models],
-            "train": self.train.to_dict(),
-            "schedule": self.schedule.to_dict(),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ModelSweepConfig:
-        return super().from_dict(
-            {
-                **data,
-                "labels": tuple(data["labels"]),
-                "models": tuple(GPTConfig.from_dict(m) for m in data["models"]),
-                "train": TrainConfig.from_dict(data["train"]),
-                "schedule": Schedule.from_dict(data["schedule"]),
-            }
-        )
-
 
 def make_config(
     data_dir: str | Path,
@@ -162,7 +138,7 @@ def model_sweep(
 ) -> pd.DataFrame:
     """Run (or resume) the sweep; `only` runs just the named runs. The folder is locked
     until return."""
-    with opened_sweep(sweep_dir, KIND, cfg.to_dict()) as folder:
+    with opened_sweep(sweep_dir, KIND, cfg) as folder:
         return run_specs(
             folder, specs(cfg), workers=workers, backend=backend, only=only, quiet=quiet
         )

@@ -26,13 +26,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
-from typing import Any
 
-from scalelab.config import Config
+from scalelab.config import FLAT, Config
 from scalelab.errors import ConfigError
 from scalelab.fields import choice, positive_int
 from scalelab.lm.config import TrainConfig
-from scalelab.lm.stopping import NEVER, StopRule, flatten, nested
+from scalelab.lm.stopping import NEVER, StopRule
 
 POLICIES = ("converge", "epochs", "tokens")
 # Sweep runs validate every 50 steps, twice as often as a single run by default
@@ -50,7 +49,8 @@ class Schedule(Config):
     """How long each run of a sweep trains (see the module docstring)."""
 
     policy: str = "converge"
-    stop: StopRule = CONVERGE  # converge: every run's early stopping (patience required)
+    # converge: every run's early stopping (patience required); saved as the rule's keys
+    stop: StopRule = dataclasses.field(default=CONVERGE, metadata=FLAT)
     max_epochs: float = 40.0  # converge: step budget in passes over the run's tokens
     min_steps: int = 200  # converge: step budget floor (tiny data sets)
     step_cap: int = 20_000  # converge: step budget ceiling (a run hitting it is flagged)
@@ -82,14 +82,6 @@ class Schedule(Config):
             raise ConfigError(f"cooldown_fraction must be in (0, 1] (or None), got {f!r}")
         if f is not None and self.policy != "converge":
             raise ConfigError("cooldown_fraction needs the converge policy (it finds the horizon)")
-
-    def to_dict(self) -> dict[str, Any]:
-        """Saved flat (the rule's keys in place of `stop`), as sweep folders always were."""
-        return flatten(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Schedule:
-        return super().from_dict(nested(data, cls.stop))
 
     def train_config(self, base: TrainConfig, n_tokens: int, block_size: int) -> TrainConfig:
         """`base` with the length fields this policy sets for a run on `n_tokens` tokens."""

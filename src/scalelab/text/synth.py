@@ -335,7 +335,7 @@ def parse_spec(spec: str) -> SynthConfig:
 def spec_of(cfg: SynthConfig) -> str:
     """The canonical spec naming this exact corpus (every field written out)."""
     name = family_name(cfg)
-    fields = ",".join(f"{k}={v}" for k, v in cfg.to_dict().items())
+    fields = ",".join(f"{f.name}={getattr(cfg, f.name)}" for f in dataclasses.fields(cfg))
     return f"{PREFIX}{name}:{fields}"
 
 
