@@ -40,9 +40,22 @@ def test_quick_preset_is_small_and_leaves_the_others_alone() -> None:
     assert PipelineConfig.from_preset("cpu-hour").model == "4x96"  # unchanged
 
 
-def test_fit_usage_names_its_argument() -> None:
-    (table,) = [p for p in load_command("fit").params if p.name == "table"]
-    assert table.metavar == "TABLE"
+def test_usage_lines_name_arguments_plainly(run_cli: Callable) -> None:
+    """The usage line a user reads, not an attribute: TABLE, never Typer's `{table}`, also in
+    a subcommand; an optional argument in brackets, a repeatable one with '...'."""
+    firsts = {
+        cmd: run_cli(*cmd.split(), "--help").stdout.splitlines()[0]
+        for cmd in ("fit", "id", "report", "corpus prepare", "validate-many", "forecast")
+    }
+    assert firsts["fit"].endswith("fit [OPTIONS] TABLE"), firsts
+    assert firsts["id"].endswith("id [OPTIONS] PATH"), firsts
+    assert firsts["report"].endswith("report [OPTIONS] SWEEP_DIR"), firsts
+    assert firsts["corpus prepare"].endswith("corpus prepare [OPTIONS] CORPUS"), firsts
+    assert firsts["validate-many"].endswith("[OPTIONS] [INPUTS]..."), firsts
+    assert firsts["forecast"].endswith("[OPTIONS] INPUTS..."), firsts
+    assert not any("{" in line for line in firsts.values())
+    missing = run_cli("fit")
+    assert missing.returncode == 2 and "Missing argument 'TABLE'" in missing.stderr
 
 
 def test_id_on_one_batch_says_why_there_is_no_se(run_cli: Callable, tmp_path: Path) -> None:
