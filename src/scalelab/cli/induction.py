@@ -17,6 +17,7 @@ from scalelab.cli.common import (
     RUN_GPUS,
     SEED,
     backend_from,
+    configured,
     parse_list,
     print_json,
     print_record,
@@ -138,24 +139,21 @@ def train_command(
     from scalelab.induction.train import InductionTrainConfig, train_induction
 
     set_threads(threads)
-    mcfg = InductionConfig(
-        alphabet_size=alphabet,
-        max_len=n,
-        n_layer=layers,
-        n_head=heads,
-        d_model=width,
-        positions=positions,
-        mlp=mlp,
-    )
-    tcfg = InductionTrainConfig(
-        n=n,
-        seed=seed,
-        max_steps=steps,
-        target_acc=target or None,
-        train_bits=train_bits or None,
-        hard_fraction=hard_fraction,
+    model_options = {"alphabet_size": "--alphabet", "max_len": "--n", "n_layer": "--layers",
+                     "n_head": "--heads", "d_model": "--width",
+                     "positions": "--positions"}  # fmt: skip
+    mcfg = configured(
+        InductionConfig, model_options, alphabet_size=alphabet, max_len=n, n_layer=layers,
+        n_head=heads, d_model=width, positions=positions, mlp=mlp,
+    )  # fmt: skip
+    train_options = {"n": "--n", "max_steps": "--steps", "target_acc": "--target",
+                     "train_bits": "--train-bits", "hard_fraction": "--hard-fraction",
+                     "lr": "--lr"}  # fmt: skip
+    tcfg = configured(
+        InductionTrainConfig, train_options, n=n, seed=seed, max_steps=steps,
+        target_acc=target or None, train_bits=train_bits or None, hard_fraction=hard_fraction,
         lr=lr,
-    )
+    )  # fmt: skip
     _, result = train_induction(mcfg, tcfg, out, quiet=quiet)
     if json_out:
         print_json(result)
