@@ -4,6 +4,7 @@ no standard error."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -66,3 +67,9 @@ def test_id_on_one_batch_says_why_there_is_no_se(run_cli: Callable, tmp_path: Pa
     assert "one batch" in one.stdout and "--batch-size" in one.stdout  # (a table may wrap)
     two = run_cli("id", path, "--quiet", "--batch-size", "50")
     assert "(SE)" in two.stdout and "one batch" not in two.stdout
+    # 30 points: halves of 15 are not above k = 20, so no smaller batch is offered
+    np.save(path, np.random.default_rng(0).normal(size=(30, 5)))
+    few = run_cli("id", path, "--quiet", "--json")
+    assert few.returncode == 0 and json.loads(few.stdout)["n_batches"] == 1
+    table = run_cli("id", path, "--quiet").stdout
+    assert "one batch" in table and "--batch-size" not in table

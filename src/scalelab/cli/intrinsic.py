@@ -103,9 +103,11 @@ def _no_se(row: dict[str, Any]) -> str:
     """Why a result has no standard error: it comes from the spread over batches."""
     if row["n_batches"] >= 2:
         return "none"
+    half = row["n_points"] // 2  # two batches of it, each above k (else the batch is refused)
+    smaller = f" or --batch-size {half} or less (above k = {row['k']})" if half > row["k"] else ""
     return (
         "none: one batch (the SE is the spread over batches); give at least "
-        f"{2 * row['batch_size']} points or --batch-size {row['n_points'] // 2} or less"
+        f"{2 * row['batch_size']} points{smaller}"
     )
 
 
