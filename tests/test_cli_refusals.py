@@ -1,5 +1,6 @@
 """A refusal names the option the user gave, not the config field behind it, and comes before
-anything is written: the manifold sweep's grid, `induction train`'s shapes, `fit --n-boot`,
+anything is written: the manifold sweep's grid, `induction train`/`sweep`'s shapes, `train`
+and `sweep data`'s training options and grid, `fit`/`forecast --n-boot`, `exponents --d-se`,
 `validate --vocab-size`/`--preset`. `cli.common.configured` finds the option at fault."""
 
 from __future__ import annotations
@@ -13,6 +14,17 @@ import pytest
 from scalelab.cli.common import configured
 from scalelab.config import Config
 from scalelab.errors import ConfigError
+from scalelab.text.corpora import Corpus, Document
+from scalelab.text.store import prepare_corpus
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny real token store (BPE 300) for the commands that read one before refusing."""
+    docs = tuple(Document(f"d{i}", f"line {i} of a small corpus, word {i % 7}. " * 20)
+                 for i in range(40))  # fmt: skip
+    out = tmp_path_factory.mktemp("refusals") / "store"
+    return prepare_corpus(Corpus("mini", "CC0", "test", docs), out, vocab_size=300, quiet=True)
 
 
 @pytest.mark.parametrize(
@@ -27,26 +39,40 @@ from scalelab.errors import ConfigError
         (("induction", "train", "--width", "30", "--heads", "4"), "error: --heads 4, --width 30:"),
         (("validate", "--corpus", "shakespeare", "--vocab-size", "10"), "error: --vocab-size 10:"),
         (("validate", "--corpus", "shakespeare", "--preset", "nope"), "error: unknown preset"),
+        (("induction", "sweep", "--alphabets", "2"), "error: --alphabets 2: induction sweeps"),
+        (("train", "--data", "STORE", "--preset", "tiny", "--warmup-steps", "-1"),
+         "error: --warmup-steps -1: warmup_steps must be >= 0"),
+        (("train", "--data", "STORE", "--preset", "tiny", "--max-steps", "0"),
+         "error: --max-steps 0:"),
+        (("sweep", "data", "--data", "STORE", "--preset", "tiny", "--points", "1"),
+         "error: --points 1: a grid needs at least 2 points"),
+        (("sweep", "data", "--data", "STORE", "--preset", "tiny", "--batch-size", "0"),
+         "error: --batch-size 0:"),
     ],
-)
+)  # fmt: skip
 def test_refusal_names_the_option_given(
-    args: tuple[str, ...], start: str, run_cli: Callable, tmp_path: Path
+    args: tuple[str, ...], start: str, run_cli: Callable, tmp_path: Path, store: Path
 ) -> None:
     out = tmp_path / "out"
-    got = run_cli(*args, "--out", out)
+    got = run_cli(*[store if a == "STORE" else a for a in args], "--out", out)
     assert got.returncode == 2, got
     assert got.stderr.startswith(start), got.stderr
     assert "Traceback" not in got.stderr and len(got.stderr.splitlines()) == 1
     assert not out.exists()  # refused before the sweep or run folder was made
-    if "--preset" in args:
+    if "nope" in args:
         assert "(--preset)" in got.stderr and "quick" in got.stderr
 
 
-def test_fit_refuses_a_negative_n_boot_at_parse_time(run_cli: Callable, tmp_path: Path) -> None:
+def test_negative_counts_are_refused_at_parse_time(run_cli: Callable, tmp_path: Path) -> None:
     table = tmp_path / "t.csv"
     table.write_text("tokens,loss\n1,2\n")
-    got = run_cli("fit", table, "--x", "tokens", "--y", "loss", "--n-boot", "-1")
-    assert got.returncode == 2 and "'--n-boot'" in got.stderr, got.stderr
+    for args, option in (
+        (("fit", table, "--x", "tokens", "--y", "loss", "--n-boot", "-1"), "'--n-boot'"),
+        (("forecast", table, "--n-boot", "-1"), "'--n-boot'"),
+        (("exponents", "--d", "2", "--d-se", "-1"), "'--d-se'"),
+    ):
+        got = run_cli(*args)
+        assert got.returncode == 2 and option in got.stderr, got.stderr
 
 
 @dataclasses.dataclass(frozen=True)

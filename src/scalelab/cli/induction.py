@@ -16,6 +16,7 @@ from scalelab.cli.common import (
     RUN_CPUS,
     RUN_GPUS,
     SEED,
+    as_options,
     backend_from,
     configured,
     parse_list,
@@ -339,7 +340,14 @@ def sweep_command(
     from scalelab.induction.sweep import InductionSweepConfig, run_induction_sweep
 
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
-    cfg = InductionSweepConfig(
+    sweep_options = {**as_options(("ns", "layers", "heads", "widths", "eval_bits", "train_bits",
+                                   "seeds", "construction", "hard_fraction")),
+                     "alphabet_sizes": "--alphabets", "max_steps": "--steps",
+                     "max_steps_one_layer": "--steps-one-layer",
+                     "target_acc": "--target"}  # fmt: skip
+    cfg = configured(
+        InductionSweepConfig,
+        sweep_options,
         ns=tuple(_ints(ns, "--ns")),
         alphabet_sizes=tuple(_ints(alphabets, "--alphabets")),
         layers=tuple(_ints(layers, "--layers")),

@@ -115,7 +115,9 @@ def exponents_command(
     d: float | None = typer.Option(None, "--d", help="Intrinsic dimension."),
     alpha_n: float | None = typer.Option(None, "--alpha-n", help="Model-size exponent α_N."),
     alpha_d: float | None = typer.Option(None, "--alpha-d", help="Data-size exponent α_D."),
-    d_se: float = typer.Option(0.0, "--d-se", help="Standard error of --d (delta method)."),
+    d_se: float = typer.Option(
+        0.0, "--d-se", min=0.0, help="Standard error of --d (delta method)."
+    ),
     beta: float = typer.Option(1.0, help="Hölder smoothness β (the paper uses 1)."),
     json_out: bool = JSON,
 ) -> None:
