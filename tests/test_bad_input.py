@@ -735,7 +735,7 @@ FIXES = {
     "corpus-prepare-non-utf8": "convert it to UTF-8 or leave it out",
     "corpus-prepare-out-is-run": "choose a new --out folder or delete it",
     "corpus-prepare-split-on": "--split-on must be one of blank, line",
-    "corpus-prepare-vocab": "vocab size must be at least 257",
+    "corpus-prepare-vocab": "'--vocab-size': Input should be greater than or equal to 257",
     "demo-corpus": "check the name or path",
     "demo-id-batch": "raise it",
     "demo-out-is-sweep": "use a new --out",

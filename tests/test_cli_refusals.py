@@ -48,6 +48,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
          "error: --points 1: a grid needs at least 2 points"),
         (("sweep", "data", "--data", "STORE", "--preset", "tiny", "--batch-size", "0"),
          "error: --batch-size 0:"),
+        (("corpus", "prepare", "shakespeare", "--val-fraction", "0.5", "--test-fraction", "0.6"),
+         "error: --val-fraction 0.5, --test-fraction 0.6: val_fraction + test_fraction"),
     ],
 )  # fmt: skip
 def test_refusal_names_the_option_given(
