@@ -36,6 +36,7 @@ FIX = re.compile(
     r"convert|pass|keep|list|point at|see|name|drop|hold out)\b"
     r"|\b(must|needs?)\b.*(>=|<=|>|<|\bin [\[(]|one of|positive|finite|comma-separated|"
     r"at least|exceed| or )"
+    r"|\bshould be (greater|less) than\b"  # click's refusal of a value outside an option's range
 )
 
 TINY_TRAIN = [
