@@ -4,9 +4,9 @@
 
 Prints: module-level import cycles, imports that run against the declared layer order
 (`LAYERS`, bottom first), folder-level loops, imports a room may not make (`FORBIDDEN`: report/
-imports no fitting), imports hidden inside functions, modules over 500 lines and functions over
-80 lines. Exit code 1 when any cycle, back-edge, forbidden import, folder loop or size limit is
-broken, so `tests/test_structure.py` can hold the line.
+imports no fitting and no analysis), imports hidden inside functions, modules over 500 lines
+and functions over 80 lines. Exit code 1 when any cycle, back-edge, forbidden import, folder
+loop or size limit is broken, so `tests/test_structure.py` can hold the line.
 """
 
 from __future__ import annotations
@@ -32,9 +32,17 @@ LAYERS: list[set[str]] = [
     {"cli"},
     {"__init__", "__main__"},
 ]
-#: Modules a room may not import, even from below: report/ draws what the library computed
-#: and takes fitted objects, so it imports neither the fits nor the manifold analysis.
-FORBIDDEN: dict[str, set[str]] = {"report": {"scalelab.laws.fit", "scalelab.manifold.analysis"}}
+#: Modules a room may not import at run time, even from below: report/ draws what the library
+#: computed and takes analysed objects, so it imports neither the fits nor the sweeps'
+#: analyses (their types only under TYPE_CHECKING, for annotations).
+FORBIDDEN: dict[str, set[str]] = {
+    "report": {
+        "scalelab.laws.fit",
+        "scalelab.manifold.analysis",
+        "scalelab.manifold.results",
+        "scalelab.sweeps.analysis",
+    }
+}
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 

@@ -36,6 +36,7 @@ FIX = re.compile(
     r"convert|pass|keep|list|point at|see|name|drop|hold out)\b"
     r"|\b(must|needs?)\b.*(>=|<=|>|<|\bin [\[(]|one of|positive|finite|comma-separated|"
     r"at least|exceed| or )"
+    r"|\bshould be (greater|less) than\b"  # click's refusal of a value outside an option's range
 )
 
 TINY_TRAIN = [
@@ -735,7 +736,7 @@ FIXES = {
     "corpus-prepare-non-utf8": "convert it to UTF-8 or leave it out",
     "corpus-prepare-out-is-run": "choose a new --out folder or delete it",
     "corpus-prepare-split-on": "--split-on must be one of blank, line",
-    "corpus-prepare-vocab": "vocab size must be at least 257",
+    "corpus-prepare-vocab": "'--vocab-size': Input should be greater than or equal to 257",
     "demo-corpus": "check the name or path",
     "demo-id-batch": "raise it",
     "demo-out-is-sweep": "use a new --out",
@@ -755,7 +756,7 @@ FIXES = {
     "estimate-truncated-checkpoint": "delete it and rerun the training command to rebuild it",
     "estimate-weights": "use best, latest or a .safetensors file in {run}",
     "exponents-beta": "beta (Hölder smoothness) must be > 0",
-    "exponents-d-se": "d_se must be >= 0",
+    "exponents-d-se": "'--d-se': Input should be greater than or equal to 0",
     "exponents-nan-d": "d (intrinsic dimension) must be finite",
     "exponents-negative-d": "d (intrinsic dimension) must be > 0",
     "exponents-nothing": "give exactly one of --d, --alpha-n, --alpha-d",
@@ -767,7 +768,7 @@ FIXES = {
     "fit-holdout": "hold out fewer or add runs",
     "fit-missing-column": "name one of those (--x, --y, ...)",
     "fit-missing-table": "give the path of a .csv/.tsv/.parquet file",
-    "fit-n-boot": "n_boot must be >= 0",
+    "fit-n-boot": "'--n-boot': Input should be greater than or equal to 0",
     "fit-negative-loss": "drop or fix those rows",
     "fit-non-utf8": "give a UTF-8 csv file with a header row",
     "id-aggregate": "use 'mean' or 'harmonic'",

@@ -4,6 +4,7 @@ no standard error."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -40,9 +41,22 @@ def test_quick_preset_is_small_and_leaves_the_others_alone() -> None:
     assert PipelineConfig.from_preset("cpu-hour").model == "4x96"  # unchanged
 
 
-def test_fit_usage_names_its_argument() -> None:
-    (table,) = [p for p in load_command("fit").params if p.name == "table"]
-    assert table.metavar == "TABLE"
+def test_usage_lines_name_arguments_plainly(run_cli: Callable) -> None:
+    """The usage line a user reads, not an attribute: TABLE, never Typer's `{table}`, also in
+    a subcommand; an optional argument in brackets, a repeatable one with '...'."""
+    firsts = {
+        cmd: run_cli(*cmd.split(), "--help").stdout.splitlines()[0]
+        for cmd in ("fit", "id", "report", "corpus prepare", "validate-many", "forecast")
+    }
+    assert firsts["fit"].endswith("fit [OPTIONS] TABLE"), firsts
+    assert firsts["id"].endswith("id [OPTIONS] PATH"), firsts
+    assert firsts["report"].endswith("report [OPTIONS] SWEEP_DIR"), firsts
+    assert firsts["corpus prepare"].endswith("corpus prepare [OPTIONS] CORPUS"), firsts
+    assert firsts["validate-many"].endswith("[OPTIONS] [INPUTS]..."), firsts
+    assert firsts["forecast"].endswith("[OPTIONS] INPUTS..."), firsts
+    assert not any("{" in line for line in firsts.values())
+    missing = run_cli("fit")
+    assert missing.returncode == 2 and "Missing argument 'TABLE'" in missing.stderr
 
 
 def test_id_on_one_batch_says_why_there_is_no_se(run_cli: Callable, tmp_path: Path) -> None:
@@ -53,3 +67,9 @@ def test_id_on_one_batch_says_why_there_is_no_se(run_cli: Callable, tmp_path: Pa
     assert "one batch" in one.stdout and "--batch-size" in one.stdout  # (a table may wrap)
     two = run_cli("id", path, "--quiet", "--batch-size", "50")
     assert "(SE)" in two.stdout and "one batch" not in two.stdout
+    # 30 points: halves of 15 are not above k = 20, so no smaller batch is offered
+    np.save(path, np.random.default_rng(0).normal(size=(30, 5)))
+    few = run_cli("id", path, "--quiet", "--json")
+    assert few.returncode == 0 and json.loads(few.stdout)["n_batches"] == 1
+    table = run_cli("id", path, "--quiet").stdout
+    assert "one batch" in table and "--batch-size" not in table

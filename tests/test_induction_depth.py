@@ -76,9 +76,9 @@ def test_compare_depth_equal_params_and_curves(store: Path, tmp_path: Path) -> N
     # rerun: finished runs are reused, same numbers
     again = compare_depth(store, tmp_path / "d", cfg, quiet=True)
     assert again["models"] == summary["models"]
-    from scalelab.report.build import build_report
+    from scalelab.pipeline.report import report_sweep
 
-    html, md = build_report(tmp_path / "d")
+    html, md = report_sweep(tmp_path / "d")
     assert html.is_file()
     assert "when an induction head formed" in md.read_text()
     with pytest.raises(Exception, match="different config"):

@@ -10,6 +10,7 @@ import pytest
 
 from scalelab.errors import ConfigError
 from scalelab.manifold import analysis
+from scalelab.manifold.results import analyse_sweep
 from scalelab.manifold.sweep import ManifoldSweepConfig, run_manifold_sweep, specs_for
 from scalelab.report import manifold as manifold_report
 from scalelab.report.document import Report
@@ -43,7 +44,7 @@ def test_tiny_sweep_writes_resumable_folder_and_report(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="different config"):
         run_manifold_sweep(TINY.replace(noise_std=0.1), out, quiet=True)
     report = Report("manifold")
-    manifold_report.build(out, report)
+    manifold_report.draw(analyse_sweep(out), report)
     _, md = report.write(tmp_path / "report")
     text = md.read_text()
     assert "Data-scaling exponents" in text and "Model-scaling exponents" in text

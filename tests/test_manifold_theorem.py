@@ -12,6 +12,7 @@ from scalelab.io import to_json
 from scalelab.laws.regime import POWER_LAW
 from scalelab.manifold import theorem
 from scalelab.manifold.plan import PRESETS
+from scalelab.manifold.results import analyse_sweep
 from scalelab.report import manifold as manifold_report
 from scalelab.report.document import Report
 
@@ -79,7 +80,7 @@ def test_report_scores_the_theorem_against_the_d_free_baseline(
     assert summary.hidden[0]["hidden_large_n_k20"] == pytest.approx(1.5)
     # the report prints that verdict (it draws; the numbers are the summary's)
     report = Report("theorem")
-    manifold_report.build(_sweep(tmp_path, _table(exact)), report)
+    manifold_report.draw(analyse_sweep(_sweep(tmp_path, _table(exact))), report)
     _, md = report.write(tmp_path / "report")
     text = md.read_text()
     assert "2β/(2β+d), true d: MAE" in text and "the best baseline that ignores d" in text

@@ -23,7 +23,7 @@ from scalelab.io import atomic_write_json
 from scalelab.laws.score import score_by_kind, verdict
 from scalelab.lm.stopping import StopRule
 from scalelab.manifold.sweep import PRESETS
-from scalelab.report.build import build_report
+from scalelab.pipeline.report import report_sweep
 from scalelab.report.many import build_many_report
 
 BROWSER = next(
@@ -183,7 +183,7 @@ KINDS = {
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_report_renders_in_chromium_at_laptop_width(kind: str, tmp_path: Path) -> None:
     make, at_least = KINDS[kind]
-    page, _ = build_report(make(tmp_path / "sweeps"), tmp_path / "report")
+    page, _ = report_sweep(make(tmp_path / "sweeps"), tmp_path / "report")
     got = check_in_browser(page, tmp_path)
     assert got["images"] == at_least, got
     assert got["loaded"] == got["images"], f"{got['images'] - got['loaded']} images did not load"
@@ -194,7 +194,7 @@ def test_report_renders_in_chromium_at_laptop_width(kind: str, tmp_path: Path) -
 
 def test_screenshot_of_a_report(tmp_path: Path) -> None:
     """A PNG of the first screen of the widest report, for a person to look at."""
-    page, _ = build_report(quick_fits(wide_data_sweep(tmp_path / "sweeps")), tmp_path / "report")
+    page, _ = report_sweep(quick_fits(wide_data_sweep(tmp_path / "sweeps")), tmp_path / "report")
     shot = tmp_path / "report.png"
     chromium(tmp_path, f"--screenshot={shot}", page.as_uri())
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

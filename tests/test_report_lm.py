@@ -17,7 +17,7 @@ from scalelab.errors import InputError
 from scalelab.io import atomic_write_json
 from scalelab.laws.fit import fit_power_law
 from scalelab.laws.theory import predict_exponents
-from scalelab.report.build import build_report
+from scalelab.pipeline.report import report_sweep
 
 SCHEDULE = {
     "policy": "converge",
@@ -91,7 +91,7 @@ def few_boots(sweep: Path) -> Path:
 
 def test_data_sweep_report_shows_known_exponent_prediction_and_warnings(tmp_path: Path) -> None:
     sweep, sizes, loss = make_sweep(tmp_path)
-    html_path, md_path = build_report(sweep)
+    html_path, md_path = report_sweep(sweep)
     assert html_path == sweep / "report" / "report.html"
     md, page = md_path.read_text(), html_path.read_text()
     truth = fit_power_law(sizes, loss, n_boot=1000, seed=0)
@@ -119,7 +119,7 @@ def test_data_sweep_report_shows_known_exponent_prediction_and_warnings(tmp_path
 def test_model_sweep_report_uses_parameters_and_alpha_n(tmp_path: Path) -> None:
     sweep, sizes, loss = make_sweep(tmp_path, "model", exponent=0.3, d=6.0, ablation=False)
     out = tmp_path / "elsewhere"
-    _, md_path = build_report(few_boots(sweep), out)
+    _, md_path = report_sweep(few_boots(sweep), out)
     assert md_path == out / "report.md" and not (sweep / "report").exists()
     md = md_path.read_text()
     truth = fit_power_law(sizes, loss, n_boot=100, seed=0)
@@ -131,7 +131,7 @@ def test_model_sweep_report_uses_parameters_and_alpha_n(tmp_path: Path) -> None:
 
 def test_without_estimate_the_report_says_so(tmp_path: Path) -> None:
     sweep, _, _ = make_sweep(tmp_path, d=None, ablation=False)
-    md = build_report(few_boots(sweep))[1].read_text()
+    md = report_sweep(few_boots(sweep))[1].read_text()
     assert "No estimate.json" in md and "predicted alpha_D" not in md
     assert "observed alpha_D" in md
 
@@ -140,7 +140,7 @@ def test_too_few_runs_still_reports_runs(tmp_path: Path) -> None:
     sweep, _, _ = make_sweep(tmp_path, ablation=False)
     runs = pd.read_csv(sweep / "runs.csv").head(2)
     runs.to_csv(sweep / "runs.csv", index=False)
-    md = build_report(sweep)[1].read_text()
+    md = report_sweep(sweep)[1].read_text()
     assert "No power fit" in md and "at least 3" in md
     assert "| r1 |" in md
 
@@ -159,7 +159,7 @@ def test_bad_sweep_folders_raise_and_write_nothing(tmp_path: Path, setup, messag
     folder.mkdir()
     setup(folder)
     with pytest.raises(InputError, match=re.escape(message)):
-        build_report(folder)
+        report_sweep(folder)
     assert not (folder / "report").exists()
 
 
@@ -169,7 +169,7 @@ def test_runs_table_missing_loss_column(tmp_path: Path) -> None:
         sweep / "runs.csv", index=False
     )
     with pytest.raises(InputError, match="test_loss_nats"):
-        build_report(sweep)
+        report_sweep(sweep)
 
 
 def test_cli_report_success_and_bad_folder(
@@ -195,7 +195,7 @@ def test_cli_report_success_and_bad_folder(
 def test_report_uses_the_pipelines_bootstrap_settings(tmp_path: Path) -> None:
     sweep, sizes, loss = make_sweep(tmp_path, ablation=False)
     atomic_write_json(sweep / "fits.json", {"power": {"n_boot": 200, "seed": 5}})
-    md = build_report(sweep)[1].read_text()
+    md = report_sweep(sweep)[1].read_text()
     lo, hi = fit_power_law(sizes, loss, n_boot=200, seed=5).exponent_ci95
     row = next(line for line in md.splitlines() if line.startswith("| observed alpha_D"))
     assert f"[{lo:.3f}, {hi:.3f}]" in row and "200 resamples, seed 5" in md
@@ -220,10 +220,25 @@ def test_dispatcher_calls_the_section_of_the_saved_kind(
     monkeypatch.setitem(build_mod.SECTIONS, "toy", "toy_section")
     folder = tmp_path / "toy"
     atomic_write_json(folder / "sweep.json", {"kind": "toy", "config": {"width": 7}})
-    md = build_report(folder)[1].read_text()
+    md = report_sweep(folder)[1].read_text()
     assert calls == [folder]
     assert "toy section body" in md and '"width": 7' in md
     assert md.index("toy section body") < md.index("Configuration and provenance")
+
+
+def test_build_report_draws_only_an_analysis_it_is_handed(tmp_path: Path) -> None:
+    """report/ starts no analysis: `build_report` on a data sweep without `analysis=` refuses
+    and writes nothing; handed `pipeline.report.analyse`'s object it draws that object."""
+    from scalelab.pipeline.report import analyse
+    from scalelab.report.build import build_report
+
+    sweep = few_boots(make_sweep(tmp_path, ablation=False)[0])
+    with pytest.raises(InputError, match="draws its analysis: pass analysis="):
+        build_report(sweep)
+    assert not (sweep / "report").exists()
+    a = analyse(sweep)
+    md = build_report(sweep, analysis=a)[1].read_text()
+    assert f"| {a.fits[0].exponent:.4g} |" in md
 
 
 def test_the_report_draws_the_analysis_it_is_given(tmp_path: Path) -> None:

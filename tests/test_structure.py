@@ -22,7 +22,7 @@ def test_scalelab_keeps_its_layers() -> None:
     assert m["module_cycles"] == []
     assert m["folder_loops"] == []
     assert m["back_edges"] == []
-    assert m["forbidden_imports"] == []  # report/ imports neither laws.fit nor manifold.analysis
+    assert m["forbidden_imports"] == []  # report/ imports no fit and no sweep analysis
     assert m["modules_over_500"] == {}
     assert m["functions_over_80"] == []
 
@@ -43,24 +43,32 @@ def test_the_measure_sees_a_cycle_and_a_back_edge(tmp_path: Path) -> None:
 
 def test_the_measure_sees_report_importing_a_fit(tmp_path: Path) -> None:
     """report/ only draws: an import of `laws.fit` there, even inside a function, or of
-    `manifold.analysis`, is named; a type imported for annotations only is not."""
+    `manifold.analysis`, `manifold.results` or `sweeps.analysis` (whose `analyse_sweep`
+    computes), is named; a type imported for annotations only is not."""
     pkg = tmp_path / "scalelab"
-    for room in ("laws", "manifold", "report"):
+    for room in ("laws", "manifold", "report", "sweeps"):
         (pkg / room).mkdir(parents=True)
         (pkg / room / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
     (pkg / "laws" / "fit.py").write_text("")
     (pkg / "laws" / "fitted.py").write_text("")
     (pkg / "manifold" / "analysis.py").write_text("")
+    (pkg / "manifold" / "results.py").write_text("")
+    (pkg / "sweeps" / "analysis.py").write_text("")
     (pkg / "report" / "a.py").write_text("def f():\n    from scalelab.laws.fit import g\n")
     (pkg / "report" / "b.py").write_text("from scalelab.manifold import analysis\n")
     (pkg / "report" / "c.py").write_text(
         "from typing import TYPE_CHECKING\nfrom scalelab.laws.fitted import F\n"
         "if TYPE_CHECKING:\n    from scalelab.laws.fit import G\n"
+        "    from scalelab.sweeps.analysis import SweepAnalysis\n"
     )
+    (pkg / "report" / "d.py").write_text("from scalelab.sweeps.analysis import analyse_sweep\n")
+    (pkg / "report" / "e.py").write_text("from scalelab.manifold.results import ManifoldAnalysis\n")
     m = _imports_module().measure(tmp_path)
     assert m["forbidden_imports"] == [
         "scalelab.report.a -> scalelab.laws.fit",
         "scalelab.report.b -> scalelab.manifold.analysis",
+        "scalelab.report.d -> scalelab.sweeps.analysis",
+        "scalelab.report.e -> scalelab.manifold.results",
     ]
     assert _imports_module().broken(m)

@@ -76,6 +76,8 @@ _EXPORTS: dict[str, str] = {
     # ... whose steps, one by one, are scalelab.pipeline.steps (docs/python.md)
     "Pool": "scalelab.runs.sweep",
     "SweepResult": "scalelab.sweeps.result",
+    # a sweep folder's report page (`scalelab report`): analysed here, drawn by report/
+    "report_sweep": "scalelab.pipeline.report",
     # errors
     "ScalelabError": "scalelab.errors",
     "ConfigError": "scalelab.errors",

@@ -101,7 +101,22 @@ def load_command(name: str) -> Any:
     module = importlib.import_module(f"scalelab.cli.{COMMANDS[name][0]}")
     app = typer.Typer(pretty_exceptions_enable=False, add_completion=False, rich_markup_mode=None)
     module.register(app)
-    return typer.main.get_group(app).commands[name]
+    return plain_usage(typer.main.get_group(app).commands[name])
+
+
+def plain_usage(command: Any) -> Any:
+    """`command` (and its subcommands) with each argument written in the usage line as a
+    reader types it, `TABLE` or `[TABLE]`: Typer writes a required one as `{table}`, which
+    reads like a set or a placeholder to fill in with braces."""
+    for param in command.params:
+        if param.param_type_name == "argument":
+            shown = param.metavar or param.name.upper()
+            shown = shown if param.required else f"[{shown}]"
+            piece = shown + ("..." if param.nargs != 1 else "")
+            param.get_usage_pieces = lambda ctx, piece=piece: [piece]
+    for sub in getattr(command, "commands", {}).values():
+        plain_usage(sub)
+    return command
 
 
 def short_help(text: str, limit: int) -> str:

@@ -55,6 +55,42 @@ def parse_list(
     return values
 
 
+def configured(make: Callable[..., T], options: dict[str, str], **fields: Any) -> T:
+    """`make(**fields)` (a config class or a config's `replace`), with a refusal that names the
+    option the user gave (`--n-values 4: every n must be >= 8 ...`): the config speaks of its
+    fields, so each field is tried alone to find the one at fault; `options` maps a field to
+    its option (a None field is one not given). Where no field fails alone (a rule between
+    two), it names those the message speaks of, else all."""
+    try:
+        return make(**fields)
+    except ConfigError as err:
+        given = {f: v for f, v in fields.items() if f in options and v is not None}
+        alone = [f for f, v in given.items() if not _accepts(make, f, v)]
+        alone = alone or [f for f in given if f in str(err)] or list(given)
+        shown = ", ".join(f"{options[f]} {_as_typed(given[f])}" for f in alone)
+        raise ConfigError(f"{shown}: {err}" if shown else str(err)) from None
+
+
+def as_options(fields: Any) -> dict[str, str]:
+    """Each field's option where the option is the field's name: `max_steps` -> --max-steps."""
+    return {f: "--" + f.replace("_", "-") for f in fields}
+
+
+def _accepts(make: Callable[..., Any], field: str, value: Any) -> bool:
+    try:
+        make(**{field: value})
+    except ConfigError:
+        return False
+    return True
+
+
+def _as_typed(value: Any) -> str:
+    """A value as it was typed on the command line: a list comma-separated."""
+    if isinstance(value, tuple | list):
+        return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 BACKEND = typer.Option(
     "local",
     "--backend",

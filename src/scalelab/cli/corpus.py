@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import typer
 
-from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
+from scalelab.cli.common import JSON, QUIET, SEED, configured, print_json, print_table
 from scalelab.text.corpora import list_corpora, load_corpus
-from scalelab.text.split import SPLITS
+from scalelab.text.split import SPLITS, split_documents
 from scalelab.text.store import TokenStore, prepare_corpus
 from scalelab.text.synth import SynthConfig, make_config, write_corpus
+from scalelab.text.tokenizer import MIN_VOCAB_SIZE
 
 corpus_app = typer.Typer(
     help="Corpora: list the built-ins, tokenise one into a token store, generate a synthetic one.",
@@ -61,7 +63,10 @@ def prepare_command(
     ),
     out: Path = typer.Option(..., "--out", help="Folder to create for the token store."),
     vocab_size: int = typer.Option(
-        4096, "--vocab-size", help="BPE vocabulary size, including <|endoftext|>."
+        4096,
+        "--vocab-size",
+        min=MIN_VOCAB_SIZE,
+        help="BPE vocabulary size, including <|endoftext|> (256 bytes + 1 at least).",
     ),
     seed: int = SEED,
     split_on: str = typer.Option(
@@ -88,6 +93,11 @@ def prepare_command(
 ) -> None:
     """Split a corpus by document, train a byte-level BPE on the train split (or load one),
     and write memory-mapped token files + meta.json to --out."""
+    fractions = {"val_fraction": "--val-fraction", "test_fraction": "--test-fraction"}
+    configured(  # refuse the fractions by their options, before the corpus is read
+        functools.partial(split_documents, ()), fractions, val_fraction=val_fraction,
+        test_fraction=test_fraction,
+    )  # fmt: skip
     loaded = load_corpus(corpus, split_on=split_on, glob=glob, text_field=text_field)
     data_dir = prepare_corpus(
         loaded,

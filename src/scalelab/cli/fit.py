@@ -103,7 +103,7 @@ def fit_command(
         help="chinchilla: comma-separated FLOP budgets C; prints N_opt, D_opt for C = 6ND.",
     ),
     n_boot: int = typer.Option(
-        1000, "--n-boot", help="Bootstrap resamples for the intervals (0: none)."
+        1000, "--n-boot", min=0, help="Bootstrap resamples for the intervals (0: none)."
     ),
     seed: int = SEED,
     unigram_entropy: float | None = _UNIGRAM_ENTROPY,

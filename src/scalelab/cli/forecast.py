@@ -57,7 +57,9 @@ def forecast_command(
     constant: float = typer.Option(
         _C.constant_alpha, "--constant", help="The constant exponent scored as a baseline."
     ),
-    n_boot: int = typer.Option(_C.n_boot, "--n-boot", help="Bootstrap resamples for intervals."),
+    n_boot: int = typer.Option(
+        _C.n_boot, "--n-boot", min=0, help="Bootstrap resamples for intervals."
+    ),
     seed: int = SEED,
     out: Path | None = typer.Option(
         None, "--out", help="Folder for forecast.json (and with --score the report)."

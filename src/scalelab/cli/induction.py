@@ -16,7 +16,9 @@ from scalelab.cli.common import (
     RUN_CPUS,
     RUN_GPUS,
     SEED,
+    as_options,
     backend_from,
+    configured,
     parse_list,
     print_json,
     print_record,
@@ -138,24 +140,21 @@ def train_command(
     from scalelab.induction.train import InductionTrainConfig, train_induction
 
     set_threads(threads)
-    mcfg = InductionConfig(
-        alphabet_size=alphabet,
-        max_len=n,
-        n_layer=layers,
-        n_head=heads,
-        d_model=width,
-        positions=positions,
-        mlp=mlp,
-    )
-    tcfg = InductionTrainConfig(
-        n=n,
-        seed=seed,
-        max_steps=steps,
-        target_acc=target or None,
-        train_bits=train_bits or None,
-        hard_fraction=hard_fraction,
+    model_options = {"alphabet_size": "--alphabet", "max_len": "--n", "n_layer": "--layers",
+                     "n_head": "--heads", "d_model": "--width",
+                     "positions": "--positions"}  # fmt: skip
+    mcfg = configured(
+        InductionConfig, model_options, alphabet_size=alphabet, max_len=n, n_layer=layers,
+        n_head=heads, d_model=width, positions=positions, mlp=mlp,
+    )  # fmt: skip
+    train_options = {"n": "--n", "max_steps": "--steps", "target_acc": "--target",
+                     "train_bits": "--train-bits", "hard_fraction": "--hard-fraction",
+                     "lr": "--lr"}  # fmt: skip
+    tcfg = configured(
+        InductionTrainConfig, train_options, n=n, seed=seed, max_steps=steps,
+        target_acc=target or None, train_bits=train_bits or None, hard_fraction=hard_fraction,
         lr=lr,
-    )
+    )  # fmt: skip
     _, result = train_induction(mcfg, tcfg, out, quiet=quiet)
     if json_out:
         print_json(result)
@@ -341,7 +340,14 @@ def sweep_command(
     from scalelab.induction.sweep import InductionSweepConfig, run_induction_sweep
 
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
-    cfg = InductionSweepConfig(
+    sweep_options = {**as_options(("ns", "layers", "heads", "widths", "eval_bits", "train_bits",
+                                   "seeds", "construction", "hard_fraction")),
+                     "alphabet_sizes": "--alphabets", "max_steps": "--steps",
+                     "max_steps_one_layer": "--steps-one-layer",
+                     "target_acc": "--target"}  # fmt: skip
+    cfg = configured(
+        InductionSweepConfig,
+        sweep_options,
         ns=tuple(_ints(ns, "--ns")),
         alphabet_sizes=tuple(_ints(alphabets, "--alphabets")),
         layers=tuple(_ints(layers, "--layers")),

@@ -103,9 +103,11 @@ def _no_se(row: dict[str, Any]) -> str:
     """Why a result has no standard error: it comes from the spread over batches."""
     if row["n_batches"] >= 2:
         return "none"
+    half = row["n_points"] // 2  # two batches of it, each above k (else the batch is refused)
+    smaller = f" or --batch-size {half} or less (above k = {row['k']})" if half > row["k"] else ""
     return (
         "none: one batch (the SE is the spread over batches); give at least "
-        f"{2 * row['batch_size']} points or --batch-size {row['n_points'] // 2} or less"
+        f"{2 * row['batch_size']} points{smaller}"
     )
 
 
@@ -113,7 +115,9 @@ def exponents_command(
     d: float | None = typer.Option(None, "--d", help="Intrinsic dimension."),
     alpha_n: float | None = typer.Option(None, "--alpha-n", help="Model-size exponent α_N."),
     alpha_d: float | None = typer.Option(None, "--alpha-d", help="Data-size exponent α_D."),
-    d_se: float = typer.Option(0.0, "--d-se", help="Standard error of --d (delta method)."),
+    d_se: float = typer.Option(
+        0.0, "--d-se", min=0.0, help="Standard error of --d (delta method)."
+    ),
     beta: float = typer.Option(1.0, help="Hölder smoothness β (the paper uses 1)."),
     json_out: bool = JSON,
 ) -> None:

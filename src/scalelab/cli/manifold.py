@@ -18,6 +18,7 @@ from scalelab.cli.common import (
     RUN_GPUS,
     SEED,
     backend_from,
+    configured,
     parse_list,
     print_json,
     print_table,
@@ -103,7 +104,9 @@ def sweep_command(
         "model_dims": _values(model_dims, int, "model-dims"),
         "online_steps": online_steps,
     }
-    cfg = PRESETS[preset].replace(**{k: v for k, v in overrides.items() if v is not None})
+    given = {k: v for k, v in overrides.items() if v is not None}
+    options = {k: "--" + k.replace("_", "-") for k in overrides}
+    cfg = configured(PRESETS[preset].replace, options, **given)
     table = run_manifold_sweep(cfg, out, workers=workers, backend=where, quiet=quiet)
     rows = table.to_dict("records")
     if json_out:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from scalelab.cli.common import JSON, print_json
-from scalelab.report.build import build_report
+from scalelab.pipeline.report import report_sweep
 
 
 def report_command(
@@ -19,7 +19,7 @@ def report_command(
 ) -> None:
     """Write a self-contained HTML report (figures embedded) and its Markdown twin for a
     data, model, manifold or induction sweep; prints where they are."""
-    html_path, md_path = build_report(sweep_dir, out)
+    html_path, md_path = report_sweep(sweep_dir, out)
     if json_out:
         print_json({"html": str(html_path), "markdown": str(md_path)})
     else:

@@ -3,6 +3,7 @@ runs, one row per finished run in OUT/runs.csv (read by `scalelab report OUT`)."
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pandas as pd
@@ -15,7 +16,9 @@ from scalelab.cli.common import (
     RAY_ADDRESS,
     RUN_CPUS,
     RUN_GPUS,
+    as_options,
     backend_from,
+    configured,
     parse_list,
     print_json,
     print_table,
@@ -116,18 +119,10 @@ def _configs(ctx: typer.Context) -> tuple[GPTConfig, TrainConfig]:
     """The preset's model and training configs with the command's training options on top
     (None: the preset's), the same for both sweep commands."""
     o = ctx.params
-    return configs_for_preset(
-        o["preset"],
-        o["data"],
-        block_size=o["block_size"],
-        batch_size=o["batch_size"],
-        lr=o["lr"],
-        seed=o["seed"],
-        eval_interval=o["eval_interval"],
-        eval_batches=o["eval_batches"],
-        test_tokens=o["test_tokens"],
-        dtype=o["dtype"],
-    )
+    names = ("block_size", "batch_size", "lr", "seed", "eval_interval", "eval_batches")
+    overrides = {k: o[k] for k in (*names, "test_tokens", "dtype")}
+    make = functools.partial(configs_for_preset, o["preset"], o["data"])
+    return configured(make, as_options(overrides), **overrides)
 
 
 def _plan(specs: list, json_out: bool) -> None:
@@ -214,7 +209,12 @@ def data_command(
     if sizes is not None:
         grid = parse_list(sizes, lambda s: int(float(s)), "--sizes", "integers")
     else:
-        grid = data_sweep.SizeGrid(points, min_tokens, max_tokens).sizes(data)
+        grid_options = as_options(("points", "min_tokens", "max_tokens"))
+        size_grid = configured(
+            data_sweep.SizeGrid, grid_options, points=points, min_tokens=min_tokens,
+            max_tokens=max_tokens,
+        )  # fmt: skip
+        grid = size_grid.sizes(data)
     cfg = data_sweep.make_config(data, model_cfg, train_cfg, _schedule(ctx), grid)
     if plan:
         _plan(data_sweep.specs(cfg), json_out)

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
 
 import typer
 
-from scalelab.cli.common import JSON, QUIET, print_json, print_table, set_threads, threads_option
+from scalelab.cli.common import (
+    JSON,
+    QUIET,
+    as_options,
+    configured,
+    print_json,
+    print_table,
+    set_threads,
+    threads_option,
+)
 from scalelab.lm.config import PRESETS, configs_for_preset
 from scalelab.lm.distributed import shutdown_distributed
 from scalelab.lm.train import train
@@ -56,9 +66,7 @@ def train_command(
     --out folder continues it exactly; a finished one just prints its result.
     Under `torchrun --nproc_per_node=N -m scalelab train ...` it trains data-parallel."""
     set_threads(threads)
-    model_cfg, train_cfg = configs_for_preset(
-        preset,
-        data,
+    overrides = dict(
         token_budget=token_budget,
         max_steps=max_steps,
         seed=seed,
@@ -76,6 +84,8 @@ def train_command(
         dtype=dtype,
         dropout=dropout,
     )
+    make = functools.partial(configs_for_preset, preset, data)
+    model_cfg, train_cfg = configured(make, as_options(overrides), **overrides)
     try:
         result = train(model_cfg, train_cfg, data, out, quiet=quiet, device=device, log=sys.stderr)
     finally:

@@ -119,8 +119,6 @@ def _run(
     """Build the config from the command's config options (`ctx.params` whose names are
     `FLAT`'s; its own validation refuses bad values), then run. With a preset, only the
     options given on the command line override its values."""
-    from scalelab.pipeline.run import run_pipeline
-
     workers, threads, backend, ray_address, run_cpus, run_gpus = pool
     set_threads(threads, workers=workers)
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
@@ -131,6 +129,8 @@ def _run(
     else:
         explicit = _explicit(ctx)
         cfg = PipelineConfig.from_preset(preset, **{k: given[k] for k in explicit & set(given)})
+    from scalelab.pipeline.run import run_pipeline  # torch: only once the options are sound
+
     say = (lambda _msg: None) if json_out else typer.echo
     summary = run_pipeline(
         out,

@@ -85,6 +85,8 @@ class ManifoldSweepConfig(Config):
                 raise ConfigError(f"{name} must not be empty")
         if min(self.n_values) < 8:
             raise ConfigError("every n must be >= 8 (training needs a few points)")
+        if min(self.seeds) < 0:
+            raise ConfigError(f"every seed must be >= 0, got {min(self.seeds)}")
         if not 0 < self.val_fraction <= 1 or self.val_size < 0:
             raise ConfigError("val_fraction must be in (0, 1] and val_size >= 0")
         if set(self.model_dims) - set(self.dims) or set(self.online_dims) - set(self.dims):

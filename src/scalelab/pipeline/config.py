@@ -29,6 +29,7 @@ from scalelab.laws.regime import RegimeConfig
 from scalelab.probe.config import PRECISIONS
 from scalelab.sweeps.convergence import FACTOR, WIDTH_FACTOR
 from scalelab.sweeps.schedule import EVAL_INTERVAL, Schedule
+from scalelab.text.tokenizer import MIN_VOCAB_SIZE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,6 +175,11 @@ class PipelineConfig(Config):
                 f"got {self.check.smallest}"
             )
         positive_int(self.vocab_size, "--vocab-size")
+        if self.vocab_size < MIN_VOCAB_SIZE:  # refused now, not after reading the corpus
+            raise ConfigError(
+                f"--vocab-size {self.vocab_size}: a byte-level BPE needs at least "
+                f"{MIN_VOCAB_SIZE} tokens (256 bytes + end of text); give {MIN_VOCAB_SIZE} or more"
+            )
         self._check_shapes()
 
     def _check_shapes(self) -> None:
@@ -232,7 +238,9 @@ class PipelineConfig(Config):
         """The preset `name` (VALIDATE_PRESETS: flat options over the defaults above) with flat
         `options` on top."""
         if name not in VALIDATE_PRESETS:
-            raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(VALIDATE_PRESETS)}")
+            raise ConfigError(
+                f"unknown preset {name!r} (--preset); choose one of {sorted(VALIDATE_PRESETS)}"
+            )
         return cls.from_options(cls.from_options(**VALIDATE_PRESETS[name]), **options)
 
 

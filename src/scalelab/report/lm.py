@@ -18,10 +18,10 @@ from scalelab.io import format_interval, read_json
 from scalelab.laws.theory import d_from_alpha_D, d_from_alpha_N
 from scalelab.report.document import Report
 from scalelab.report.plots import PredictedSlope, dimension_figure, scaling_figure
-from scalelab.sweeps.analysis import SweepAnalysis, analyse_sweep
 
 if TYPE_CHECKING:
     from scalelab.laws.fitted import PowerLawFit
+    from scalelab.sweeps.analysis import SweepAnalysis
 
 RUN_COLUMNS = (
     "run",
@@ -183,11 +183,6 @@ def _ablations(report: Report, sweep_dir: Path) -> None:
         )
         report.figure(fig, f"Estimated d against {setting} ({path.name}); bars ±1 SE")
         report.table(rows, caption=f"ablation {name}")
-
-
-def build(sweep_dir: Path, report: Report) -> None:
-    """Add the data- or model-sweep section for `sweep_dir` to `report`."""
-    draw(analyse_sweep(sweep_dir), report, Path(sweep_dir))
 
 
 def draw(a: SweepAnalysis, report: Report, sweep_dir: Path) -> None:

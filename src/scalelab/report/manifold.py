@@ -4,15 +4,17 @@ and what the sweep cost."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from scalelab.manifold.results import ManifoldAnalysis, analyse_sweep
 from scalelab.report import manifold_theorem
 from scalelab.report.document import Report
+
+if TYPE_CHECKING:
+    from scalelab.manifold.results import ManifoldAnalysis
 
 
 def _scaling_figure(
@@ -47,13 +49,8 @@ def _rounded(rows: list[dict]) -> list[dict]:
     return [{k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
 
 
-def build(sweep_dir: Path, report: Report) -> None:
-    """Add the manifold sweep in `sweep_dir` to `report`."""
-    draw(analyse_sweep(sweep_dir), report)
-
-
 def draw(a: ManifoldAnalysis, report: Report) -> None:
-    """The section for an analysed manifold sweep (`manifold.results`)."""
+    """The section for an analysed manifold sweep (`manifold.results.analyse_sweep`)."""
     cfg, table = a.config, a.table
     report.heading("Known-dimension benchmark (Theorem 1 on manifolds)")
     report.paragraph(

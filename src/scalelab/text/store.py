@@ -145,9 +145,9 @@ def prepare_corpus(
         if not splits[name]:
             raise InputError(
                 f"the {name} split of {corpus.name!r} is empty: {len(corpus.documents)} "
-                "document(s) are too few; give more documents (e.g. --split-on line) or "
-                "raise the split's fraction (`scalelab corpus prepare --val-fraction/"
-                "--test-fraction`, then pass that token store as the corpus)"
+                "document(s) are too few; give more documents (e.g. --split-on line), or a "
+                "larger share for the split with `scalelab corpus prepare --val-fraction/"
+                "--test-fraction` (validate takes the token store it writes as --corpus)"
             )
     tok, tok_source = _resolve_tokenizer(tokenizer)
     request = {
