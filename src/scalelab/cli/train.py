@@ -14,8 +14,10 @@ from scalelab.cli.common import (
     QUIET,
     as_options,
     configured,
+    either,
     print_json,
     print_table,
+    renamed_option,
     set_threads,
     threads_option,
 )
@@ -43,9 +45,8 @@ def train_command(
     grad_accum: int | None = _opt(
         "--grad-accum", "Micro-batches per optimizer step (shared over torchrun processes)."
     ),
-    block_size: int | None = typer.Option(
-        None, "--block-size", "--context-len", help="Context length in tokens (the model's)."
-    ),
+    block_size: int | None = _opt("--block-size", "Context length in tokens (the model's)."),
+    retired_block_size: int | None = renamed_option("--context-len", "--block-size"),
     train_tokens: int | None = _opt(
         "--train-tokens", "Train on the first N tokens of the train split only."
     ),
@@ -75,7 +76,7 @@ def train_command(
         warmup_steps=warmup_steps,
         batch_size=batch_size,
         grad_accum=grad_accum,
-        block_size=block_size,
+        block_size=either(block_size, retired_block_size),
         train_tokens=train_tokens,
         patience=patience,
         eval_interval=eval_interval,

@@ -21,7 +21,9 @@ POSITION_GROUPS = 4  # `ablate positions`: equal ranges the window is cut into
 
 @dataclasses.dataclass(frozen=True)
 class EstimateConfig(Config):
-    """The protocol's options; defaults are the paper's."""
+    """The protocol's options; defaults are the paper's. `context_len` is the probe's window
+    length (tokens per sampled window, default min(1024, the model's maximum context)): a
+    different thing from a model's own context, `GPTConfig.block_size`, which bounds it."""
 
     split: str = "test"
     max_documents: int | None = None
