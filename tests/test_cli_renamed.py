@@ -15,6 +15,8 @@ RENAMED = [
     (["sweep", "data"], "--context-len", "--block-size"),
     (["sweep", "model"], "--context-len", "--block-size"),
     (["fit"], "--context-len", "--block-size"),
+    (["estimate"], "--precision", "--dtype"),
+    (["validate"], "--id-precision", "--id-dtype"),
 ]
 
 
@@ -45,3 +47,22 @@ def test_retired_spelling_works_and_names_the_new_option(
     assert old == new and new_err == ""  # the same runs, planned from the same context length
     assert old != plans["--block-size", 64][0]  # ... which the plan depends on
     assert old_err.strip() == "note: --context-len is deprecated; use --block-size"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["estimate", "--model", "no-such-run", "--precision", "fp16"],
+        ["validate", "--corpus", "shakespeare", "--out", "{out}", "--id-precision", "fp16"],
+    ],
+)
+def test_retired_dtype_spellings_reach_the_dtype_field(
+    args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The value given under the old spelling is the one the config checks (refused before any
+    model loads or corpus is read), and the note comes first."""
+    out = tmp_path / "v"
+    code, _, err = cli([a.replace("{out}", str(out)) for a in args], capsys)
+    note, refusal = err.strip().splitlines()
+    assert code == 2 and note.startswith("note: --") and "is deprecated; use --" in note
+    assert "'fp16'" in refusal and "dtype" in refusal and not out.exists()

@@ -47,7 +47,7 @@ def toy_config(corpus: Path, **changes: object) -> PipelineConfig:
         check_largest=1,
         id_per_doc=8,
         id_batch_size=256,
-        id_precision="float32",  # exact comparisons across model formats below
+        id_dtype="float32",  # exact comparisons across model formats below
         n_boot=20,
     )
     return PipelineConfig.from_options(**{**base, **changes})
@@ -185,7 +185,7 @@ def _est(cfg: PipelineConfig) -> EstimateConfig:
         per_doc=cfg.id.per_doc,
         k=cfg.id.k,
         batch_size=cfg.id.batch_size,
-        precision=cfg.id.precision,
+        dtype=cfg.id.dtype,
     )
 
 

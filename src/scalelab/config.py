@@ -6,8 +6,11 @@ other dataclass its fields), a tuple a list. A field marked `FLAT`
 (`dataclasses.field(metadata=FLAT)`) is saved as its own keys in place of its name (a run's
 `StopRule`: run folders saved before the rule was an object still resume). A field marked
 `OMIT_DEFAULT` is left out while it holds its default (so a folder saved before the field
-existed keeps its hash). `from_dict` reads that JSON back by the field types: nested
-records from dicts, tuples from lists, flat keys into their field. A subclass overrides
+existed keeps its hash). A field marked `saved_as(key)` is saved under `key` in place of
+its name: the one place where the code's name for a concept meets an older on-disk key that
+must not change (saved keys feed folder hashes, so old folders still resume). `from_dict`
+reads that JSON back by the field types: nested records from dicts, tuples from lists, flat
+keys into their field, a `saved_as` key into its field. A subclass overrides
 either only to add what its fields do not say.
 """
 
@@ -27,6 +30,11 @@ from scalelab.io import atomic_write_json, read_json
 FLAT = {"flat": True}
 #: Field metadata: leave the field out of the JSON while it holds its default.
 OMIT_DEFAULT = {"omit_default": True}
+
+
+def saved_as(key: str) -> dict[str, str]:
+    """Field metadata: save the field under `key` (an on-disk name older than the field's)."""
+    return {"saved_as": key}
 
 
 @functools.cache
@@ -63,7 +71,8 @@ class Record:
             value = getattr(self, f.name)
             if f.metadata.get("omit_default") and value == f.default:
                 continue
-            out.update(saved(value) if f.metadata.get("flat") else {f.name: saved(value)})
+            key = f.metadata.get("saved_as", f.name)
+            out.update(saved(value) if f.metadata.get("flat") else {key: saved(value)})
         return out
 
     @classmethod
@@ -84,6 +93,10 @@ class Record:
         names = {f.name for f in fields}
         hints = _hints(cls)
         values = dict(data)
+        for f in fields:  # a field saved under another key: back to its name
+            key = f.metadata.get("saved_as")
+            if key is not None and key in values:
+                values[f.name] = values.pop(key)
         for f in fields:  # a flat field: its keys, over its saved or default value
             if f.metadata.get("flat"):
                 keys = [g.name for g in dataclasses.fields(_records(hints[f.name])[0])]

@@ -89,7 +89,7 @@ def estimate_config(cfg: PipelineConfig) -> EstimateConfig:
         max_documents=part.max_documents,
         k=part.k,
         batch_size=part.batch_size,
-        precision=part.precision,
+        dtype=part.dtype,
         seed=cfg.seed,
     )
 
