@@ -105,7 +105,7 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
     from scalelab.laws.fit import fit_power_law
 
     for side, size, rows in (("data", "train_tokens", summary.runs),):
-        check = summary.convergence[side]
+        check = summary.checks[side]
         done = [(r["run"], r["perturbation"]) for r in check["runs"]]
         largest, smallest = rows[-1]["run"], rows[0]["run"]
         assert done == [
@@ -150,9 +150,9 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
     assert regime["unigram_entropy_nats"] > 0
     # The shared shape (the data sweep's largest run is one of the model sweep's) is checked
     # once: both sides name the same check runs for its perturbations.
-    data_runs = {r["check_run"] for r in summary.convergence["data"]["runs"]}
-    model_runs = {r["check_run"] for r in summary.convergence["model"]["runs"]}
-    shared = {r["check_run"] for r in summary.convergence["model"]["runs"] if r["end"] == "largest"}
+    data_runs = {r["check_run"] for r in summary.checks["data"]["runs"]}
+    model_runs = {r["check_run"] for r in summary.checks["model"]["runs"]}
+    shared = {r["check_run"] for r in summary.checks["model"]["runs"] if r["end"] == "largest"}
     assert len(shared) == 3 and shared <= data_runs and shared <= model_runs
     # The model sweep reused the data sweep's largest run (same shape and data).
     labels = [r["label"] for r in summary.model_runs]

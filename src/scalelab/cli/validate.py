@@ -95,7 +95,7 @@ def print_summary(summary: Summary) -> None:
     print_table(
         "alpha: predicted with its range over MLE batch sizes and K; observed with its 95% CI", rows
     )
-    for side, check in summary.convergence.items():
+    for side, check in summary.checks.items():
         if check:
             typer.echo(f"{side} sweep: {check['text']}")
     from scalelab.report.validate import regime_words

@@ -27,7 +27,7 @@ from scalelab.fields import choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.laws.regime import RegimeConfig
 from scalelab.lm.config import DTYPES
-from scalelab.sweeps.convergence import FACTOR, WIDTH_FACTOR
+from scalelab.sweeps.check import FACTOR, WIDTH_FACTOR
 from scalelab.sweeps.schedule import EVAL_INTERVAL, Schedule
 from scalelab.text.tokenizer import MIN_VOCAB_SIZE
 
@@ -61,7 +61,7 @@ class TrainPart(Config):
 
 @dataclasses.dataclass(frozen=True)
 class CheckPart(Config):
-    """The convergence check (sweeps/convergence.py) of both sweeps."""
+    """The convergence check (sweeps/check.py) of both sweeps."""
 
     largest: int = 1  # the largest runs of each sweep that are perturbed
     factor: int = FACTOR  # ... with a stopping rule (and budget) this many times stricter

@@ -193,7 +193,7 @@ def excluded_because(summary: Summary, *, excess: bool = False) -> str:
     from scalelab.laws.regime import POWER_LAW
 
     regime = summary.fits["data"].get("regime")
-    check = summary.convergence.get("data") or {}
+    check = summary.checks.get("data") or {}
     why = []
     if regime is not None:
         own = excess and bool(outcome_of(regime, excess=True))

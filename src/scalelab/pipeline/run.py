@@ -107,11 +107,11 @@ def _run(
         f"{c.factor}x stricter, a cooldown, another seed{wider}), and the {c.smallest} "
         "smallest (stricter, another seed)"
     )
-    data_check = steps.check_convergence(prep, data, pool, say=say)
+    data_check = steps.check(prep, data, pool, say=say)
     clock.lap("data_check")
 
     models = steps.run_model_sweep(prep, data, pool, say=say)
-    model_check = None if models is None else steps.check_convergence(prep, models, pool, say=say)
+    model_check = None if models is None else steps.check(prep, models, pool, say=say)
     clock.lap("model_sweep")
 
     say("[7/7] fits and report")
@@ -149,7 +149,7 @@ def _summary(
         synthetic=prep.synthetic,
         sources=fits.sources,
         fits=fits.sides(),
-        convergence=fits.convergence(),
+        checks=fits.checks(),
         runs=data.table[cols].to_dict("records"),
         model_runs=models.table[model_cols].to_dict("records") if models else [],
         along=along.rows,

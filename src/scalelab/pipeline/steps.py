@@ -5,8 +5,8 @@ notebook can run them one by one (docs/python.md) and `run_pipeline` composes th
     given = measure_references(prep)              # d before any training
     data = run_data_sweep(prep, pool)             # claims the folder, then trains
     own, along = measure_own(prep, data), measure_along(prep, data)
-    data_check = check_convergence(prep, data, pool)  # computes the one fit range
-    models = run_model_sweep(prep, data, pool)    # then check_convergence(prep, models, pool)
+    data_check = check(prep, data, pool)  # computes the one fit range
+    models = run_model_sweep(prep, data, pool)    # then check(prep, models, pool)
     fits = fit(prep, data, models, [own, *given], data_check)
 
 Nothing is shared but what a step returns (the dataclasses of `pipeline.results`); every
@@ -267,14 +267,12 @@ def measure_along(prep: Prepared, data: SweepResult) -> Along:
     return Along(along["rows"], along["trend"])
 
 
-def check_convergence(
-    prep: Prepared, sweep: SweepResult, pool: Pool = Pool(), *, say: Say = _silent
-) -> Check:
+def check(prep: Prepared, sweep: SweepResult, pool: Pool = Pool(), *, say: Say = _silent) -> Check:
     """Step 5 (and 6's end): the convergence check of one sweep, in the validation's one check
     folder (shared by both sweeps, so a run they share is checked once). For the data sweep
     it perturbs the runs from the fit range's lower end on, then computes the fit range (its
     upper end needs the check's wider model) and refits over it: `Check.fit_range`."""
-    from scalelab.sweeps.convergence import assess, model_limited, run_check
+    from scalelab.sweeps.check import assess, model_limited, run_check
 
     part = prep.cfg.check
     data_side = sweep.size == "train_tokens"
@@ -293,9 +291,9 @@ def check_convergence(
         quiet=prep.quiet,
     )
     rng = data_fit_range(prep, sweep, model_limited(rows)) if data_side else None
-    check = Check(assess(checked, rows, rng), rng)
-    say(f"      {check.text}")
-    return check
+    result = Check(assess(checked, rows, rng), rng)
+    say(f"      {result.text}")
+    return result
 
 
 def data_fit_range(
@@ -304,7 +302,7 @@ def data_fit_range(
     """The data sweep's fit range by rule (`laws.regime.fit_range`), computed once: from the
     first size below the unigram entropy of the scored test tokens, up to below the first
     run that is budget- or model-limited (`limited_runs`; `width`: the check's wider-model
-    reading, `sweeps.convergence.model_limited`)."""
+    reading, `sweeps.check.model_limited`)."""
     from scalelab.laws.regime import fit_range
 
     x, y = data.curve()
@@ -420,7 +418,7 @@ def fit(
 def limited_runs(data: SweepResult, width: dict[str, Any] | None) -> dict[str, str]:
     """Runs of the data sweep a fit must stop below, with why: those that ended at their step
     budget (not by the stopping rule), and the largest when the check's wider model found it
-    model-limited (`width`: `sweeps.convergence.model_limited`)."""
+    model-limited (`width`: `sweeps.check.model_limited`)."""
     rows = data.ordered()
     out = {
         name: f"ended at its step budget ({why})"
