@@ -73,7 +73,7 @@ def print_summary(summary: Summary) -> None:
     convergence verdicts, timings."""
     _runs_tables(summary)
     rows = []
-    for s in summary.sources:
+    for s in summary.references:
         lo, hi = s["dimension_range"]
         se = s["dimension_se"]
         rows.append(

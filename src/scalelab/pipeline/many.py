@@ -143,7 +143,7 @@ def _estimate_source(label: str, folder: Path, cache: Path) -> dict[str, Any]:
     if path.is_file():
         return read_json(path)
     from scalelab.probe.estimate import EMBEDDINGS, RESULT, EstimateConfig, load_embeddings
-    from scalelab.probe.sources import sensitivity, summarize
+    from scalelab.probe.references import sensitivity, summarize
 
     doc = read_json(folder / RESULT)
     s = doc.get("settings", {})
@@ -163,7 +163,7 @@ def _sources(e: Entry, summary: Summary, refs: list[tuple[str, str]], cache: Pat
     for f in sorted((e.folder / "d").glob("*/source.json")):
         folders[read_json(f)["label"]] = f.parent / "embeddings.safetensors"
     rows = []
-    for s in summary.sources:
+    for s in summary.references:
         row = {**s, "label": rename.get(s["label"], s["label"])}
         row.setdefault("points", str(folders.get(s["label"], "")))
         rows.append(row)

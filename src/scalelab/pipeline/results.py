@@ -78,10 +78,10 @@ class Regime(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Fits:
-    """Step 7: the observed exponents of both sweeps beside every source of d, the data
-    side's regime, and both checks (fits.json)."""
+    """Step 7: the observed exponents of both sweeps beside every reference model's d, the
+    data side's regime, and both checks (fits.json)."""
 
-    sources: list[dict[str, Any]]
+    references: list[dict[str, Any]]
     data: SideFit
     model: SideFit | None
     regime: Regime
@@ -103,7 +103,8 @@ class Fits:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return {"sources": self.sources, **self.sides(), "convergence": self.checks()}
+        # fits.json's keys of before: "sources" (the reference models' d), "convergence"
+        return {"sources": self.references, **self.sides(), "convergence": self.checks()}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +116,8 @@ class Summary(Record):
     report_html: str = ""
     report_md: str = ""
     synthetic: dict[str, Any] = field(default_factory=dict)
-    sources: list[dict[str, Any]] = field(default_factory=list)
+    # Each reference model's d; saved as "sources", the key summary.json has always had.
+    references: list[dict[str, Any]] = field(default_factory=list, metadata=saved_as("sources"))
     fits: dict[str, Any] = field(default_factory=dict)
     # Both sides' convergence checks (`Fits.checks`); saved as "convergence", the key
     # summary.json has always had.

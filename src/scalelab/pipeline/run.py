@@ -115,8 +115,7 @@ def _run(
     clock.lap("model_sweep")
 
     say("[7/7] fits and report")
-    sources = [own, *given]
-    fits = steps.fit(prep, data, models, sources, data_check, model_check)
+    fits = steps.fit(prep, data, models, [own, *given], data_check, model_check)
     atomic_write_json(out / "fits.json", fits)
     from scalelab.report.validate import build_validate_report
 
@@ -147,7 +146,7 @@ def _summary(
         report_html=str(html),
         report_md=str(md),
         synthetic=prep.synthetic,
-        sources=fits.sources,
+        references=fits.references,
         fits=fits.sides(),
         checks=fits.checks(),
         runs=data.table[cols].to_dict("records"),
