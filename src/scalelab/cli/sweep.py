@@ -28,7 +28,7 @@ from scalelab.cli.common import (
     threads_option,
 )
 from scalelab.errors import ConfigError
-from scalelab.lm.config import PRESETS, GPTConfig, TrainConfig, configs_for_preset
+from scalelab.lm.config import MODEL_PRESETS, GPTConfig, TrainConfig, configs_for_preset
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
 from scalelab.sweeps.schedule import EVAL_INTERVAL, Schedule
@@ -43,7 +43,9 @@ OUT = typer.Option(..., "--out", help="Sweep folder (created, or resumed with th
 _S = Schedule()  # the CLI's defaults are the configs'
 _G = data_sweep.SizeGrid()
 _T = TrainConfig()
-PRESET = typer.Option("tiny", "--preset", help=f"Model + training defaults: {', '.join(PRESETS)}.")
+PRESET = typer.Option(
+    "tiny", "--preset", help=f"Model + training defaults: {', '.join(MODEL_PRESETS)}."
+)
 POLICY = typer.Option(
     _S.policy,
     "--policy",

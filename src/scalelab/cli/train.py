@@ -21,7 +21,7 @@ from scalelab.cli.common import (
     set_threads,
     threads_option,
 )
-from scalelab.lm.config import PRESETS, configs_for_preset
+from scalelab.lm.config import MODEL_PRESETS, configs_for_preset
 from scalelab.lm.distributed import shutdown_distributed
 from scalelab.lm.train import train
 
@@ -33,7 +33,7 @@ def _opt(flag: str, help_text: str) -> typer.models.OptionInfo:
 
 def train_command(
     data: Path = typer.Option(..., "--data", help="Token store from `scalelab corpus prepare`."),
-    preset: str = typer.Option(..., "--preset", help=f"Model preset: {', '.join(PRESETS)}."),
+    preset: str = typer.Option(..., "--preset", help=f"Model preset: {', '.join(MODEL_PRESETS)}."),
     out: Path = typer.Option(..., "--out", help="Run folder (created, or resumed if unfinished)."),
     token_budget: int | None = _opt("--token-budget", "Stop after this many training tokens."),
     max_steps: int | None = _opt("--max-steps", "Optimizer steps (the cosine schedule's length)."),
