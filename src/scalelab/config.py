@@ -37,6 +37,11 @@ def saved_as(key: str) -> dict[str, str]:
     return {"saved_as": key}
 
 
+def saved_key(f: dataclasses.Field) -> str:
+    """The JSON key a field is saved under: its `saved_as` key, else its name."""
+    return f.metadata.get("saved_as", f.name)
+
+
 @functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
@@ -71,8 +76,7 @@ class Record:
             value = getattr(self, f.name)
             if f.metadata.get("omit_default") and value == f.default:
                 continue
-            key = f.metadata.get("saved_as", f.name)
-            out.update(saved(value) if f.metadata.get("flat") else {key: saved(value)})
+            out.update(saved(value) if f.metadata.get("flat") else {saved_key(f): saved(value)})
         return out
 
     @classmethod
@@ -94,9 +98,8 @@ class Record:
         hints = _hints(cls)
         values = dict(data)
         for f in fields:  # a field saved under another key: back to its name
-            key = f.metadata.get("saved_as")
-            if key is not None and key in values:
-                values[f.name] = values.pop(key)
+            if saved_key(f) != f.name and saved_key(f) in values:
+                values[f.name] = values.pop(saved_key(f))
         for f in fields:  # a flat field: its keys, over its saved or default value
             if f.metadata.get("flat"):
                 keys = [g.name for g in dataclasses.fields(_records(hints[f.name])[0])]

@@ -15,7 +15,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scalelab.config import FLAT, Record, saved_as
+from scalelab.config import FLAT, Record, saved_as, saved_key
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.declaration import SUMMARY
 
@@ -143,8 +143,8 @@ class Summary(Record):
     def from_dict(cls, data: dict[str, Any]) -> Summary:
         """Keys this version does not know are left out (a summary.json is read, not
         resumed)."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return super().from_dict({k: v for k, v in data.items() if k in names})
+        keys = {saved_key(f) for f in dataclasses.fields(cls)}
+        return super().from_dict({k: v for k, v in data.items() if k in keys})
 
     @classmethod
     def load(cls, folder: str | Path) -> Summary:
