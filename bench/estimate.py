@@ -9,7 +9,7 @@ windows batched longest first) three times:
       passed to the model;
   (b) float32 at the fast path's batch size and without the mask: what the batching alone
       gives (to attribute the speed-up, not a path `estimate` takes by default on bf16 CPUs);
-  (c) fast: the defaults of `estimate`: `--precision` (`auto`: bfloat16 where the CPU/GPU
+  (c) fast: the defaults of `estimate`: `--dtype` (`auto`: bfloat16 where the CPU/GPU
       has native bf16, else float32) with autocast and, for an HF model, weights loaded in
       bf16 and no padding mask (exact for right-padded causal batches); batches of
       `--batch-tokens` (default: `estimate`'s),
@@ -41,7 +41,7 @@ from scalelab.probe.sample import (
     TokenDocuments,
     extract,
     pad_batch,
-    resolve_precision,
+    resolve_dtype,
     sample_protocol,
     tokens_to_run,
 )
@@ -124,12 +124,12 @@ def main() -> None:
     ap.add_argument("--per-doc", type=int, default=32)
     ap.add_argument("--batch-tokens", type=int, default=BATCH_TOKENS, help="paths (b), (c)")
     ap.add_argument("--ref-batch-tokens", type=int, default=4096, help="path (a)")
-    ap.add_argument("--precision", default="auto", help="fast path: auto, bfloat16, float32")
+    ap.add_argument("--dtype", default="auto", help="fast path: auto, bfloat16, float32")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--forward", action="store_true", help="also time forward with logits")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    fast = resolve_precision(args.precision, "cpu")
+    fast = resolve_dtype(args.dtype, "cpu")
     loaded = _smollm(fast) if args.smollm else _scalelab_model(args.preset, fast)
     (ref_states, f32_states, fast_states), forward, tok, context, name = loaded
     docs = _corpus_docs(tok, args.docs)

@@ -27,7 +27,7 @@ from scalelab.pipeline.steps import CONFIG, base_configs
 from scalelab.runs import outdir
 from scalelab.runs.sweep import open_sweep
 from scalelab.sweeps import data as data_sweep
-from scalelab.sweeps.convergence import check_sweep
+from scalelab.sweeps.check import check_sweep
 from scalelab.sweeps.result import SweepResult
 from scalelab.sweeps.worker import reuse_runs, run_specs
 

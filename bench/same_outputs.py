@@ -8,7 +8,7 @@ revision, versions, clock), the folder paths themselves (OLD's path is read as N
 what is derived from a path:
 
 - check runs are named by a hash of their config, which holds the store's absolute path
-  (`sweeps.convergence.check_name`): OLD's check folders are paired with NEW's by equal
+  (`sweeps.check.check_name`): OLD's check folders are paired with NEW's by equal
   config.json (paths read as NEW's), and compared under that pairing;
 - a safetensors file's header holds its metadata in the order of a Rust hash map, random
   per process (the same tensors and metadata saved twice give two sha256), so each file

@@ -42,7 +42,7 @@ FIX = re.compile(
 TINY_TRAIN = [
     "--preset",
     "tiny",
-    "--context-len",
+    "--block-size",
     "16",
     "--batch-size",
     "2",
@@ -227,7 +227,7 @@ CASES: dict[str, tuple[list[str], str]] = {
         "threads",
     ),
     "train-context": (
-        ["train", "--data", "{store}", "--out", "{out}", *TINY_TRAIN, "--context-len", "100000"],
+        ["train", "--data", "{store}", "--out", "{out}", *TINY_TRAIN, "--block-size", "100000"],
         "context",
     ),
     "train-min-lr": (
@@ -860,7 +860,7 @@ FIXES = {
     "sweep-model-shape": "give a preset name or a shape such as 4x128",
     "sweep-model-token-budget": "pass --token-budget N",
     "train-batch-zero": "batch_size must be a positive integer",
-    "train-context": "use a smaller --context-len (at most 60996) or more data",
+    "train-context": "use a smaller --block-size (at most 60996) or more data",
     "train-device": "use auto, cpu, cuda or cuda:N",
     "train-dropout": "dropout must be in [0, 1)",
     "train-dtype": "dtype must be one of auto, float32, bfloat16",

@@ -220,8 +220,8 @@ ONE_PLACE: dict[tuple[str, float], set[str]] = {
         "induction/train.py",  # the induction task's own trainer (a command of its own)
     },
     ("eval_interval", 25): {"pipeline/config.py"},  # TrainPart: validate's runs
-    ("factor", 3): {"sweeps/convergence.py"},  # FACTOR: the check's stricter rule
-    ("width_factor", 2): {"sweeps/convergence.py"},  # WIDTH_FACTOR: the check's wider model
+    ("factor", 3): {"sweeps/check.py"},  # FACTOR: the check's stricter rule
+    ("width_factor", 2): {"sweeps/check.py"},  # WIDTH_FACTOR: the check's wider model
     ("k", 20): {"intrinsic/__init__.py"},  # PAPER_K
     ("batch_size", 4096): {"intrinsic/__init__.py"},  # PAPER_BATCH_SIZE
     # the sweeps' stopping rule (sweeps.schedule.CONVERGE; lm/stopping.py owns its fields)

@@ -88,7 +88,7 @@ def test_facts_store_gives_the_exact_floor_and_the_ideal_exponent(tmp_path: Path
     th = facts_store_theory(store)
     n = np.geomspace(200, 40_000, 7)
     pd.DataFrame({"n": n, "loss": th.loss_per_token(n)}).to_csv(tmp_path / "t.csv", index=False)
-    code, out, err = fit_cli(tmp_path / "t.csv", *ARGS, "--store", store, "--context-len", 16)
+    code, out, err = fit_cli(tmp_path / "t.csv", *ARGS, "--store", store, "--block-size", 16)
     assert code == 0, err
     regime = json.loads(out)["regime"]
     assert regime["fit_range"]["unigram_entropy"] == pytest.approx(store_unigram_entropy(store, 16))

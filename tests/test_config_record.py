@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from scalelab.config import FLAT, OMIT_DEFAULT, Config
+from scalelab.config import FLAT, OMIT_DEFAULT, Config, saved_as
 from scalelab.errors import ConfigError
 from scalelab.laws.power import Option, Plan
 from scalelab.lm.config import TrainConfig
@@ -54,7 +54,7 @@ def test_a_saved_config_reads_back_and_writes_the_same_bytes(kind, saved):
 
 def test_the_quick_preset_writes_the_pipeline_json_of_before():
     cfg = PipelineConfig.from_preset("quick")
-    assert json.dumps(cfg.to_dict()) == QUICK
+    assert json.dumps(cfg.to_dict()) == QUICK  # the id part's dtype saved as "precision"
     assert PipelineConfig.from_dict(json.loads(QUICK)) == cfg  # nested parts, tuples
 
 
@@ -80,6 +80,7 @@ class _Whole(Config):
     maybe: _Part | None = None
     rule: StopRule = dataclasses.field(default=NEVER, metadata=FLAT)
     seeds: int = dataclasses.field(default=1, metadata=OMIT_DEFAULT)
+    dtype: str = dataclasses.field(default="auto", metadata=saved_as("precision"))
 
 
 def test_nested_records_tuples_flat_and_omitted_fields():
@@ -92,8 +93,10 @@ def test_nested_records_tuples_flat_and_omitted_fields():
         "patience": 7,
         "patience_fraction": 0.0,
         "min_delta_sd": 0.0,
+        "precision": "auto",
     }
     assert _Whole.from_dict(saved) == whole
+    assert _Whole.from_dict({**saved, "precision": "float32"}).dtype == "float32"
     assert _Whole.from_dict({**saved, "seeds": 3}).seeds == 3
     assert "seeds" in _Whole(seeds=3).to_dict()
     with pytest.raises(ConfigError, match=r"unknown _Whole field\(s\) \['b'\]"):

@@ -27,7 +27,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _torchrun(store: Path, out: Path) -> subprocess.Popen:
     args = [
-        "train", "--data", store, "--preset", "tiny", "--out", out, "--context-len", "32",
+        "train", "--data", store, "--preset", "tiny", "--out", out, "--block-size", "32",
         "--batch-size", "4", "--eval-batches", "2", "--test-tokens", "1024", "--warmup-steps",
         "2", "--max-steps", "16", "--eval-interval", "4", "--dropout", "0.2", "--dtype",
         "float32", "--threads", "1", "--device", "cpu", "--quiet",

@@ -49,14 +49,14 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"root": root, "text": text, "run": run, "hf": hf}
 
 
-@pytest.mark.parametrize(("kind", "precision"), [("hf", "bfloat16"), ("run", "float32")])
-def test_embed_gives_the_points_and_d_that_estimate_writes(models, kind, precision) -> None:
-    cfg = EstimateConfig(per_doc=16, batch_size=256, precision=precision, seed=3)
-    out = models["root"] / f"est-{kind}-{precision}"
+@pytest.mark.parametrize(("kind", "dtype"), [("hf", "bfloat16"), ("run", "float32")])
+def test_embed_gives_the_points_and_d_that_estimate_writes(models, kind, dtype) -> None:
+    cfg = EstimateConfig(per_doc=16, batch_size=256, dtype=dtype, seed=3)
+    out = models["root"] / f"est-{kind}-{dtype}"
     doc = estimate(models[kind], models["text"], cfg, out, device="cpu", quiet=True)
     saved, _ = load_embeddings(out / "embeddings.safetensors")
     points = embed(models[kind], models["text"], cfg, device="cpu")
-    assert doc["timing"]["precision"] == precision
+    assert doc["timing"]["precision"] == dtype
     assert points.shape == saved.shape and points.shape[0] >= 2 * cfg.batch_size
     assert np.array_equal(points, saved)
     again = estimate_dimension(points, cfg)
@@ -70,7 +70,7 @@ def test_batch_size_ablation_embeds_first_when_given_a_model(models) -> None:
     estimate's own d."""
     from scalelab.probe.ablations import ablate_batch_size
 
-    cfg = EstimateConfig(per_doc=16, batch_size=300, precision="float32")
+    cfg = EstimateConfig(per_doc=16, batch_size=300, dtype="float32")
     out = models["root"] / "bs"
     doc = ablate_batch_size(
         None, cfg, out, batch_sizes=[512, 256], model=models["run"], corpus=models["text"]

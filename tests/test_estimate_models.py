@@ -34,7 +34,7 @@ from scalelab.probe.estimate import (
 from scalelab.text.corpora import load_corpus
 from scalelab.text.store import TokenStore, prepare_corpus
 
-CFG = EstimateConfig(batch_size=256, precision="float32")  # paths compared exactly
+CFG = EstimateConfig(batch_size=256, dtype="float32")  # paths compared exactly
 
 
 @pytest.fixture(scope="module")
@@ -304,7 +304,7 @@ def test_cli_estimate_and_ablations_write_their_files(world, tmp_path, run_main)
         world["text"],
         "--batch-size",
         "256",
-        "--precision",
+        "--dtype",
         "float32",  # the two paths are compared exactly
         "--out",
         folder,

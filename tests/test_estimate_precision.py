@@ -16,7 +16,7 @@ from scalelab.probe.estimate import EstimateConfig, estimate, shuffle_cap
 from scalelab.probe.sample import (
     TokenDocuments,
     extract,
-    resolve_precision,
+    resolve_dtype,
     sample_protocol,
     tokens_to_run,
 )
@@ -60,9 +60,9 @@ def test_bf16_autocast_gives_the_float32_dimension(llama):
     of their norm, and d, an average over thousands of neighbour distance ratios, moves by
     far less: stated tolerance 1% (the issue's bar), plus a check that bf16 really ran (the
     points differ)."""
-    cfg = EstimateConfig(batch_size=512, per_doc=16, precision="float32")
+    cfg = EstimateConfig(batch_size=512, per_doc=16, dtype="float32")
     ref = estimate(llama["model"], llama["text"], cfg, llama["root"] / "fp32", quiet=True)
-    fast_cfg = EstimateConfig(batch_size=512, per_doc=16, precision="bfloat16")
+    fast_cfg = EstimateConfig(batch_size=512, per_doc=16, dtype="bfloat16")
     fast = estimate(llama["model"], llama["text"], fast_cfg, llama["root"] / "bf16", quiet=True)
     assert (ref["timing"]["precision"], fast["timing"]["precision"]) == ("float32", "bfloat16")
     assert ref["counts"]["points_kept"] == fast["counts"]["points_kept"] >= 1024
@@ -93,12 +93,12 @@ def test_padding_mask_changes_nothing_at_real_positions(llama):
     assert not torch.allclose(plain[-1][~mask], masked[-1][~mask])  # the mask did act
 
 
-def test_precision_is_validated_and_auto_resolves():
-    with pytest.raises(ConfigError, match="precision"):
-        EstimateConfig(precision="fp16")
-    assert resolve_precision("float32", "cpu") == torch.float32
-    assert resolve_precision("bfloat16", "cpu") == torch.bfloat16
-    assert resolve_precision("auto", "meta") == torch.float32
+def test_dtype_is_validated_and_auto_resolves():
+    with pytest.raises(ConfigError, match="dtype"):
+        EstimateConfig(dtype="fp16")
+    assert resolve_dtype("float32", "cpu") == torch.float32
+    assert resolve_dtype("bfloat16", "cpu") == torch.bfloat16
+    assert resolve_dtype("auto", "meta") == torch.float32
 
 
 @pytest.mark.parametrize("forced, dtype", [("0", torch.float32), ("1", torch.bfloat16)])
@@ -108,12 +108,12 @@ def test_cpu_bf16_env_forces_the_cpu_path_for_training_and_probe(monkeypatch, fo
     from scalelab.lm.train import resolve_dtype
 
     monkeypatch.setenv("SCALELAB_CPU_BF16", forced)
-    assert resolve_precision("auto", "cpu") == dtype
+    assert resolve_dtype("auto", "cpu") == dtype
     assert resolve_dtype("auto", torch.device("cpu")) == dtype
-    assert resolve_precision("float32", "cpu") == torch.float32  # an explicit choice wins
+    assert resolve_dtype("float32", "cpu") == torch.float32  # an explicit choice wins
     monkeypatch.setenv("SCALELAB_CPU_BF16", "yes")
     with pytest.raises(ConfigError, match="SCALELAB_CPU_BF16='yes'"):
-        resolve_precision("auto", "cpu")
+        resolve_dtype("auto", "cpu")
 
 
 def test_length_sorted_batches_return_points_in_the_sample_order():

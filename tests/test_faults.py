@@ -41,9 +41,9 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 # Keys that differ between two correct runs: timings, provenance, folder paths.
 TIMING = ("time", "wall", "cpu", "tokens_per", "provenance", "timing", "invocations", "stage_",
           "_dir")  # fmt: skip
-TRAIN = ["--preset", "tiny", "--context-len", "32", "--batch-size", "4", "--eval-batches", "2",
+TRAIN = ["--preset", "tiny", "--block-size", "32", "--batch-size", "4", "--eval-batches", "2",
          "--test-tokens", "512", "--dtype", "float32", "--threads", "1", "--quiet"]  # fmt: skip
-SWEEP = ["--model", "1x32x1", "--context-len", "32", "--batch-size", "4", "--eval-batches", "2",
+SWEEP = ["--model", "1x32x1", "--block-size", "32", "--batch-size", "4", "--eval-batches", "2",
          "--eval-interval", "5", "--test-tokens", "512", "--policy", "epochs", "--epochs", "2",
          "--dtype", "float32", "--threads", "1", "--quiet"]  # fmt: skip
 PROBE = ["--per-doc", "8", "--batch-size", "200", "--k", "10", "--device", "cpu", "--threads",

@@ -23,7 +23,7 @@ pytest.importorskip("accelerate", reason="the smollm extra")
 
 N_HEAD, N_KV_HEAD = 4, 2
 # float32 on both sides: the two loads are compared exactly
-CFG = EstimateConfig(split="all", batch_size=256, per_doc=4, precision="float32")
+CFG = EstimateConfig(split="all", batch_size=256, per_doc=4, dtype="float32")
 
 
 def _llama_order(w: np.ndarray, n_head: int) -> np.ndarray:

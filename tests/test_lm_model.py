@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from scalelab.errors import ConfigError
-from scalelab.lm.config import PRESETS, GPTConfig, preset_config
+from scalelab.lm.config import MODEL_PRESETS, GPTConfig, preset_config
 from scalelab.lm.model import GPT
 
 
@@ -29,7 +29,7 @@ def test_preset_sizes_are_as_documented() -> None:
     sizes = {n: GPT(preset_config(n, 4096)).num_params(False) for n in ("tiny", "small")}
     assert 0.4e6 < sizes["tiny"] < 1.0e6
     assert 3e6 < sizes["small"] < 5e6
-    paper = PRESETS["paper-125m"][0]
+    paper = MODEL_PRESETS["paper-125m"][0]
     assert (paper.n_layer, paper.n_head, paper.n_embd, paper.block_size) == (12, 12, 768, 1024)
     # GPT-2 small with the padded vocabulary: 124.5M parameters (nanoGPT prints 124.44M
     # after subtracting position embeddings).

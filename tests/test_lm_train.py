@@ -55,7 +55,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _train_args(store: Path, out: Path, *extra: str) -> list[str]:
     return [
-        "train", "--data", str(store), "--preset", "tiny", "--out", str(out), "--context-len",
+        "train", "--data", str(store), "--preset", "tiny", "--out", str(out), "--block-size",
         "32", "--batch-size", "4", "--eval-batches", "2", "--test-tokens", "2048",
         "--warmup-steps", "5", "--quiet", *extra,
     ]  # fmt: skip
@@ -263,7 +263,7 @@ def test_ddp_two_gloo_processes_match_one_process(
     [
         (["--preset", "huge"], "unknown preset"),
         (["--lr", "5"], "learning rate 5.0 is out of range"),
-        (["--context-len", "100000"], "fewer than context length 100000"),
+        (["--block-size", "100000"], "fewer than context length 100000"),
         (["--batch-size", "0"], "batch_size must be a positive integer"),
         (["--dtype", "fp8"], "dtype 'fp8'"),
     ],

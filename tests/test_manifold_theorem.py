@@ -11,13 +11,13 @@ import pytest
 from scalelab.io import to_json
 from scalelab.laws.regime import POWER_LAW
 from scalelab.manifold import theorem
-from scalelab.manifold.plan import PRESETS
+from scalelab.manifold.plan import MANIFOLD_PRESETS
 from scalelab.manifold.results import analyse_sweep
 from scalelab.report import manifold as manifold_report
 from scalelab.report.document import Report
 
 SIZES = np.array([100, 316, 1000, 3162, 10000], dtype=float)
-CFG = PRESETS["theorem"].replace(dims=(1, 2, 3, 4), extra_problems=(), online_dims=(),
+CFG = MANIFOLD_PRESETS["theorem"].replace(dims=(1, 2, 3, 4), extra_problems=(), online_dims=(),
                                  online_widths=(), wide_width=0)  # fmt: skip
 
 

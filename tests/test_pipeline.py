@@ -21,7 +21,7 @@ from scalelab.lm.model import GPT, GPTConfig
 from scalelab.lm.stopping import StopRule
 from scalelab.pipeline import PipelineConfig, run_pipeline
 from scalelab.probe.estimate import EstimateConfig, estimate
-from scalelab.probe.sources import parse_source
+from scalelab.probe.references import parse_reference
 from scalelab.sweeps.schedule import Schedule
 from scalelab.text.store import TokenStore
 
@@ -47,7 +47,7 @@ def toy_config(corpus: Path, **changes: object) -> PipelineConfig:
         check_largest=1,
         id_per_doc=8,
         id_batch_size=256,
-        id_precision="float32",  # exact comparisons across model formats below
+        id_dtype="float32",  # exact comparisons across model formats below
         n_boot=20,
     )
     return PipelineConfig.from_options(**{**base, **changes})
@@ -77,7 +77,7 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
     summary = run_pipeline(
         out, cfg, references=[str(world["hf"])], workers=1, quiet=True, say=lines.append
     )
-    own, hf = summary.sources
+    own, hf = summary.references
     # The HF source measured d on the pipeline's test split through the HF model: the same
     # weights read as a scalelab run on the same store give the same d.
     direct = estimate(world["run"], out / "data", _est(cfg), world["root"] / "direct", quiet=True)
@@ -105,7 +105,7 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
     from scalelab.laws.fit import fit_power_law
 
     for side, size, rows in (("data", "train_tokens", summary.runs),):
-        check = summary.convergence[side]
+        check = summary.checks[side]
         done = [(r["run"], r["perturbation"]) for r in check["runs"]]
         largest, smallest = rows[-1]["run"], rows[0]["run"]
         assert done == [
@@ -150,9 +150,9 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
     assert regime["unigram_entropy_nats"] > 0
     # The shared shape (the data sweep's largest run is one of the model sweep's) is checked
     # once: both sides name the same check runs for its perturbations.
-    data_runs = {r["check_run"] for r in summary.convergence["data"]["runs"]}
-    model_runs = {r["check_run"] for r in summary.convergence["model"]["runs"]}
-    shared = {r["check_run"] for r in summary.convergence["model"]["runs"] if r["end"] == "largest"}
+    data_runs = {r["check_run"] for r in summary.checks["data"]["runs"]}
+    model_runs = {r["check_run"] for r in summary.checks["model"]["runs"]}
+    shared = {r["check_run"] for r in summary.checks["model"]["runs"] if r["end"] == "largest"}
     assert len(shared) == 3 and shared <= data_runs and shared <= model_runs
     # The model sweep reused the data sweep's largest run (same shape and data).
     labels = [r["label"] for r in summary.model_runs]
@@ -174,7 +174,7 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
     again = run_pipeline(
         out, cfg, references=[str(world["hf"])], workers=1, quiet=True, say=lambda _: None
     )
-    assert again.runs == summary.runs and again.sources == summary.sources
+    assert again.runs == summary.runs and again.references == summary.references
     assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())  # nothing retrained
     with pytest.raises(ConfigError, match="different config"):
         run_pipeline(out, toy_config(world["text"], seed=1), workers=1, quiet=True, say=print)
@@ -185,19 +185,19 @@ def _est(cfg: PipelineConfig) -> EstimateConfig:
         per_doc=cfg.id.per_doc,
         k=cfg.id.k,
         batch_size=cfg.id.batch_size,
-        precision=cfg.id.precision,
+        dtype=cfg.id.dtype,
     )
 
 
 def test_sources_parse_runs_hf_folders_and_gguf_files(world: dict[str, Path]) -> None:
-    assert parse_source(str(world["hf"])).weights is None
+    assert parse_reference(str(world["hf"])).weights is None
     gguf = world["root"] / "models" / "tiny.Q4.gguf"
     gguf.parent.mkdir()
     gguf.write_bytes(b"GGUF")
-    src = parse_source(str(gguf))
+    src = parse_reference(str(gguf))
     assert (Path(src.path), src.weights, src.label) == (gguf.parent, "tiny.Q4.gguf", "tiny.Q4")
     with pytest.raises(CheckpointError, match="not a scalelab run folder"):
-        parse_source(str(world["root"] / "nothing"))
+        parse_reference(str(world["root"] / "nothing"))
 
 
 @pytest.mark.parametrize(
@@ -272,7 +272,7 @@ def test_forecast_range_extends_a_validation_reusing_its_runs(world: dict[str, P
     labels = {s.label for s in runs.sources}
     assert "own" in labels and len(labels) == 2
     own = next(s for s in runs.sources if s.label == "own")
-    assert own.d == pytest.approx(summary.sources[0]["dimension"])
+    assert own.d == pytest.approx(summary.references[0]["dimension"])
 
 
 def test_limited_runs_name_budget_ended_and_model_limited_runs() -> None:

@@ -22,7 +22,7 @@ from test_report_lm import make_sweep
 from scalelab.io import atomic_write_json
 from scalelab.laws.score import score_by_kind, verdict
 from scalelab.lm.stopping import StopRule
-from scalelab.manifold.sweep import PRESETS
+from scalelab.manifold.sweep import MANIFOLD_PRESETS
 from scalelab.pipeline.report import report_sweep
 from scalelab.report.many import build_many_report
 
@@ -100,7 +100,7 @@ def check_in_browser(page: Path, tmp_path: Path) -> dict:
 def manifold_sweep(root: Path) -> Path:
     """A manifold sweep folder with error = n^-alpha (known exponents) and ID rows."""
     sweep = root / "manifold"
-    cfg = PRESETS["quick"].replace(model_dims=(2,), model_widths=(8, 16, 32))
+    cfg = MANIFOLD_PRESETS["quick"].replace(model_dims=(2,), model_widths=(8, 16, 32))
     atomic_write_json(sweep / "sweep.json", {"kind": "manifold", "config": cfg.to_dict()})
     rng = np.random.default_rng(0)
     rows = []

@@ -21,7 +21,7 @@ def _older(config: dict, *names: str) -> dict:
 def test_missing_fields_read_as_their_absent_value() -> None:
     wanted = {
         "train": TrainConfig(stop=StopRule(4)).to_dict(),
-        "estimate": EstimateConfig(precision="auto").to_dict(),
+        "estimate": EstimateConfig(dtype="auto").to_dict(),
     }
     saved = {
         "train": _older(wanted["train"], "patience_fraction", "min_delta_sd", "init_from"),

@@ -60,7 +60,7 @@ def cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
     return stop.value.code or 0, out.out, out.err
 
 
-TINY = ["--model", "1x32x1", "--context-len", "32", "--batch-size", "4", "--eval-batches", "2"]
+TINY = ["--model", "1x32x1", "--block-size", "32", "--batch-size", "4", "--eval-batches", "2"]
 TINY += ["--test-tokens", "1024", "--threads", "1", "--quiet"]
 
 

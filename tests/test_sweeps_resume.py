@@ -26,7 +26,7 @@ SIZES = (1000, 2000, 4000)  # 4 epochs each: 32, 63 and 125 steps; run longest f
 def sweep_args(store: Path, out: Path) -> list[str]:
     return [
         "sweep", "data", "--data", str(store), "--out", str(out), "--model", "1x32x1",
-        "--context-len", "32", "--batch-size", "4", "--eval-batches", "2", "--eval-interval",
+        "--block-size", "32", "--batch-size", "4", "--eval-batches", "2", "--eval-interval",
         "5", "--test-tokens", "1024", "--policy", "epochs", "--epochs", "4", "--sizes",
         ",".join(map(str, SIZES)), "--threads", "1", "--quiet",
     ]  # fmt: skip

@@ -45,7 +45,7 @@ _EXPORTS: dict[str, str] = {
     # language models: configs, presets, training, loading
     "GPTConfig": "scalelab.lm.config",
     "TrainConfig": "scalelab.lm.config",
-    "PRESETS": "scalelab.lm.config",
+    "MODEL_PRESETS": "scalelab.lm.config",
     "configs_for_preset": "scalelab.lm.config",
     "GPT": "scalelab.lm.model",
     "train": "scalelab.lm.train",

@@ -6,8 +6,11 @@ other dataclass its fields), a tuple a list. A field marked `FLAT`
 (`dataclasses.field(metadata=FLAT)`) is saved as its own keys in place of its name (a run's
 `StopRule`: run folders saved before the rule was an object still resume). A field marked
 `OMIT_DEFAULT` is left out while it holds its default (so a folder saved before the field
-existed keeps its hash). `from_dict` reads that JSON back by the field types: nested
-records from dicts, tuples from lists, flat keys into their field. A subclass overrides
+existed keeps its hash). A field marked `saved_as(key)` is saved under `key` in place of
+its name: the one place where the code's name for a concept meets an older on-disk key that
+must not change (saved keys feed folder hashes, so old folders still resume). `from_dict`
+reads that JSON back by the field types: nested records from dicts, tuples from lists, flat
+keys into their field, a `saved_as` key into its field. A subclass overrides
 either only to add what its fields do not say.
 """
 
@@ -27,6 +30,16 @@ from scalelab.io import atomic_write_json, read_json
 FLAT = {"flat": True}
 #: Field metadata: leave the field out of the JSON while it holds its default.
 OMIT_DEFAULT = {"omit_default": True}
+
+
+def saved_as(key: str) -> dict[str, str]:
+    """Field metadata: save the field under `key` (an on-disk name older than the field's)."""
+    return {"saved_as": key}
+
+
+def saved_key(f: dataclasses.Field) -> str:
+    """The JSON key a field is saved under: its `saved_as` key, else its name."""
+    return f.metadata.get("saved_as", f.name)
 
 
 @functools.cache
@@ -63,7 +76,7 @@ class Record:
             value = getattr(self, f.name)
             if f.metadata.get("omit_default") and value == f.default:
                 continue
-            out.update(saved(value) if f.metadata.get("flat") else {f.name: saved(value)})
+            out.update(saved(value) if f.metadata.get("flat") else {saved_key(f): saved(value)})
         return out
 
     @classmethod
@@ -84,6 +97,9 @@ class Record:
         names = {f.name for f in fields}
         hints = _hints(cls)
         values = dict(data)
+        for f in fields:  # a field saved under another key: back to its name
+            if saved_key(f) != f.name and saved_key(f) in values:
+                values[f.name] = values.pop(saved_key(f))
         for f in fields:  # a flat field: its keys, over its saved or default value
             if f.metadata.get("flat"):
                 keys = [g.name for g in dataclasses.fields(_records(hints[f.name])[0])]

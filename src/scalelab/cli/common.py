@@ -20,6 +20,24 @@ SEED = typer.Option(0, "--seed", help="Random seed (recorded with the results)."
 THREADS_HELP = "CPU threads for torch (default: torch's; 1 on a busy machine)."
 
 
+def renamed_option(old: str, new: str) -> Any:
+    """A retired spelling of the option `new`, hidden from --help: users' scripts that give
+    `old` keep working, with a one-line note on stderr naming `new`. The command takes the
+    two as separate parameters and reads them as one (`either`)."""
+
+    def note(value: Any) -> Any:
+        if value is not None:
+            typer.echo(f"note: {old} is deprecated; use {new}", err=True)
+        return value
+
+    return typer.Option(None, old, hidden=True, callback=note)
+
+
+def either(value: T, retired: T | None) -> T:
+    """An option's value, or its retired spelling's where that was given (`renamed_option`)."""
+    return value if retired is None else retired
+
+
 def threads_option(default: int | None = None, help: str = THREADS_HELP) -> Any:
     """The --threads option; `set_threads` applies it."""
     return typer.Option(default, "--threads", help=help)

@@ -18,9 +18,11 @@ from scalelab.cli.common import (
     RUN_GPUS,
     SEED,
     backend_from,
+    either,
     parse_list,
     print_json,
     print_table,
+    renamed_option,
     set_threads,
     threads_option,
 )
@@ -74,12 +76,13 @@ BATCH_TOKENS = typer.Option(
     "--batch-tokens",
     help="Tokens per forward pass when embedding (memory vs speed).",
 )
-PRECISION = typer.Option(
-    _D.precision,
-    "--precision",
+DTYPE = typer.Option(
+    _D.dtype,
+    "--dtype",
     help="Forward-pass dtype: auto (bfloat16 autocast where the CPU/GPU has native bf16, "
     "about 2x faster, d within 1%), float32 or bfloat16.",
 )
+RETIRED_DTYPE = renamed_option("--precision", "--dtype")
 DEVICE = typer.Option("auto", "--device", help="auto (CUDA if present), cpu, cuda, cuda:1 ...")
 THREADS = threads_option()
 WEIGHTS = typer.Option(
@@ -129,7 +132,8 @@ def estimate_command(
     split_seed: int = SPLIT_SEED,
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
-    precision: str = PRECISION,
+    dtype: str = DTYPE,
+    retired_dtype: str | None = RETIRED_DTYPE,
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -161,7 +165,7 @@ def estimate_command(
         split_seed=split_seed,
         seed=seed,
         batch_tokens=batch_tokens,
-        precision=precision,
+        dtype=either(dtype, retired_dtype),
     )
     from scalelab.probe.estimate import EMBEDDINGS, estimate
 
@@ -225,7 +229,8 @@ def layers_command(
     split: str = SPLIT,
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
-    precision: str = PRECISION,
+    dtype: str = DTYPE,
+    retired_dtype: str | None = RETIRED_DTYPE,
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -247,7 +252,7 @@ def layers_command(
         split=split,
         seed=seed,
         batch_tokens=batch_tokens,
-        precision=precision,
+        dtype=either(dtype, retired_dtype),
     )
     wanted = parse_list(layers, str, "--layers") if layers else None
     out = out or _default_out("ablations/layers", model, corpus)
@@ -287,7 +292,8 @@ def positions_command(
     split: str = SPLIT,
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
-    precision: str = PRECISION,
+    dtype: str = DTYPE,
+    retired_dtype: str | None = RETIRED_DTYPE,
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -310,7 +316,7 @@ def positions_command(
         split=split,
         seed=seed,
         batch_tokens=batch_tokens,
-        precision=precision,
+        dtype=either(dtype, retired_dtype),
     )
     out = out or _default_out("ablations/positions", model, corpus)
     from scalelab.probe.ablations import ablate_along
@@ -348,7 +354,8 @@ def models_command(
     split: str = SPLIT,
     seed: int = SEED,
     batch_tokens: int = BATCH_TOKENS,
-    precision: str = PRECISION,
+    dtype: str = DTYPE,
+    retired_dtype: str | None = RETIRED_DTYPE,
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -375,7 +382,7 @@ def models_command(
         split=split,
         seed=seed,
         batch_tokens=batch_tokens,
-        precision=precision,
+        dtype=either(dtype, retired_dtype),
     )
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
     from scalelab.probe.ablations import ablate_models

@@ -8,7 +8,16 @@ from typing import Any
 
 import typer
 
-from scalelab.cli.common import JSON, SEED, parse_list, print_json, print_record, print_table
+from scalelab.cli.common import (
+    JSON,
+    SEED,
+    either,
+    parse_list,
+    print_json,
+    print_record,
+    print_table,
+    renamed_option,
+)
 from scalelab.runs.outdir import check_file
 
 # The regime options (defaults: RegimeConfig and RegimeInputs, tests/test_cli_defaults.py).
@@ -27,12 +36,10 @@ _STORE = typer.Option(
     help="Token store the runs trained on: its test split's unigram entropy and, for a "
     "synth:facts store, the exact floor E and the ideal learner's exponent.",
 )
-_CONTEXT_LEN = typer.Option(
-    None,
-    "--block-size",
-    "--context-len",
-    help="With --store: the runs' context length (scored test windows).",
+_BLOCK_SIZE = typer.Option(
+    None, "--block-size", help="With --store: the runs' context length (scored test windows)."
 )
+_RETIRED_BLOCK_SIZE = renamed_option("--context-len", "--block-size")
 _TEST_TOKENS = typer.Option(
     None, "--test-tokens", help="With --store: the runs' cap on scored test tokens."
 )
@@ -109,7 +116,8 @@ def fit_command(
     unigram_entropy: float | None = _UNIGRAM_ENTROPY,
     unigram_col: str | None = _UNIGRAM_COL,
     store: Path | None = _STORE,
-    block_size: int | None = _CONTEXT_LEN,
+    block_size: int | None = _BLOCK_SIZE,
+    retired_block_size: int | None = _RETIRED_BLOCK_SIZE,
     test_tokens: int | None = _TEST_TOKENS,
     floor: float | None = _FLOOR,
     floor_col: str | None = _FLOOR_COL,
@@ -204,7 +212,8 @@ def _regime_inputs(opts: dict[str, Any]) -> Any:
         raise InputError("--store describes one corpus; with --group give --unigram-col")
     from scalelab.text.floors import facts_floor, store_unigram_entropy
 
-    given["unigram_entropy"] = store_unigram_entropy(store, opts["block_size"], opts["test_tokens"])
+    block_size = either(opts["block_size"], opts["retired_block_size"])
+    given["unigram_entropy"] = store_unigram_entropy(store, block_size, opts["test_tokens"])
     floor, where, theory = facts_floor(store)
     if theory is None:
         return RegimeInputs(config=config, **given)

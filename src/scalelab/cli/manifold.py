@@ -29,7 +29,7 @@ from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance
 from scalelab.manifold.geometry import MANIFOLDS
 from scalelab.manifold.problem import Problem, ProblemConfig
-from scalelab.manifold.sweep import PRESETS, run_manifold_sweep
+from scalelab.manifold.sweep import MANIFOLD_PRESETS, run_manifold_sweep
 
 _P = ProblemConfig()  # the CLI's defaults are the config's
 manifold_app = typer.Typer(
@@ -43,7 +43,7 @@ def _values(text: str | None, convert: type, name: str) -> tuple | None:
 
 
 def _preset_help() -> str:
-    """Each preset's grid, read from PRESETS (one definition)."""
+    """Each preset's grid, read from MANIFOLD_PRESETS (one definition)."""
 
     def csv(values: tuple) -> str:
         return ",".join(f"{v:g}" for v in values) or "none"
@@ -51,7 +51,7 @@ def _preset_help() -> str:
     grids = [
         f"{name}: dims {csv(c.dims)}, betas {csv(c.betas)}, n-values {csv(c.n_values)}, "
         f"seeds {csv(c.seeds)}, model-widths {csv(c.model_widths)}"
-        for name, c in PRESETS.items()
+        for name, c in MANIFOLD_PRESETS.items()
     ]
     return f"One of ({'; '.join(grids)}). The options below replace the preset's values."
 
@@ -88,8 +88,8 @@ def sweep_command(
     json_out: bool = JSON,
 ) -> None:
     """Run (or resume) a data- and model-scaling sweep; `scalelab report OUT` draws it."""
-    if preset not in PRESETS:
-        raise ConfigError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    if preset not in MANIFOLD_PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; choose one of {', '.join(MANIFOLD_PRESETS)}")
     set_threads(threads, workers=workers)
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
     overrides: dict[str, Any] = {
@@ -106,7 +106,7 @@ def sweep_command(
     }
     given = {k: v for k, v in overrides.items() if v is not None}
     options = {k: "--" + k.replace("_", "-") for k in overrides}
-    cfg = configured(PRESETS[preset].replace, options, **given)
+    cfg = configured(MANIFOLD_PRESETS[preset].replace, options, **given)
     table = run_manifold_sweep(cfg, out, workers=workers, backend=where, quiet=quiet)
     rows = table.to_dict("records")
     if json_out:

@@ -19,14 +19,16 @@ from scalelab.cli.common import (
     as_options,
     backend_from,
     configured,
+    either,
     parse_list,
     print_json,
     print_table,
+    renamed_option,
     set_threads,
     threads_option,
 )
 from scalelab.errors import ConfigError
-from scalelab.lm.config import PRESETS, GPTConfig, TrainConfig, configs_for_preset
+from scalelab.lm.config import MODEL_PRESETS, GPTConfig, TrainConfig, configs_for_preset
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
 from scalelab.sweeps.schedule import EVAL_INTERVAL, Schedule
@@ -41,7 +43,9 @@ OUT = typer.Option(..., "--out", help="Sweep folder (created, or resumed with th
 _S = Schedule()  # the CLI's defaults are the configs'
 _G = data_sweep.SizeGrid()
 _T = TrainConfig()
-PRESET = typer.Option("tiny", "--preset", help=f"Model + training defaults: {', '.join(PRESETS)}.")
+PRESET = typer.Option(
+    "tiny", "--preset", help=f"Model + training defaults: {', '.join(MODEL_PRESETS)}."
+)
 POLICY = typer.Option(
     _S.policy,
     "--policy",
@@ -88,9 +92,8 @@ EVAL_EVERY = typer.Option(EVAL_INTERVAL, "--eval-interval", help="Steps between 
 EVAL_BATCHES = typer.Option(
     _T.eval_batches, "--eval-batches", help="Validation batches per evaluation."
 )
-CONTEXT = typer.Option(
-    None, "--block-size", "--context-len", help="Context length (default: the preset's)."
-)
+CONTEXT = typer.Option(None, "--block-size", help="Context length (default: the preset's).")
+RETIRED_CONTEXT = renamed_option("--context-len", "--block-size")
 BATCH = typer.Option(None, "--batch-size", help="Windows per step (default: the preset's).")
 LR = typer.Option(None, "--lr", help="Peak learning rate (default: the preset's).")
 TEST_TOKENS = typer.Option(None, "--test-tokens", help="Score at most N test tokens (all).")
@@ -121,6 +124,7 @@ def _configs(ctx: typer.Context) -> tuple[GPTConfig, TrainConfig]:
     o = ctx.params
     names = ("block_size", "batch_size", "lr", "seed", "eval_interval", "eval_batches")
     overrides = {k: o[k] for k in (*names, "test_tokens", "dtype")}
+    overrides["block_size"] = either(o["block_size"], o["retired_block_size"])
     make = functools.partial(configs_for_preset, o["preset"], o["data"])
     return configured(make, as_options(overrides), **overrides)
 
@@ -182,6 +186,7 @@ def data_command(
     eval_interval: int = EVAL_EVERY,
     eval_batches: int = EVAL_BATCHES,
     block_size: int | None = CONTEXT,
+    retired_block_size: int | None = RETIRED_CONTEXT,
     batch_size: int | None = BATCH,
     lr: float | None = LR,
     test_tokens: int | None = TEST_TOKENS,
@@ -251,6 +256,7 @@ def model_command(
     eval_interval: int = EVAL_EVERY,
     eval_batches: int = EVAL_BATCHES,
     block_size: int | None = CONTEXT,
+    retired_block_size: int | None = RETIRED_CONTEXT,
     batch_size: int | None = BATCH,
     lr: float | None = LR,
     test_tokens: int | None = TEST_TOKENS,

@@ -14,12 +14,14 @@ from scalelab.cli.common import (
     QUIET,
     as_options,
     configured,
+    either,
     print_json,
     print_table,
+    renamed_option,
     set_threads,
     threads_option,
 )
-from scalelab.lm.config import PRESETS, configs_for_preset
+from scalelab.lm.config import MODEL_PRESETS, configs_for_preset
 from scalelab.lm.distributed import shutdown_distributed
 from scalelab.lm.train import train
 
@@ -31,7 +33,7 @@ def _opt(flag: str, help_text: str) -> typer.models.OptionInfo:
 
 def train_command(
     data: Path = typer.Option(..., "--data", help="Token store from `scalelab corpus prepare`."),
-    preset: str = typer.Option(..., "--preset", help=f"Model preset: {', '.join(PRESETS)}."),
+    preset: str = typer.Option(..., "--preset", help=f"Model preset: {', '.join(MODEL_PRESETS)}."),
     out: Path = typer.Option(..., "--out", help="Run folder (created, or resumed if unfinished)."),
     token_budget: int | None = _opt("--token-budget", "Stop after this many training tokens."),
     max_steps: int | None = _opt("--max-steps", "Optimizer steps (the cosine schedule's length)."),
@@ -43,9 +45,8 @@ def train_command(
     grad_accum: int | None = _opt(
         "--grad-accum", "Micro-batches per optimizer step (shared over torchrun processes)."
     ),
-    block_size: int | None = typer.Option(
-        None, "--block-size", "--context-len", help="Context length in tokens (the model's)."
-    ),
+    block_size: int | None = _opt("--block-size", "Context length in tokens (the model's)."),
+    retired_block_size: int | None = renamed_option("--context-len", "--block-size"),
     train_tokens: int | None = _opt(
         "--train-tokens", "Train on the first N tokens of the train split only."
     ),
@@ -75,7 +76,7 @@ def train_command(
         warmup_steps=warmup_steps,
         batch_size=batch_size,
         grad_accum=grad_accum,
-        block_size=block_size,
+        block_size=either(block_size, retired_block_size),
         train_tokens=train_tokens,
         patience=patience,
         eval_interval=eval_interval,

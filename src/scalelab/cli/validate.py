@@ -19,6 +19,7 @@ from scalelab.cli.common import (
     backend_from,
     print_json,
     print_table,
+    renamed_option,
     set_threads,
     threads_option,
 )
@@ -72,7 +73,7 @@ def print_summary(summary: Summary) -> None:
     convergence verdicts, timings."""
     _runs_tables(summary)
     rows = []
-    for s in summary.sources:
+    for s in summary.references:
         lo, hi = s["dimension_range"]
         se = s["dimension_se"]
         rows.append(
@@ -94,7 +95,7 @@ def print_summary(summary: Summary) -> None:
     print_table(
         "alpha: predicted with its range over MLE batch sizes and K; observed with its 95% CI", rows
     )
-    for side, check in summary.convergence.items():
+    for side, check in summary.checks.items():
         if check:
             typer.echo(f"{side} sweep: {check['text']}")
     from scalelab.report.validate import regime_words
@@ -124,10 +125,13 @@ def _run(
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
     given = {k: v for k, v in ctx.params.items() if k in FLAT}
     given["model_sweep"] = tuple(m.strip() for m in given["model_sweep"].split(",") if m.strip())
+    explicit = _explicit(ctx)
+    if ctx.params.get("retired_id_dtype") is not None:  # --id-precision, the retired spelling
+        given["id_dtype"] = ctx.params["retired_id_dtype"]
+        explicit |= {"id_dtype"}
     if preset is None:
         cfg = PipelineConfig.from_options(**given)
     else:
-        explicit = _explicit(ctx)
         cfg = PipelineConfig.from_preset(preset, **{k: given[k] for k in explicit & set(given)})
     from scalelab.pipeline.run import run_pipeline  # torch: only once the options are sound
 
@@ -196,9 +200,10 @@ _CHECKW = _opt(
     "Convergence check: train the data sweep's largest size with a model this many times "
     "wider (is it model-limited?).",
 )
-_IDPREC = _opt(
-    "--id-precision", "Forward pass of the models that measure d: auto|float32|bfloat16."
+_IDDTYPE = _opt(
+    "--id-dtype", "Forward-pass dtype of the models that measure d: auto|float32|bfloat16."
 )
+_RETIRED_IDDTYPE = renamed_option("--id-precision", "--id-dtype")
 
 
 def _explicit(ctx: typer.Context) -> frozenset[str]:
@@ -247,7 +252,8 @@ def validate_command(
     threads: int | None = _THREADS,
     id_batch_size: int = _IDB,
     id_per_doc: int = _IDP,
-    id_precision: str = _IDPREC,
+    id_dtype: str = _IDDTYPE,
+    retired_id_dtype: str | None = _RETIRED_IDDTYPE,
     id_reference_documents: int | None = _IDREF,
     check_largest: int = _CHECKL,
     check_factor: int = _CHECKF,

@@ -59,7 +59,7 @@ def extrapolate_in_batch(batch_sizes: Any, dims: Any) -> dict[str, Any]:
 
 
 def batch_points(sensitivity: list[dict[str, Any]], k: int) -> tuple[list[int], list[float]]:
-    """(batch sizes, d) of the sensitivity rows measured with `k` (`scalelab.probe.sources`
+    """(batch sizes, d) of the sensitivity rows measured with `k` (`scalelab.probe.references`
     writes them: batch sizes 2,048 / 4,096 / 8,192 or all points, at the protocol's K)."""
     rows = sorted((r for r in sensitivity if r["k"] == k), key=lambda r: r["batch_size"])
     return [int(r["batch_size"]) for r in rows], [float(r["dimension"]) for r in rows]

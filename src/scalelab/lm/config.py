@@ -1,5 +1,5 @@
 """What defines a language-model run: the model's shape (`GPTConfig`), how to train it
-(`TrainConfig`) and the one registry of named presets that pairs them (`PRESETS`), read by
+(`TrainConfig`) and the one registry of named presets that pairs them (`MODEL_PRESETS`), read by
 `scalelab train`, the sweeps and the pipeline. No torch here: the CLI reads its defaults from
 these dataclasses without paying for the import."""
 
@@ -113,7 +113,7 @@ class TrainConfig(Config):
 # 12.3M. paper-125m is GPT-2 small with nanoGPT's padded 50304 vocabulary, trained as the seed
 # paper did (nanoGPT's GPT-2 run: 0.5M-token batches, lr 6e-4 -> 6e-5, 2000 warm-up steps,
 # cosine decay).
-PRESETS: dict[str, tuple[GPTConfig, TrainConfig]] = {
+MODEL_PRESETS: dict[str, tuple[GPTConfig, TrainConfig]] = {
     "tiny": (
         GPTConfig(block_size=128, n_layer=4, n_head=4, n_embd=96),
         TrainConfig(batch_size=16, lr=2e-3, min_lr=2e-4, warmup_steps=100),
@@ -144,9 +144,9 @@ PRESETS: dict[str, tuple[GPTConfig, TrainConfig]] = {
 
 def get_preset(name: str) -> tuple[GPTConfig, TrainConfig]:
     """The preset `name`: its model shape and the training defaults that go with it."""
-    if name not in PRESETS:
-        raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
-    return PRESETS[name]
+    if name not in MODEL_PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(MODEL_PRESETS)}")
+    return MODEL_PRESETS[name]
 
 
 def preset_config(name: str, vocab_size: int | None = None, **overrides: object) -> GPTConfig:

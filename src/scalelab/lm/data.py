@@ -21,7 +21,7 @@ def check_long_enough(n_tokens: int, block_size: int, what: str) -> None:
     if n_tokens < block_size + 1:
         raise ConfigError(
             f"the {what} has {n_tokens} tokens, fewer than context length {block_size} + 1; "
-            f"use a smaller --context-len (at most {max(n_tokens - 1, 0)}) or more data"
+            f"use a smaller --block-size (at most {max(n_tokens - 1, 0)}) or more data"
         )
 
 

@@ -9,7 +9,7 @@ A run stops when its validation loss has not *really* improved for a while. Two 
   so far)`, so a long run is not stopped by a short flat stretch that a short run would be.
 
 `stricter` makes a rule wait `factor` times longer (the convergence check's perturbation,
-sweeps/convergence.py). `replay` applies a rule to a recorded curve, so rules can be compared
+sweeps/check.py). `replay` applies a rule to a recorded curve, so rules can be compared
 on real runs without training again (bench/stopping.py). The trainer (lm/train.py) and the
 manifold regressor's loop (manifold/train.py) decide with `StopState.update`; this module is
 the only place the arithmetic lives.

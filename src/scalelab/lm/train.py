@@ -249,7 +249,7 @@ class _Trainer:
 
     def _init_from(self, run: Path) -> None:
         """Start from another run's tested weights and its last optimizer state (a cooldown
-        from the best checkpoint: sweeps/convergence.py)."""
+        from the best checkpoint: sweeps/check.py)."""
         try:
             ckpt.load_weights(self.model, run / ckpt.WEIGHTS)
             self.opt.load_state_dict(ckpt.load_state(run / ckpt.STATE)["optimizer"])

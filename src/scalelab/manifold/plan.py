@@ -168,7 +168,7 @@ def config_from_json(data: dict[str, Any]) -> ManifoldSweepConfig:
     return ManifoldSweepConfig.from_dict({k: _tuples(v) for k, v in data.items()})
 
 
-PRESETS: dict[str, ManifoldSweepConfig] = {
+MANIFOLD_PRESETS: dict[str, ManifoldSweepConfig] = {
     "smoke": ManifoldSweepConfig(
         dims=(2,), n_values=(64, 256), seeds=(0,), n_test=1024, d_embd=16, ffn_width=32,
         max_steps=300, id_points=1024,

@@ -22,7 +22,7 @@ from scalelab.io import append_jsonl, atomic_write, atomic_write_json, provenanc
 from scalelab.manifold.model import TransformerRegressor
 from scalelab.manifold.plan import (
     KIND,
-    PRESETS,
+    MANIFOLD_PRESETS,
     ManifoldSweepConfig,
     config_from_json,
     specs_for,
@@ -32,7 +32,7 @@ from scalelab.manifold.train import epoch_batches, fit_regressor, fit_schedule, 
 from scalelab.runs.sweep import Backend, RunSpec, opened_sweep, run_sweep
 from scalelab.scalars import Scalars
 
-__all__ = ["KIND", "PRESETS", "ManifoldSweepConfig", "run_manifold_sweep", "specs_for"]
+__all__ = ["KIND", "MANIFOLD_PRESETS", "ManifoldSweepConfig", "run_manifold_sweep", "specs_for"]
 #: K values of the paper's MLE protocol reported beside K = 20 on the hidden states.
 HIDDEN_K = (10, PAPER_K, 40)
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Self
 
-from scalelab.config import Config
+from scalelab.config import Config, saved_as
 from scalelab.errors import ConfigError
 from scalelab.fields import choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.laws.regime import RegimeConfig
-from scalelab.probe.config import PRECISIONS
-from scalelab.sweeps.convergence import FACTOR, WIDTH_FACTOR
+from scalelab.lm.config import DTYPES
+from scalelab.sweeps.check import FACTOR, WIDTH_FACTOR
 from scalelab.sweeps.schedule import EVAL_INTERVAL, Schedule
 from scalelab.text.tokenizer import MIN_VOCAB_SIZE
 
@@ -61,7 +61,7 @@ class TrainPart(Config):
 
 @dataclasses.dataclass(frozen=True)
 class CheckPart(Config):
-    """The convergence check (sweeps/convergence.py) of both sweeps."""
+    """The convergence check (sweeps/check.py) of both sweeps."""
 
     largest: int = 1  # the largest runs of each sweep that are perturbed
     factor: int = FACTOR  # ... with a stopping rule (and budget) this many times stricter
@@ -89,14 +89,16 @@ class IdPart(Config):
     reference_documents: int | None = 320
     k: int = PAPER_K
     batch_size: int = PAPER_BATCH_SIZE
-    precision: str = "auto"  # forward pass of every model that measures d
+    # The forward pass's dtype of every model that measures d (`EstimateConfig.dtype`); saved
+    # as "precision", its name before, which pipeline.json (the folder's hash) holds.
+    dtype: str = dataclasses.field(default="auto", metadata=saved_as("precision"))
 
     def validate(self) -> None:
         positive_int(self.per_doc, "per_doc")
         positive_int(self.max_documents, "max_documents", optional=True)
         positive_int(self.reference_documents, "reference_documents", optional=True)
         positive_int(self.k, "k")
-        choice(self.precision, "precision", PRECISIONS)
+        choice(self.dtype, "dtype", DTYPES)
         if self.batch_size <= self.k:
             raise ConfigError(f"batch size {self.batch_size} must exceed K = {self.k}; raise it")
 
@@ -270,6 +272,7 @@ FLAT_BEFORE = {
     "eval_batches": "train_eval_batches",
     "test_tokens": "train_test_tokens",
     "model_tokens": "model_sweep_tokens",
+    "id_precision": "id_dtype",
 }
 
 

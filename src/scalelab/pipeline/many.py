@@ -143,7 +143,7 @@ def _estimate_source(label: str, folder: Path, cache: Path) -> dict[str, Any]:
     if path.is_file():
         return read_json(path)
     from scalelab.probe.estimate import EMBEDDINGS, RESULT, EstimateConfig, load_embeddings
-    from scalelab.probe.sources import sensitivity, summarize
+    from scalelab.probe.references import sensitivity, summarize
 
     doc = read_json(folder / RESULT)
     s = doc.get("settings", {})
@@ -163,7 +163,7 @@ def _sources(e: Entry, summary: Summary, refs: list[tuple[str, str]], cache: Pat
     for f in sorted((e.folder / "d").glob("*/source.json")):
         folders[read_json(f)["label"]] = f.parent / "embeddings.safetensors"
     rows = []
-    for s in summary.sources:
+    for s in summary.references:
         row = {**s, "label": rename.get(s["label"], s["label"])}
         row.setdefault("points", str(folders.get(s["label"], "")))
         rows.append(row)
@@ -193,7 +193,7 @@ def excluded_because(summary: Summary, *, excess: bool = False) -> str:
     from scalelab.laws.regime import POWER_LAW
 
     regime = summary.fits["data"].get("regime")
-    check = summary.convergence.get("data") or {}
+    check = summary.checks.get("data") or {}
     why = []
     if regime is not None:
         own = excess and bool(outcome_of(regime, excess=True))

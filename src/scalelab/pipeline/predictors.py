@@ -9,8 +9,9 @@ its saved points); the second theory runs once per corpus (γ/(2β) from corpus 
 the earlier instrument and with its authors' instruments). validate-many calls `predict_corpus`,
 which goes through `PREDICTORS` in its declared order: that order is the order of the table.
 
-"Source" here is a row of the table; a reference model (a model that measures d) is
-`probe.sources.Source`. A new predictor touches at most 3 files (docs/sources.md):
+"Source" here is a row of the table (`Prediction.source`, where a prediction comes from); a
+reference model (a model that measures d) is `probe.references.Reference`. A new predictor
+touches at most 3 files (docs/sources.md):
   1. this module: its class (a per-corpus one subclasses `PerCorpus` and writes `measure`),
      and one line in `PREDICTORS`;
   2. tests/test_pipeline_many.py: its prediction checked against a number known by hand;
@@ -182,7 +183,7 @@ class Statistics(PerCorpus):
     name, observable, key = STATISTICS, PLAIN, "statistics"
 
     def measure(self, corpus: Corpus) -> dict[str, Any]:
-        from scalelab.probe.sources import parse_source
+        from scalelab.probe.references import parse_reference
         from scalelab.probe.statistics import StatisticsConfig, predict_from_statistics
 
         e, summary = corpus.entry, corpus.summary
@@ -192,7 +193,7 @@ class Statistics(PerCorpus):
             largest = summary.largest_run["run"]
             model_path, weights = str(e.folder / "sweep" / "runs" / largest), None
         else:
-            src = parse_source(gamma_model)
+            src = parse_reference(gamma_model)
             model_path, weights = src.path, src.weights
         try:
             cfg = StatisticsConfig(**opts)

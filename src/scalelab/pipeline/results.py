@@ -4,7 +4,7 @@ typed object. Each is a frozen dataclass; `to_dict` is called only where a file 
 `Summary.load`). The JSON is the one earlier versions wrote, so committed folders still read.
 
 The fit range (`laws.regime.FitRange`) is computed once per validation, when the data
-sweep's check is known (`steps.check_convergence`): `Check.fit_range` is the range the
+sweep's check is known (`steps.check`): `Check.fit_range` is the range the
 check's refits, the observed exponent (`Fits`) and the regime analysis all use.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scalelab.config import FLAT, Record
+from scalelab.config import FLAT, Record, saved_as, saved_key
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.declaration import SUMMARY
 
@@ -35,7 +35,7 @@ class Along:
 
 @dataclasses.dataclass(frozen=True)
 class Check:
-    """One sweep's convergence check: its verdict (`sweeps.convergence.verdict`, saved as
+    """One sweep's convergence check: its verdict (`sweeps.check.verdict`, saved as
     JSON) and, for the data sweep, the fit range its refits used (None: every run)."""
 
     verdict: dict[str, Any]
@@ -78,10 +78,10 @@ class Regime(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Fits:
-    """Step 7: the observed exponents of both sweeps beside every source of d, the data
-    side's regime, and both checks (fits.json)."""
+    """Step 7: the observed exponents of both sweeps beside every reference model's d, the
+    data side's regime, and both checks (fits.json)."""
 
-    sources: list[dict[str, Any]]
+    references: list[dict[str, Any]]
     data: SideFit
     model: SideFit | None
     regime: Regime
@@ -95,14 +95,16 @@ class Fits:
             out["model"] = self.model.to_dict()
         return out
 
-    def convergence(self) -> dict[str, Any]:
+    def checks(self) -> dict[str, Any]:
+        """Both sides' check verdicts (saved under fits.json's older key "convergence")."""
         return {
             "data": None if self.data_check is None else self.data_check.verdict,
             "model": None if self.model_check is None else self.model_check.verdict,
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return {"sources": self.sources, **self.sides(), "convergence": self.convergence()}
+        # fits.json's keys of before: "sources" (the reference models' d), "convergence"
+        return {"sources": self.references, **self.sides(), "convergence": self.checks()}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,9 +116,12 @@ class Summary(Record):
     report_html: str = ""
     report_md: str = ""
     synthetic: dict[str, Any] = field(default_factory=dict)
-    sources: list[dict[str, Any]] = field(default_factory=list)
+    # Each reference model's d; saved as "sources", the key summary.json has always had.
+    references: list[dict[str, Any]] = field(default_factory=list, metadata=saved_as("sources"))
     fits: dict[str, Any] = field(default_factory=dict)
-    convergence: dict[str, Any] = field(default_factory=dict)
+    # Both sides' convergence checks (`Fits.checks`); saved as "convergence", the key
+    # summary.json has always had.
+    checks: dict[str, Any] = field(default_factory=dict, metadata=saved_as("convergence"))
     runs: list[dict[str, Any]] = field(default_factory=list)
     model_runs: list[dict[str, Any]] = field(default_factory=list)
     along: list[dict[str, Any]] = field(default_factory=list)
@@ -138,8 +143,8 @@ class Summary(Record):
     def from_dict(cls, data: dict[str, Any]) -> Summary:
         """Keys this version does not know are left out (a summary.json is read, not
         resumed)."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return super().from_dict({k: v for k, v in data.items() if k in names})
+        keys = {saved_key(f) for f in dataclasses.fields(cls)}
+        return super().from_dict({k: v for k, v in data.items() if k in keys})
 
     @classmethod
     def load(cls, folder: str | Path) -> Summary:

@@ -107,16 +107,15 @@ def _run(
         f"{c.factor}x stricter, a cooldown, another seed{wider}), and the {c.smallest} "
         "smallest (stricter, another seed)"
     )
-    data_check = steps.check_convergence(prep, data, pool, say=say)
+    data_check = steps.check(prep, data, pool, say=say)
     clock.lap("data_check")
 
     models = steps.run_model_sweep(prep, data, pool, say=say)
-    model_check = None if models is None else steps.check_convergence(prep, models, pool, say=say)
+    model_check = None if models is None else steps.check(prep, models, pool, say=say)
     clock.lap("model_sweep")
 
     say("[7/7] fits and report")
-    sources = [own, *given]
-    fits = steps.fit(prep, data, models, sources, data_check, model_check)
+    fits = steps.fit(prep, data, models, [own, *given], data_check, model_check)
     atomic_write_json(out / "fits.json", fits)
     from scalelab.report.validate import build_validate_report
 
@@ -147,9 +146,9 @@ def _summary(
         report_html=str(html),
         report_md=str(md),
         synthetic=prep.synthetic,
-        sources=fits.sources,
+        references=fits.references,
         fits=fits.sides(),
-        convergence=fits.convergence(),
+        checks=fits.checks(),
         runs=data.table[cols].to_dict("records"),
         model_runs=models.table[model_cols].to_dict("records") if models else [],
         along=along.rows,

@@ -5,8 +5,8 @@ notebook can run them one by one (docs/python.md) and `run_pipeline` composes th
     given = measure_references(prep)              # d before any training
     data = run_data_sweep(prep, pool)             # claims the folder, then trains
     own, along = measure_own(prep, data), measure_along(prep, data)
-    data_check = check_convergence(prep, data, pool)  # computes the one fit range
-    models = run_model_sweep(prep, data, pool)    # then check_convergence(prep, models, pool)
+    data_check = check(prep, data, pool)  # computes the one fit range
+    models = run_model_sweep(prep, data, pool)    # then check(prep, models, pool)
     fits = fit(prep, data, models, [own, *given], data_check)
 
 Nothing is shared but what a step returns (the dataclasses of `pipeline.results`); every
@@ -35,7 +35,7 @@ from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.results import Along, Check, Fits, Regime, SideFit
 from scalelab.probe.estimate import EstimateConfig
-from scalelab.probe.sources import Source, measure, parse_source, unique_labels
+from scalelab.probe.references import Reference, measure, parse_reference, unique_labels
 from scalelab.runs import outdir
 from scalelab.runs.sweep import Pool
 from scalelab.sweeps.data import DataSweepConfig
@@ -65,7 +65,7 @@ class Prepared:
     grid: tuple[int, ...]
     estimate: EstimateConfig  # d of every model
     synthetic: dict[str, Any]
-    sources: tuple[Source, ...] = ()  # the given reference models, parsed
+    references: tuple[Reference, ...] = ()  # the given reference models, parsed
     quiet: bool = True
     unigram_entropy: float | None = None  # of the scored test tokens: the fit range's floor
 
@@ -89,7 +89,7 @@ def estimate_config(cfg: PipelineConfig) -> EstimateConfig:
         max_documents=part.max_documents,
         k=part.k,
         batch_size=part.batch_size,
-        precision=part.precision,
+        dtype=part.dtype,
         seed=cfg.seed,
     )
 
@@ -114,7 +114,7 @@ def prepare(
     from scalelab.sweeps.data import geometric_grid
 
     out = Path(out)
-    sources = tuple(unique_labels([parse_source(r) for r in references]))  # bad paths: first
+    given = tuple(unique_labels([parse_reference(r) for r in references]))  # bad paths: first
     request = {**cfg.to_dict(), "references": [str(Path(r).resolve()) for r in references]}
     say(f"[1/7] corpus {cfg.corpus!r} → token store (BPE {cfg.vocab_size} unless a store)")
     if outdir.check(out, CONFIG, request) is None:  # a changed config is refused here
@@ -147,7 +147,7 @@ def prepare(
 
     unigram = store_unigram_entropy(data_dir, cfg.train.block_size, cfg.train.test_tokens)
     return Prepared(
-        out, cfg, request, data_dir, model_cfg, train_cfg, grid, est, syn, sources, quiet, unigram
+        out, cfg, request, data_dir, model_cfg, train_cfg, grid, est, syn, given, quiet, unigram
     )
 
 
@@ -169,17 +169,17 @@ def synthetic_check(out: Path, seed: int) -> dict[str, Any]:
 
 
 def _measure(
-    prep: Prepared, source: Source, where: Path, say: Say, *, reference: bool = False
+    prep: Prepared, model: Reference, where: Path, say: Say, *, given: bool = False
 ) -> dict[str, Any]:
-    """d of one source; a given reference model reads the declared subset of documents
+    """d of one reference model; a given one reads the declared subset of documents
     (`id.reference_documents`) of the pipeline's store, the sweep's own models every test
     document of their own store."""
     est_cfg, corpus = prep.estimate, None
-    if reference:
+    if given:
         corpus = prep.data_dir
         if prep.cfg.id.reference_documents is not None:
             est_cfg = est_cfg.replace(max_documents=prep.cfg.id.reference_documents)
-    row = measure(source, corpus, est_cfg, where, quiet=prep.quiet)
+    row = measure(model, corpus, est_cfg, where, quiet=prep.quiet)
     lo, hi = row["dimension_range"]
     se = row["dimension_se"]
     say(
@@ -194,10 +194,10 @@ def _measure(
 def measure_references(prep: Prepared, *, say: Say = _silent) -> list[dict[str, Any]]:
     """Step 2: d from each reference model given to `prepare` (a run folder, a Hugging Face
     folder or a .gguf file) on the test split, before any training: the prediction first."""
-    say(f"[2/7] d from {len(prep.sources)} given reference model(s), before any training")
+    say(f"[2/7] d from {len(prep.references)} given reference model(s), before any training")
     return [
-        _measure(prep, s, prep.out / "d" / f"{i + 1:02d}-{s.label}", say, reference=True)
-        for i, s in enumerate(prep.sources)
+        _measure(prep, s, prep.out / "d" / f"{i + 1:02d}-{s.label}", say, given=True)
+        for i, s in enumerate(prep.references)
     ]
 
 
@@ -245,8 +245,8 @@ def run_data_sweep(prep: Prepared, pool: Pool = Pool(), *, say: Say = _silent) -
 def measure_own(prep: Prepared, data: SweepResult, *, say: Say = _silent) -> dict[str, Any]:
     """Step 4a: d of the own reference model (the data sweep's largest run)."""
     say("[4/7] d of the own reference model, and d along the sweep (same test positions)")
-    source = Source(OWN_LABEL, str(data.run_dir()))
-    return _measure(prep, source, prep.out / "d" / "00-own", say)
+    own = Reference(OWN_LABEL, str(data.run_dir()))
+    return _measure(prep, own, prep.out / "d" / "00-own", say)
 
 
 def measure_along(prep: Prepared, data: SweepResult) -> Along:
@@ -267,14 +267,12 @@ def measure_along(prep: Prepared, data: SweepResult) -> Along:
     return Along(along["rows"], along["trend"])
 
 
-def check_convergence(
-    prep: Prepared, sweep: SweepResult, pool: Pool = Pool(), *, say: Say = _silent
-) -> Check:
+def check(prep: Prepared, sweep: SweepResult, pool: Pool = Pool(), *, say: Say = _silent) -> Check:
     """Step 5 (and 6's end): the convergence check of one sweep, in the validation's one check
     folder (shared by both sweeps, so a run they share is checked once). For the data sweep
     it perturbs the runs from the fit range's lower end on, then computes the fit range (its
     upper end needs the check's wider model) and refits over it: `Check.fit_range`."""
-    from scalelab.sweeps.convergence import assess, model_limited, run_check
+    from scalelab.sweeps.check import assess, model_limited, run_check
 
     part = prep.cfg.check
     data_side = sweep.size == "train_tokens"
@@ -293,9 +291,9 @@ def check_convergence(
         quiet=prep.quiet,
     )
     rng = data_fit_range(prep, sweep, model_limited(rows)) if data_side else None
-    check = Check(assess(checked, rows, rng), rng)
-    say(f"      {check.text}")
-    return check
+    result = Check(assess(checked, rows, rng), rng)
+    say(f"      {result.text}")
+    return result
 
 
 def data_fit_range(
@@ -304,7 +302,7 @@ def data_fit_range(
     """The data sweep's fit range by rule (`laws.regime.fit_range`), computed once: from the
     first size below the unigram entropy of the scored test tokens, up to below the first
     run that is budget- or model-limited (`limited_runs`; `width`: the check's wider-model
-    reading, `sweeps.convergence.model_limited`)."""
+    reading, `sweeps.check.model_limited`)."""
     from scalelab.laws.regime import fit_range
 
     x, y = data.curve()
@@ -381,13 +379,13 @@ def fit(
     prep: Prepared,
     data: SweepResult,
     models: SweepResult | None,
-    sources: list[dict[str, Any]],
+    references: list[dict[str, Any]],
     data_check: Check | None = None,
     model_check: Check | None = None,
 ) -> Fits:
     """Step 7: observed exponents of both sweeps (both forms, with bootstrap intervals; the
     data side's over the fit range where that holds 3 sizes, `x_range` says which) beside
-    every source of d, and the data side's regime (`regime`) over the same range: the one
+    every reference model's d, and the data side's regime (`regime`) over the same range: the one
     `data_check.fit_range` (computed here, without the check's wider model, when there is no
     check)."""
     from scalelab.laws.fit import fit_power_law
@@ -413,14 +411,14 @@ def fit(
             for form in ("power", "power+E")
         )
         sides[side] = SideFit(x_range, power, power_e)
-    analysis = regime(prep, data, sources, rng, limited_runs(data, width))
-    return Fits(sources, sides["data"], sides.get("model"), analysis, data_check, model_check)
+    analysis = regime(prep, data, references, rng, limited_runs(data, width))
+    return Fits(references, sides["data"], sides.get("model"), analysis, data_check, model_check)
 
 
 def limited_runs(data: SweepResult, width: dict[str, Any] | None) -> dict[str, str]:
     """Runs of the data sweep a fit must stop below, with why: those that ended at their step
     budget (not by the stopping rule), and the largest when the check's wider model found it
-    model-limited (`width`: `sweeps.convergence.model_limited`)."""
+    model-limited (`width`: `sweeps.check.model_limited`)."""
     rows = data.ordered()
     out = {
         name: f"ended at its step budget ({why})"
@@ -449,7 +447,7 @@ def run_cpu_seconds(data: SweepResult) -> np.ndarray | None:
 def regime(
     prep: Prepared,
     data: SweepResult,
-    sources: list[dict[str, Any]],
+    references: list[dict[str, Any]],
     rng: FitRange | None = None,
     limited: dict[str, str] | None = None,
 ) -> Regime:
@@ -465,7 +463,7 @@ def regime(
     rng = rng if rng is not None else data_fit_range(prep, data)
     limited = limited if limited is not None else limited_runs(data, None)
     floor, floor_source, theory = facts_floor(prep.data_dir)
-    predictions = {f"alpha_D from {s['label']}": s["alpha_D"] for s in sources}
+    predictions = {f"alpha_D from {s['label']}": s["alpha_D"] for s in references}
     analysis = analyse_regime(
         x,
         y,

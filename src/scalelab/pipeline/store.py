@@ -74,14 +74,14 @@ def refuse_small_store(data_dir: Path, cfg, sizes: list[int]) -> None:
     windows, or one MLE batch of the test split."""
     from scalelab.sweeps.data import check_sizes
 
-    context_len = cfg.train.block_size
+    block_size = cfg.train.block_size
     train = TokenStore(data_dir, "train").n_tokens
     for split in ("val", "test"):
         n = TokenStore(data_dir, split).n_tokens
-        if n <= context_len:
+        if n <= block_size:
             raise InputError(
                 f"the {split} split has {n} tokens, not more than the context length "
-                f"{context_len}: give a larger corpus (or, from Python, a smaller train.block_size)"
+                f"{block_size}: give a larger corpus (or, from Python, a smaller train.block_size)"
             )
     if sizes[-1] > train:
         raise InputError(
@@ -89,7 +89,7 @@ def refuse_small_store(data_dir: Path, cfg, sizes: list[int]) -> None:
             f"{sizes[-1]:,}: give a larger corpus (docs/sweeps.md#presets says which reach "
             f"which scale) or use --max-tokens {train} or less (and --min-tokens below it)"
         )
-    check_sizes(sizes, train, context_len)
+    check_sizes(sizes, train, block_size)
     model_tokens = cfg.model_sweep.train_tokens if cfg.model_sweep.models else None
     if model_tokens is not None and model_tokens > train:
         raise InputError(

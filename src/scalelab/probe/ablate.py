@@ -32,7 +32,7 @@ from scalelab.probe.estimate import (
     sample_counts,
     shuffle_cap,
 )
-from scalelab.probe.sample import layer_name, resolve_layer, resolve_precision
+from scalelab.probe.sample import layer_name, resolve_dtype, resolve_layer
 from scalelab.runs.sweep import Backend, RunSpec, opened_sweep, run_sweep
 
 
@@ -66,7 +66,7 @@ def _prepare_ablation(
     all), every user error raised before the corpus is read."""
     dev = resolve_device(device)
     loaded = load_model_for_embedding(
-        model, device=dev, weights=weights, dtype=resolve_precision(cfg.precision, dev)
+        model, device=dev, weights=weights, dtype=resolve_dtype(cfg.dtype, dev)
     )
     resolve_layer(cfg.layer, loaded.n_states)
     index = (

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from scalelab.config import Config
+from scalelab.config import Config, saved_as
 from scalelab.errors import ConfigError
 from scalelab.fields import choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
+from scalelab.lm.config import DTYPES
 
 PAPER_CONTEXT = 1024  # window length in tokens, or the model's maximum if shorter
 DEFAULT_BATCH_SIZES = (512, 1024, 2048, 4096, 8192, 16384)  # `ablate batch-size`
-PRECISIONS = ("auto", "float32", "bfloat16")  # forward-pass dtype (auto: bf16 where native)
 # Tokens per forward pass: on a CPU, batches of 1-2k tokens keep more of the activations in
 # cache than 4k (SmolLM2-135M, one thread: ~1.1x per CPU-second; docs/benchmarks/estimate.md).
 BATCH_TOKENS = 2048
@@ -21,7 +21,9 @@ POSITION_GROUPS = 4  # `ablate positions`: equal ranges the window is cut into
 
 @dataclasses.dataclass(frozen=True)
 class EstimateConfig(Config):
-    """The protocol's options; defaults are the paper's."""
+    """The protocol's options; defaults are the paper's. `context_len` is the probe's window
+    length (tokens per sampled window, default min(1024, the model's maximum context)): a
+    different thing from a model's own context, `GPTConfig.block_size`, which bounds it."""
 
     split: str = "test"
     max_documents: int | None = None
@@ -37,7 +39,9 @@ class EstimateConfig(Config):
     seed: int = 0
     split_seed: int = 0
     batch_tokens: int = BATCH_TOKENS
-    precision: str = "auto"
+    # The forward pass's dtype (auto: bf16 where native), as `TrainConfig.dtype` names it;
+    # saved as "precision", its name before, which estimate folders hold.
+    dtype: str = dataclasses.field(default="auto", metadata=saved_as("precision"))
 
     def validate(self) -> None:
         choice(self.split, "split", ("train", "val", "test", "all"))
@@ -49,6 +53,6 @@ class EstimateConfig(Config):
             raise ConfigError(f"batch_size {self.batch_size} must exceed k = {self.k}")
         choice(self.aggregate, "aggregate", ("mean", "harmonic"))
         choice(self.metric, "metric", ("euclidean", "cosine", "angular"))
-        choice(self.precision, "precision", PRECISIONS)
+        choice(self.dtype, "dtype", DTYPES)
         if not self.beta > 0:
             raise ConfigError(f"beta must be positive, got {self.beta}")

@@ -40,8 +40,8 @@ from scalelab.probe.sample import (
     TokenDocuments,
     extract,
     layer_name,
+    resolve_dtype,
     resolve_layer,
-    resolve_precision,
     sample_protocol,
     tokens_to_run,
 )
@@ -144,8 +144,8 @@ def embed_sample(
     quiet: bool = True,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Run the model over the sampled windows (`cfg.batch_tokens` per batch, forward pass in
-    `cfg.precision`): `[len(layers), n_points, width]` and timing."""
-    dtype = resolve_precision(cfg.precision, device)
+    `cfg.dtype`): `[len(layers), n_points, width]` and timing."""
+    dtype = resolve_dtype(cfg.dtype, device)
     t0, c0 = time.perf_counter(), time.process_time()
     x = extract(
         model.states,
@@ -165,7 +165,7 @@ def embed_sample(
         "tokens_per_s": n_tokens / wall if wall > 0 else None,
         "tokens_per_cpu_s": n_tokens / cpu if cpu > 0 else None,
         "device": str(device),
-        "precision": str(dtype).removeprefix("torch."),
+        "precision": str(dtype).removeprefix("torch."),  # the timing's on-disk key
         "torch_threads": torch.get_num_threads(),
     }
 
@@ -200,11 +200,11 @@ def embed_protocol(
     quiet: bool = True,
 ) -> Embedded:
     """The one path from a model and a corpus to points that `embed` and `estimate` share:
-    the model loaded in `cfg.precision` (resolved for the device), every input checked,
+    the model loaded in `cfg.dtype` (resolved for the device), every input checked,
     positions sampled, shuffled and capped, the hidden states of `cfg.layer` extracted."""
     dev = resolve_device(device)
     if not isinstance(model, LoadedModel):
-        dtype = resolve_precision(cfg.precision, dev)
+        dtype = resolve_dtype(cfg.dtype, dev)
         model = load_model_for_embedding(model, device=dev, weights=weights, dtype=dtype)
     layer = resolve_layer(cfg.layer, model.n_states)
     prep = prepare(model, corpus, cfg)

@@ -25,8 +25,9 @@ from torch import Tensor
 from scalelab.device import auto_dtype
 from scalelab.errors import ConfigError, InputError
 from scalelab.fields import choice, positive_int
+from scalelab.lm.config import DTYPES
 from scalelab.lm.load import StatesFn
-from scalelab.probe.config import BATCH_TOKENS, PRECISIONS
+from scalelab.probe.config import BATCH_TOKENS
 from scalelab.progress import progress
 
 LAYER_ALIASES: dict[str, int] = {"final": -1, "final-pre-ln": -2, "embeddings": 0}
@@ -67,12 +68,12 @@ def layer_name(index: int, n_states: int) -> str:
     return f"block {index}"
 
 
-def resolve_precision(precision: str, device: torch.device | str) -> torch.dtype:
+def resolve_dtype(dtype: str, device: torch.device | str) -> torch.dtype:
     """The compute dtype of the forward pass: ``auto`` is bfloat16 where the device has native
     bf16 matmuls (CUDA with bf16 support, a CPU with AVX512-BF16/AMX), float32 elsewhere."""
-    choice(precision, "precision", PRECISIONS)
-    if precision != "auto":
-        return getattr(torch, precision)
+    choice(dtype, "dtype", DTYPES)
+    if dtype != "auto":
+        return getattr(torch, dtype)
     return auto_dtype(device)
 
 

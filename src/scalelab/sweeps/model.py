@@ -16,7 +16,7 @@ import pandas as pd
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
-from scalelab.lm.config import PRESETS, GPTConfig, TrainConfig, preset_config
+from scalelab.lm.config import MODEL_PRESETS, GPTConfig, TrainConfig, preset_config
 from scalelab.runs.sweep import Backend, opened_sweep
 from scalelab.sweeps.schedule import Schedule
 from scalelab.sweeps.worker import LMRun, lm_run, run_specs
@@ -31,13 +31,13 @@ def parse_model(text: str, base: GPTConfig) -> tuple[str, GPTConfig]:
     """A preset name (`tiny`, `small`, ...) or a shape `LAYERSxWIDTH[xHEADS]` on top of `base`
     (its context length and vocabulary); returns a label and the config."""
     text = text.strip()
-    if text in PRESETS:
+    if text in MODEL_PRESETS:
         return text, preset_config(text, base.vocab_size)
     match = _SHAPE.match(text)
     if not match:
         raise ConfigError(
-            f"model {text!r} is neither a preset {sorted(PRESETS)} nor a shape; give a preset "
-            "name or a shape such as 4x128 or 4x128x4 (layers x width [x heads])"
+            f"model {text!r} is neither a preset {sorted(MODEL_PRESETS)} nor a shape; give a "
+            "preset name or a shape such as 4x128 or 4x128x4 (layers x width [x heads])"
         )
     layers, width = int(match[1]), int(match[2])
     heads = int(match[3]) if match[3] else max(1, width // HEAD_DIM)

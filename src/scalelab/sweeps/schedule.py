@@ -8,7 +8,7 @@ docs/background.md):
   that ends by its budget, not by patience, did not converge; the table says which. With
   `decay_epochs` set, the learning rate decays over that many passes (clamped to
   [`min_steps`, budget]) and stays at its floor afterwards, so the schedule does not depend
-  on the budget: a run given twice the budget replays the same steps (`convergence.py`);
+  on the budget: a run given twice the budget replays the same steps (`check.py`);
   the budget is then rounded up to whole validation intervals.
 - `epochs`: a fixed number of passes over each run's own tokens, no early stopping.
 - `tokens`: the same number of training tokens for every run, no early stopping.
@@ -93,7 +93,7 @@ class Schedule(Config):
             stop = self.stop
             if self.decay_epochs is not None:
                 # Whole validation intervals: the budget's last checkpoint is then a regular
-                # one, so a longer budget can continue from it (sweeps/convergence.py).
+                # one, so a longer budget can continue from it (sweeps/check.py).
                 steps = -(-steps // base.eval_interval) * base.eval_interval
                 decay = math.ceil(self.decay_epochs * n_tokens / per_step)
                 decay = min(max(decay, self.min_steps), steps)

@@ -20,7 +20,7 @@ from scalelab.lm.model import GPTConfig
 from scalelab.lm.stopping import StopRule
 from scalelab.lm.train import TrainConfig, train
 from scalelab.runs.sweep import RunSpec
-from scalelab.sweeps import convergence
+from scalelab.sweeps import check as sweep_check
 from scalelab.sweeps.schedule import Schedule
 from scalelab.sweeps.worker import LMRun, lm_run
 
@@ -69,10 +69,10 @@ def _train(spec: LMRun, store: Path, where: Path) -> dict:
 
 
 def test_budget_free_schedules() -> None:
-    assert convergence.budget_free(_cfg(max_steps=60))  # fixed decay length
-    assert convergence.budget_free(_cfg(decay_steps=None, min_lr=3e-3))  # flat after warm-up
-    assert not convergence.budget_free(_cfg(decay_steps=None))  # cosine over the budget
-    assert not convergence.budget_free(_cfg(token_budget=1000))
+    assert sweep_check.budget_free(_cfg(max_steps=60))  # fixed decay length
+    assert sweep_check.budget_free(_cfg(decay_steps=None, min_lr=3e-3))  # flat after warm-up
+    assert not sweep_check.budget_free(_cfg(decay_steps=None))  # cosine over the budget
+    assert not sweep_check.budget_free(_cfg(token_budget=1000))
 
 
 def test_stricter_continuation_equals_a_fresh_stricter_run(store: Path, tmp_path: Path) -> None:
@@ -87,11 +87,11 @@ def test_stricter_continuation_equals_a_fresh_stricter_run(store: Path, tmp_path
         _train(spec, store, sweep)
     first = read_json(sweep / "runs" / "a-stops" / "result.json")
     assert first["stop_reason"] == "patience" and first["steps"] < 400
-    rows = convergence.run_check(sweep, check, specs, largest=2)
+    rows = sweep_check.run_check(sweep, check, specs, largest=2)
     stricter = [r for r in rows if r["perturbation"] == "stricter"]
     assert [r["how"] for r in stricter] == ["continued", "continued"]
     for spec, row in zip(specs, stricter, strict=True):
-        fresh_spec = convergence.stricter(spec)
+        fresh_spec = sweep_check.stricter(spec)
         fresh = _train(fresh_spec, store, tmp_path / "fresh")
         assert fresh_spec.train.stop.patience in (6, None)
         assert row["test_loss_nats_perturbed"] == fresh["test_loss_nats"]
@@ -106,7 +106,7 @@ def test_cooldown_starts_from_the_tested_weights_and_ends_at_zero(
     sweep = tmp_path / "sweep"
     spec = _spec("r", _cfg(max_steps=60, train_tokens=20_000), store)
     base = _train(spec, store, sweep)
-    cool = convergence.cooldown(spec, sweep / "runs" / "r", fraction=0.2)
+    cool = sweep_check.cooldown(spec, sweep / "runs" / "r", fraction=0.2)
     t = cool.train
     best = base["best_step"]
     assert t.max_steps == max(2, -(-best // 5 // 10)) * 10 and t.warmup_steps == 0
@@ -135,38 +135,38 @@ def test_check_fires_on_runs_stopped_too_early(store: Path, tmp_path: Path) -> N
     specs = [_spec(f"n{n}", _cfg(train_tokens=n, **hasty), store) for n in sizes]
     results = [_train(s, store, sweep) for s in specs]
     assert [r["steps"] for r in results] == [20, 20, 20]
-    rows = convergence.run_check(sweep, check, specs, largest=2, factor=10)
+    rows = sweep_check.run_check(sweep, check, specs, largest=2, factor=10)
     x = np.array(sizes, float)
     y = np.array([r["test_loss_nats"] for r in results])
     perturbed = {}
-    for p in convergence.PERTURBATIONS:
+    for p in sweep_check.PERTURBATIONS:
         y_p = y.copy()
         for r in rows:
             if r["perturbation"] == p:
                 y_p[[s.name for s in specs].index(r["run"])] = r["test_loss_nats_perturbed"]
         perturbed[p] = fit_power_law(x, y_p, form="power", n_boot=0).exponent
     exponent = fit_power_law(x, y, form="power", n_boot=0).exponent
-    v = convergence.verdict(exponent, perturbed, rows)
+    v = sweep_check.verdict(exponent, perturbed, rows)
     assert v["budget_limited"] and "BUDGET-LIMITED" in v["text"], v["text"]
     assert v["shifts"]["stricter"] > 0.01
 
 
 def test_verdict_by_hand() -> None:
     rows = [{"run": "x", "perturbation": "stricter", "stop_reason_perturbed": "patience"}]
-    v = convergence.verdict(0.10, {"stricter": 0.105, "cooldown": 0.125, "seed": 0.095}, rows)
+    v = sweep_check.verdict(0.10, {"stricter": 0.105, "cooldown": 0.125, "seed": 0.095}, rows)
     assert v["labels"] == ["BUDGET-LIMITED"] and not v["protocol_limited"]
     assert v["systematic_interval"] == pytest.approx([0.095, 0.125])
     assert v["shifts"] == pytest.approx({"stricter": 0.005, "cooldown": 0.025, "seed": -0.005})
-    v = convergence.verdict(0.10, {"stricter": 0.104, "cooldown": 0.108, "seed": 0.085}, rows)
+    v = sweep_check.verdict(0.10, {"stricter": 0.104, "cooldown": 0.108, "seed": 0.085}, rows)
     assert v["labels"] == ["PROTOCOL-LIMITED"] and "another seed" in v["text"]
-    v = convergence.verdict(0.10, {"stricter": 0.104, "cooldown": 0.092, "seed": 0.101}, rows)
+    v = sweep_check.verdict(0.10, {"stricter": 0.104, "cooldown": 0.092, "seed": 0.101}, rows)
     assert v["labels"] == [] and v["text"].startswith("Converged within the check")
     assert v["systematic_interval"] == pytest.approx([0.092, 0.104])
     capped = [{"run": "x", "perturbation": "stricter", "stop_reason_perturbed": "max_steps"}]
-    v = convergence.verdict(0.10, {"stricter": 0.10, "cooldown": 0.10, "seed": 0.10}, capped)
+    v = sweep_check.verdict(0.10, {"stricter": 0.10, "cooldown": 0.10, "seed": 0.10}, capped)
     assert "ended at their budget" in v["text"] and v["budget_ended"] == ["x"]
     assert "Not checked" not in v["text"] and v["unchecked_budget_ended"] == []
-    v = convergence.verdict(0.10, {"stricter": 0.10}, rows, unchecked_ended=["a", "b"])
+    v = sweep_check.verdict(0.10, {"stricter": 0.10}, rows, unchecked_ended=["a", "b"])
     assert v["labels"] == [] and v["unchecked_budget_ended"] == ["a", "b"]
     assert "Not checked: 2 run(s) ended at their step budget" in v["text"]
     assert "(a, b)" in v["text"]
@@ -180,7 +180,7 @@ def test_stricter_rule_waits_three_times_longer_after_the_best() -> None:
     val = [10.0 - 0.01 * i for i in range(60)] + [9.5] * 400  # best at validation 59
     rule = StopRule(patience=4, patience_fraction=0.25)
     spec = lm_run("r", MODEL, TrainConfig(stop=rule), Path("."))
-    strict = convergence.stricter(spec).train.stop
+    strict = sweep_check.stricter(spec).train.stop
     assert strict.patience == 12 and strict.patience_fraction == pytest.approx(0.5)
     stop, best = replay(val, rule)
     stop_strict, best_strict = replay(val, StopRule(12, strict.patience_fraction))
@@ -205,20 +205,20 @@ def test_model_limited_fires_on_a_too_small_model_and_not_on_a_data_limited_one(
     nat, far above another seed's change. A 48-wide model on 1,500 tokens is held back by the
     data: the wider model does no better (it over-fits sooner)."""
     small = _lone_run(store, tmp_path / "small", width=4, tokens=20_000)
-    rows = convergence.run_check(
+    rows = sweep_check.run_check(
         tmp_path / "small", tmp_path / "c1", small, largest=1, width_factor=4
     )
-    fired = convergence.model_limited(rows)
+    fired = sweep_check.model_limited(rows)
     assert fired["limited"] and fired["gain_nats"] > 5 * fired["noise_nats"], fired
-    v = convergence.verdict(0.1, {"stricter": 0.1}, rows)
+    v = sweep_check.verdict(0.1, {"stricter": 0.1}, rows)
     assert v["model_limited"] and "MODEL-LIMITED" in v["labels"] and "wider model" in v["text"]
     big = _lone_run(store, tmp_path / "big", width=48, tokens=1_500)
-    rows = convergence.run_check(tmp_path / "big", tmp_path / "c2", big, largest=1, width_factor=4)
-    quiet = convergence.model_limited(rows)
+    rows = sweep_check.run_check(tmp_path / "big", tmp_path / "c2", big, largest=1, width_factor=4)
+    quiet = sweep_check.model_limited(rows)
     assert not quiet["limited"] and quiet["gain_nats"] < quiet["noise_nats"], quiet
-    v = convergence.verdict(0.1, {"stricter": 0.1}, rows)
+    v = sweep_check.verdict(0.1, {"stricter": 0.1}, rows)
     assert not v["model_limited"] and "Not model-limited" in v["text"]
-    wide = convergence.wider(big[0], 4).model
+    wide = sweep_check.wider(big[0], 4).model
     assert (wide.n_embd, wide.n_head) == (192, 4)  # heads of the same width
 
 
@@ -228,11 +228,11 @@ def test_model_limited_by_hand() -> None:
     seed = {**base, "perturbation": "seed", "test_loss_nats_perturbed": 3.02}
     for wide_loss, limited in ((2.97, True), (2.99, False)):
         wide = {**base, "perturbation": "wider", "test_loss_nats_perturbed": wide_loss}
-        got = convergence.model_limited([seed, wide])
+        got = sweep_check.model_limited([seed, wide])
         assert got["noise_nats"] == pytest.approx(0.02) and got["limited"] is limited
     wide = {**base, "perturbation": "wider", "test_loss_nats_perturbed": 2.97}
-    assert convergence.model_limited([wide])["noise_nats"] == pytest.approx(0.02)  # 2 SE
-    assert convergence.model_limited([seed]) is None
+    assert sweep_check.model_limited([wide])["noise_nats"] == pytest.approx(0.02)  # 2 SE
+    assert sweep_check.model_limited([seed]) is None
 
 
 def test_both_ends_are_perturbed(store: Path, tmp_path: Path) -> None:
@@ -245,14 +245,14 @@ def test_both_ends_are_perturbed(store: Path, tmp_path: Path) -> None:
     ]
     for s in specs:
         _train(s, store, sweep)
-    rows = convergence.plan(sweep, specs, largest=1, smallest=1)
+    rows = sweep_check.plan(sweep, specs, largest=1, smallest=1)
     assert [(r["run"], r["key"]) for r in rows] == [
         ("n6000", "stricter"), ("n6000", "cooldown"), ("n6000", "seed"),
         ("n2000", "stricter (smallest)"), ("n2000", "seed (smallest)"),
     ]  # fmt: skip
-    assert len(convergence.plan(sweep, specs, largest=2, smallest=1)) == 6  # no repeats
+    assert len(sweep_check.plan(sweep, specs, largest=2, smallest=1)) == 6  # no repeats
     with pytest.raises(ConfigError, match="smallest runs must be 0 to 2"):
-        convergence.plan(sweep, specs, largest=1, smallest=3)
+        sweep_check.plan(sweep, specs, largest=1, smallest=3)
 
 
 def test_refits_stop_below_a_model_limited_largest_run(tmp_path: Path, monkeypatch) -> None:
@@ -276,8 +276,8 @@ def test_refits_stop_below_a_model_limited_largest_run(tmp_path: Path, monkeypat
             {**small, "perturbation": "seed", "key": "seed (smallest)",
              "test_loss_nats_perturbed": 3.9},
         ]  # fmt: skip
-        monkeypatch.setattr(convergence, "run_check", lambda *a, rows=rows, **k: rows)
-        v = convergence.check_sweep(sweep, tmp_path / "check", largest=1, smallest=1)
+        monkeypatch.setattr(sweep_check, "run_check", lambda *a, rows=rows, **k: rows)
+        v = sweep_check.check_sweep(sweep, tmp_path / "check", largest=1, smallest=1)
         keep = slice(0, 3) if limited else slice(0, 4)
         want = fit_power_law(sizes[keep], loss[keep], n_boot=0).exponent
         assert v["model_limited"] is limited and v["exponent"] == pytest.approx(want)

@@ -373,7 +373,7 @@ def check_sweep(
     """Train the perturbations of a finished sweep's `largest` (and `smallest`) runs under
     `check_dir`, refit the exponent over `sweep.size` with each (over `below_model_limited`),
     and give the `verdict`. The validation computes its range itself (with the unigram
-    entropy and the budget-ended runs: `pipeline.steps.check_convergence`) and calls
+    entropy and the budget-ended runs: `pipeline.steps.check`) and calls
     `run_check` and `assess`."""
     rows = run_check(
         sweep.sweep_dir,

@@ -24,7 +24,7 @@ SENSITIVITY_K = (10, 20, 40)
 
 
 @dataclasses.dataclass(frozen=True)
-class Source:
+class Reference:
     """A model that measures d: `path` (a folder) and `weights` (a .gguf file name for a
     GGUF model, else None); `label` names it in tables."""
 
@@ -33,27 +33,27 @@ class Source:
     weights: str | None = None
 
 
-def parse_source(text: str) -> Source:
+def parse_reference(text: str) -> Reference:
     """A scalelab run folder, a local Hugging Face folder, or a .gguf file (read through the
     folder that holds it, which must also hold its tokenizer)."""
     from scalelab.lm.hf import is_hf_folder
 
     path = Path(text).expanduser()
     if path.is_file() and path.suffix == ".gguf":
-        return Source(path.stem, str(path.parent.resolve()), path.name)
+        return Reference(path.stem, str(path.parent.resolve()), path.name)
     if path.is_dir() and ((path / "config.json").is_file() or is_hf_folder(path)):
-        return Source(path.resolve().name, str(path.resolve()))
+        return Reference(path.resolve().name, str(path.resolve()))
     raise CheckpointError(
         f"--reference-model {text!r} is not a scalelab run folder, a Hugging Face model "
         "folder or a .gguf file; check the path"
     )
 
 
-def unique_labels(sources: list[Source]) -> list[Source]:
+def unique_labels(references: list[Reference]) -> list[Reference]:
     """Labels made unique (`name`, `name-2`, ...) in order."""
     seen: dict[str, int] = {}
     out = []
-    for s in sources:
+    for s in references:
         n = seen.get(s.label, 0) + 1
         seen[s.label] = n
         out.append(dataclasses.replace(s, label=s.label if n == 1 else f"{s.label}-{n}"))
@@ -119,14 +119,14 @@ def summarize(label: str, kind: str, doc: dict[str, Any], rows: list[dict[str, A
 
 
 def measure(
-    source: Source,
+    reference: Reference,
     corpus: str | Path | None,
     cfg: Any,
     out_dir: Path,
     *,
     quiet: bool = True,
 ) -> dict[str, Any]:
-    """estimate.json of one source (resumable, `scalelab estimate`'s protocol) plus its
+    """estimate.json of one reference model (resumable, `scalelab estimate`'s protocol) plus its
     sensitivity rows (`source.json`, written last)."""
     from scalelab.probe.estimate import EMBEDDINGS, estimate, load_embeddings
 
@@ -134,9 +134,9 @@ def measure(
     if path.is_file():
         return read_json(path)
     doc = estimate(
-        source.path, corpus, cfg, out_dir, device="cpu", weights=source.weights, quiet=quiet
+        reference.path, corpus, cfg, out_dir, device="cpu", weights=reference.weights, quiet=quiet
     )
     x, _ = load_embeddings(out_dir / EMBEDDINGS)
-    row = summarize(source.label, doc["model"]["kind"], doc, sensitivity(x, cfg))
+    row = summarize(reference.label, doc["model"]["kind"], doc, sensitivity(x, cfg))
     atomic_write_json(path, row)
     return row
