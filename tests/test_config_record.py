@@ -103,6 +103,17 @@ def test_nested_records_tuples_flat_and_omitted_fields():
         _Whole.from_dict({"b": 1})
 
 
+@dataclasses.dataclass(frozen=True)
+class _Flat(Config):
+    rule: StopRule = dataclasses.field(metadata=FLAT)  # no default: its keys are the record
+
+
+def test_a_flat_field_without_a_default_reads_from_its_keys():
+    saved = _Flat(StopRule(3, 0.5)).to_dict()
+    assert saved == {"patience": 3, "patience_fraction": 0.5, "min_delta_sd": 0.0}
+    assert _Flat.from_dict(saved) == _Flat(StopRule(3, 0.5))
+
+
 def test_result_records_read_back():
     option = Option(
         seeds=2, sizes=(500.0, 5000.0), decades=1.0, power=0.8, added_cpu_s=None, added_runs=5

@@ -102,9 +102,14 @@ class Record:
                 values[f.name] = values.pop(saved_key(f))
         for f in fields:  # a flat field: its keys, over its saved or default value
             if f.metadata.get("flat"):
-                keys = [g.name for g in dataclasses.fields(_records(hints[f.name])[0])]
-                flat = {k: values.pop(k) for k in keys if k in values}
-                given = read(hints[f.name], values.get(f.name, f.default))
+                kind = _records(hints[f.name])[0]
+                keys = {g.name for g in dataclasses.fields(kind)}
+                flat = {k: values.pop(k) for k in list(values) if k in keys}
+                given = values.get(f.name, f.default)
+                if given is dataclasses.MISSING:  # no default to fill in: the keys are all
+                    values[f.name] = kind.from_dict(flat)
+                    continue
+                given = read(hints[f.name], given)
                 values[f.name] = dataclasses.replace(given, **flat) if flat else given
         unknown = sorted(set(values) - names)
         if unknown:
