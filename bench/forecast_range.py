@@ -27,7 +27,7 @@ from scalelab.pipeline.steps import CONFIG, base_configs
 from scalelab.runs import outdir
 from scalelab.runs.sweep import open_sweep
 from scalelab.sweeps import data as data_sweep
-from scalelab.sweeps.check import check_sweep
+from scalelab.sweeps.check import CheckConfig, check_sweep
 from scalelab.sweeps.result import SweepResult
 from scalelab.sweeps.worker import reuse_runs, run_specs
 
@@ -69,9 +69,8 @@ def extend(folder: Path, extra: list[int], out: Path, workers: int) -> tuple[pd.
         print(f"{folder.name}: {copied} run(s) reused, {len(specs) - copied} to train", flush=True)
         table = run_specs(sweep_dir, specs, workers=workers, only=None, quiet=True)
         result = SweepResult(sweep_dir, tuple(specs), table, "train_tokens")
-        check = check_sweep(
-            result, out / "check", largest=1, factor=cfg.check.factor, workers=workers
-        )
+        rule = CheckConfig(largest=1, factor=cfg.check.factor, smallest=0, width_factor=None)
+        check = check_sweep(result, out / "check", rule, workers=workers)
     finally:
         outdir.release_under(out)
     cols = ["train_tokens", "test_loss_nats", "stop_reason", "steps", "max_steps"]

@@ -59,6 +59,12 @@ def test_schedule_sets_a_budget_independent_decay() -> None:
         Schedule(decay_epochs=0)
 
 
+def _rule(**kw: object) -> sweep_check.CheckConfig:
+    """The check with `kw` over the one-sided defaults these tests read: the largest run alone,
+    no wider model."""
+    return sweep_check.CheckConfig(**{"largest": 1, "smallest": 0, "width_factor": None, **kw})
+
+
 def _spec(name: str, cfg: TrainConfig, store: Path) -> LMRun:
     return lm_run(name, MODEL, cfg, store, train_tokens=cfg.train_tokens)
 
@@ -87,7 +93,7 @@ def test_stricter_continuation_equals_a_fresh_stricter_run(store: Path, tmp_path
         _train(spec, store, sweep)
     first = read_json(sweep / "runs" / "a-stops" / "result.json")
     assert first["stop_reason"] == "patience" and first["steps"] < 400
-    rows = sweep_check.run_check(sweep, check, specs, largest=2)
+    rows = sweep_check.run_check(sweep, check, specs, _rule(largest=2))
     stricter = [r for r in rows if r["perturbation"] == "stricter"]
     assert [r["how"] for r in stricter] == ["continued", "continued"]
     for spec, row in zip(specs, stricter, strict=True):
@@ -135,7 +141,7 @@ def test_check_fires_on_runs_stopped_too_early(store: Path, tmp_path: Path) -> N
     specs = [_spec(f"n{n}", _cfg(train_tokens=n, **hasty), store) for n in sizes]
     results = [_train(s, store, sweep) for s in specs]
     assert [r["steps"] for r in results] == [20, 20, 20]
-    rows = sweep_check.run_check(sweep, check, specs, largest=2, factor=10)
+    rows = sweep_check.run_check(sweep, check, specs, _rule(largest=2, factor=10))
     x = np.array(sizes, float)
     y = np.array([r["test_loss_nats"] for r in results])
     perturbed = {}
@@ -205,15 +211,13 @@ def test_model_limited_fires_on_a_too_small_model_and_not_on_a_data_limited_one(
     nat, far above another seed's change. A 48-wide model on 1,500 tokens is held back by the
     data: the wider model does no better (it over-fits sooner)."""
     small = _lone_run(store, tmp_path / "small", width=4, tokens=20_000)
-    rows = sweep_check.run_check(
-        tmp_path / "small", tmp_path / "c1", small, largest=1, width_factor=4
-    )
+    rows = sweep_check.run_check(tmp_path / "small", tmp_path / "c1", small, _rule(width_factor=4))
     fired = sweep_check.model_limited(rows)
     assert fired["limited"] and fired["gain_nats"] > 5 * fired["noise_nats"], fired
     v = sweep_check.verdict(0.1, {"stricter": 0.1}, rows)
     assert v["model_limited"] and "MODEL-LIMITED" in v["labels"] and "wider model" in v["text"]
     big = _lone_run(store, tmp_path / "big", width=48, tokens=1_500)
-    rows = sweep_check.run_check(tmp_path / "big", tmp_path / "c2", big, largest=1, width_factor=4)
+    rows = sweep_check.run_check(tmp_path / "big", tmp_path / "c2", big, _rule(width_factor=4))
     quiet = sweep_check.model_limited(rows)
     assert not quiet["limited"] and quiet["gain_nats"] < quiet["noise_nats"], quiet
     v = sweep_check.verdict(0.1, {"stricter": 0.1}, rows)
@@ -245,14 +249,14 @@ def test_both_ends_are_perturbed(store: Path, tmp_path: Path) -> None:
     ]
     for s in specs:
         _train(s, store, sweep)
-    rows = sweep_check.plan(sweep, specs, largest=1, smallest=1)
+    rows = sweep_check.plan(sweep, specs, _rule(smallest=1))
     assert [(r["run"], r["key"]) for r in rows] == [
         ("n6000", "stricter"), ("n6000", "cooldown"), ("n6000", "seed"),
         ("n2000", "stricter (smallest)"), ("n2000", "seed (smallest)"),
     ]  # fmt: skip
-    assert len(sweep_check.plan(sweep, specs, largest=2, smallest=1)) == 6  # no repeats
+    assert len(sweep_check.plan(sweep, specs, _rule(largest=2, smallest=1))) == 6  # no repeats
     with pytest.raises(ConfigError, match="smallest runs must be 0 to 2"):
-        sweep_check.plan(sweep, specs, largest=1, smallest=3)
+        sweep_check.plan(sweep, specs, _rule(smallest=3))
 
 
 def test_refits_stop_below_a_model_limited_largest_run(tmp_path: Path, monkeypatch) -> None:
@@ -277,7 +281,7 @@ def test_refits_stop_below_a_model_limited_largest_run(tmp_path: Path, monkeypat
              "test_loss_nats_perturbed": 3.9},
         ]  # fmt: skip
         monkeypatch.setattr(sweep_check, "run_check", lambda *a, rows=rows, **k: rows)
-        v = sweep_check.check_sweep(sweep, tmp_path / "check", largest=1, smallest=1)
+        v = sweep_check.check_sweep(sweep, tmp_path / "check", _rule(smallest=1))
         keep = slice(0, 3) if limited else slice(0, 4)
         want = fit_power_law(sizes[keep], loss[keep], n_boot=0).exponent
         assert v["model_limited"] is limited and v["exponent"] == pytest.approx(want)

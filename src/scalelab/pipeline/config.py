@@ -27,7 +27,7 @@ from scalelab.fields import choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.laws.regime import RegimeConfig
 from scalelab.lm.config import DTYPES
-from scalelab.sweeps.check import FACTOR, WIDTH_FACTOR
+from scalelab.sweeps.check import CheckConfig
 from scalelab.sweeps.schedule import EVAL_INTERVAL, Schedule
 from scalelab.text.tokenizer import MIN_VOCAB_SIZE
 
@@ -57,25 +57,6 @@ class TrainPart(Config):
         positive_int(self.test_tokens, "test_tokens", optional=True)
         if not 0 <= self.min_lr <= self.lr:
             raise ConfigError(f"need 0 <= min_lr <= lr, got {self.min_lr} and {self.lr}")
-
-
-@dataclasses.dataclass(frozen=True)
-class CheckPart(Config):
-    """The convergence check (sweeps/check.py) of both sweeps."""
-
-    largest: int = 1  # the largest runs of each sweep that are perturbed
-    factor: int = FACTOR  # ... with a stopping rule (and budget) this many times stricter
-    smallest: int = 1  # the smallest runs, perturbed too (stricter, another seed): both ends
-    width_factor: int | None = WIDTH_FACTOR  # the largest size, with a model this much wider
-
-    def validate(self) -> None:
-        positive_int(self.largest, "largest")
-        if not isinstance(self.factor, int) or self.factor < 2:
-            raise ConfigError(f"the check factor must be an integer >= 2, got {self.factor!r}")
-        if not isinstance(self.smallest, int) or self.smallest < 0:
-            raise ConfigError(f"check smallest must be an integer >= 0, got {self.smallest!r}")
-        if self.width_factor is not None and self.width_factor < 2:
-            raise ConfigError(f"the width factor must be >= 2 (or None), got {self.width_factor}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,7 +106,7 @@ SCHEDULE = Schedule(decay_epochs=3.0, min_steps=400, step_cap=4000)
 PARTS: dict[str, type[Config]] = {
     "train": TrainPart,
     "schedule": Schedule,
-    "check": CheckPart,
+    "check": CheckConfig,
     "regime": RegimeConfig,
     "id": IdPart,
     "model_sweep": ModelSweepPart,
@@ -148,7 +129,7 @@ class PipelineConfig(Config):
     seeds_per_size: int = 1  # data-sweep runs per size (seeds seed, seed + 1, ...)
     train: TrainPart = dataclasses.field(default_factory=TrainPart)
     schedule: Schedule = SCHEDULE
-    check: CheckPart = dataclasses.field(default_factory=CheckPart)
+    check: CheckConfig = dataclasses.field(default_factory=CheckConfig)
     regime: RegimeConfig = dataclasses.field(default_factory=RegimeConfig)  # the fit range
     id: IdPart = dataclasses.field(default_factory=IdPart)
     model_sweep: ModelSweepPart = dataclasses.field(default_factory=ModelSweepPart)

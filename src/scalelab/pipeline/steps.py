@@ -274,18 +274,15 @@ def check(prep: Prepared, sweep: SweepResult, pool: Pool = Pool(), *, say: Say =
     upper end needs the check's wider model) and refits over it: `Check.fit_range`."""
     from scalelab.sweeps.check import assess, model_limited, run_check
 
-    part = prep.cfg.check
     data_side = sweep.size == "train_tokens"
     checked = from_range_start(prep, sweep) if data_side else sweep
+    # a wider model at the largest size: the data sweep's question (is it model-limited?)
+    rule = prep.cfg.check if data_side else prep.cfg.check.replace(width_factor=None)
     rows = run_check(
         checked.sweep_dir,
         prep.out / "check",
         checked.specs,
-        largest=part.largest,
-        factor=part.factor,
-        smallest=part.smallest,
-        # a wider model at the largest size: the data sweep's question (is it model-limited?)
-        width_factor=part.width_factor if data_side else None,
+        rule,
         workers=pool.workers,
         backend=pool.backend,
         quiet=prep.quiet,

@@ -11,7 +11,7 @@ held up by a constant learning rate's noise, flatten a data slope. The check per
   depend on the budget the run folder is copied and resumed from its last checkpoint
   (identical to a fresh run, tested bit for bit); otherwise it is trained from step 0.
 - `cooldown`: from the run's tested (best) weights and its optimizer state, the learning rate
-  decays to zero over `cooldown_fraction` of the steps to its best (at least two validation
+  decays to zero over `COOLDOWN_FRACTION` of the steps to its best (at least two validation
   intervals), early stopping off; the cooldown's best validation is tested. It shows what the
   constant learning rate's noise cost.
 - `seed`: the same run trained again from step 0 with the next seed (initialisation and data
@@ -45,7 +45,9 @@ from typing import Any
 
 import numpy as np
 
+from scalelab.config import Config
 from scalelab.errors import ConfigError
+from scalelab.fields import positive_int
 from scalelab.io import atomic_write_json, read_json
 from scalelab.laws.regime import FitRange, fit_range
 from scalelab.lm import checkpoint as ckpt
@@ -61,6 +63,25 @@ PERTURBATIONS = ("stricter", "cooldown", "seed")  # of the largest runs
 SMALLEST_PERTURBATIONS = ("stricter", "seed")  # of the smallest runs
 SMALLEST = " (smallest)"  # the suffix of their shifts' names
 WIDTH_FACTOR = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckConfig(Config):
+    """Which runs of a sweep the check perturbs, and how hard (validate's `check` part)."""
+
+    largest: int = 1  # the largest runs, perturbed by every one of `PERTURBATIONS`
+    factor: int = FACTOR  # ... `stricter`: a stopping rule and budget this many times stricter
+    smallest: int = 1  # the smallest runs, perturbed too (stricter, another seed): both ends
+    width_factor: int | None = WIDTH_FACTOR  # the largest size, with a model this much wider
+
+    def validate(self) -> None:
+        positive_int(self.largest, "largest")
+        if not isinstance(self.factor, int) or self.factor < 2:
+            raise ConfigError(f"the check factor must be an integer >= 2, got {self.factor!r}")
+        if not isinstance(self.smallest, int) or self.smallest < 0:
+            raise ConfigError(f"check smallest must be an integer >= 0, got {self.smallest!r}")
+        if self.width_factor is not None and self.width_factor < 2:
+            raise ConfigError(f"the width factor must be >= 2 (or None), got {self.width_factor}")
 
 
 def budget_free(cfg: TrainConfig) -> bool:
@@ -127,19 +148,12 @@ def seed_continuation(src: Path, dst: Path, spec: LMRun) -> None:
     tmp.rename(dst)
 
 
-def plan(
-    sweep_dir: Path,
-    specs: Sequence[LMRun],
-    largest: int,
-    factor: int = FACTOR,
-    cooldown_fraction: float = COOLDOWN_FRACTION,
-    smallest: int = 0,
-    width_factor: int | None = None,
-) -> list[dict[str, Any]]:
+def plan(sweep_dir: Path, specs: Sequence[LMRun], rule: CheckConfig) -> list[dict[str, Any]]:
     """One row per (perturbed run, perturbation): the perturbed spec (named by `check_name`),
     the name of the exponent's shift it gives (`key`), whether it continues the original run,
-    and the original result. The `largest` runs get every `PERTURBATIONS` (and `wider` with a
-    `width_factor`), the `smallest` runs not among them `SMALLEST_PERTURBATIONS`."""
+    and the original result. The `rule.largest` runs get every `PERTURBATIONS` (and `wider` with a
+    `width_factor`), the `rule.smallest` runs not among them `SMALLEST_PERTURBATIONS`."""
+    largest, smallest, width_factor = rule.largest, rule.smallest, rule.width_factor
     if not 1 <= largest <= len(specs):
         raise ConfigError(f"the check needs 1 to {len(specs)} runs, got {largest}")
     if not 0 <= smallest <= len(specs):
@@ -153,8 +167,11 @@ def plan(
         result = read_json(run_dir / "result.json")
         original = spec.train
         regular = int(result["steps"]) % original.eval_interval == 0
-        made = {"stricter": lambda s=spec: stricter(s, factor), "seed": lambda s=spec: reseeded(s)}
-        made["cooldown"] = lambda s=spec, d=run_dir: cooldown(s, d, cooldown_fraction)
+        made = {
+            "stricter": lambda s=spec: stricter(s, rule.factor),
+            "seed": lambda s=spec: reseeded(s),
+        }
+        made["cooldown"] = lambda s=spec, d=run_dir: cooldown(s, d)
         made["wider"] = lambda s=spec: wider(s, width_factor or WIDTH_FACTOR)
         chosen = list(PERTURBATIONS) if end == "largest" else list(SMALLEST_PERTURBATIONS)
         if end == "largest" and width_factor is not None:
@@ -180,12 +197,8 @@ def run_check(
     sweep_dir: Path,
     check_dir: Path,
     specs: Sequence[LMRun],
+    rule: CheckConfig,
     *,
-    largest: int,
-    factor: int = FACTOR,
-    cooldown_fraction: float = COOLDOWN_FRACTION,
-    smallest: int = 0,
-    width_factor: int | None = None,
     workers: int = 1,
     backend: Any = None,
     quiet: bool = True,
@@ -195,8 +208,8 @@ def run_check(
     from scalelab.runs.sweep import open_sweep
     from scalelab.sweeps.worker import run_specs
 
-    rows = plan(sweep_dir, specs, largest, factor, cooldown_fraction, smallest, width_factor)
-    config = {"factor": factor, "cooldown_fraction": cooldown_fraction}
+    rows = plan(sweep_dir, specs, rule)
+    config = {"factor": rule.factor, "cooldown_fraction": COOLDOWN_FRACTION}
     open_sweep(check_dir, "convergence", config)
     for r in rows:
         if r["continue"]:
@@ -361,11 +374,8 @@ def below_model_limited(sweep: SweepResult, rows: list[dict[str, Any]]) -> FitRa
 def check_sweep(
     sweep: SweepResult,
     check_dir: Path,
+    rule: CheckConfig,
     *,
-    largest: int,
-    factor: int = FACTOR,
-    smallest: int = 0,
-    width_factor: int | None = None,
     workers: int = 1,
     backend: Any = None,
     quiet: bool = True,
@@ -376,16 +386,7 @@ def check_sweep(
     entropy and the budget-ended runs: `pipeline.steps.check`) and calls
     `run_check` and `assess`."""
     rows = run_check(
-        sweep.sweep_dir,
-        check_dir,
-        sweep.specs,
-        largest=largest,
-        factor=factor,
-        smallest=smallest,
-        width_factor=width_factor,
-        workers=workers,
-        backend=backend,
-        quiet=quiet,
+        sweep.sweep_dir, check_dir, sweep.specs, rule, workers=workers, backend=backend, quiet=quiet
     )
     return assess(sweep, rows, below_model_limited(sweep, rows))
 
