@@ -212,9 +212,9 @@ def test_extrapolation_error_is_small_for_the_right_form() -> None:
     y = 2.0 + 30.0 * x**-0.3 * np.exp(rng.normal(0, 0.005, x.size))
     with_e = extrapolation_check(x, y, form="power+E", holdout=2)
     plain = extrapolation_check(x, y, form="power", holdout=2)
-    assert with_e["n_fit"] == 6 and len(with_e["predicted"]) == 2
-    assert with_e["x_heldout"] == x[-2:].tolist()
-    assert with_e["max_abs_rel_error"] < 0.01 < plain["max_abs_rel_error"]
+    assert with_e.n_fit == 6 and len(with_e.predicted) == 2
+    assert with_e.x_heldout == x[-2:].tolist()
+    assert with_e.max_abs_rel_error < 0.01 < plain.max_abs_rel_error
     with pytest.raises(InputError, match="hold out fewer"):
         extrapolation_check(x, y, form="power+E", holdout=5)
 
@@ -225,9 +225,9 @@ def test_chinchilla_extrapolation_holds_out_largest_compute() -> None:
     starts = epoch_starts({**coarse, "alpha": (0.5,), "beta": (0.5,)})
     out = chinchilla_extrapolation_check(n, d, loss, holdout=3, starts=starts)
     compute = 6 * n * d
-    assert sorted(out["N_heldout"]) == sorted(n[np.argsort(compute)[-3:]].tolist())
-    assert out["n_fit"] == n.size - 3
-    assert out["max_abs_rel_error"] < 1e-4
+    assert sorted(out.N_heldout) == sorted(n[np.argsort(compute)[-3:]].tolist())
+    assert out.n_fit == n.size - 3
+    assert out.max_abs_rel_error < 1e-4
 
 
 # ---- `scalelab fit` command line ----------------------------------------------------------

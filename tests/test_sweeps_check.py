@@ -120,7 +120,7 @@ def test_cooldown_starts_from_the_tested_weights_and_ends_at_zero(
     rows = [
         json.loads(x) for x in (tmp_path / "cool/runs/r/metrics.jsonl").read_text().splitlines()
     ]
-    assert rows[-1]["lr"] < 0.05 * base["train"]["lr"]  # decayed towards zero
+    assert rows[-1]["lr"] < 0.05 * base["train"].lr  # decayed towards zero
     # it starts where the run's tested weights are, far below a fresh model's loss
     fresh = _train(
         dataclasses.replace(cool.with_train(t.replace(init_from=None)), name="f"),

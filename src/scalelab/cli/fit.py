@@ -266,10 +266,10 @@ def _print(
         h = result["holdout"]
         print_table(
             f"held out the {holdout} largest ({'6·N·D' if form == 'chinchilla' else x}); "
-            f"fitted on {h['n_fit']}",
+            f"fitted on {h.n_fit}",
             [
                 {"observed": o, "predicted": p, "rel_error": r}
-                for o, p, r in zip(h["observed"], h["predicted"], h["rel_error"], strict=True)
+                for o, p, r in zip(h.observed, h.predicted, h.rel_error, strict=True)
             ],
         )
     if "regime" in result:

@@ -21,6 +21,7 @@ from scalelab.cli.common import (
     set_threads,
     threads_option,
 )
+from scalelab.config import Record
 from scalelab.lm.config import MODEL_PRESETS, configs_for_preset
 from scalelab.lm.distributed import shutdown_distributed
 from scalelab.lm.train import train
@@ -93,7 +94,7 @@ def train_command(
         shutdown_distributed()
     if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 prints
         return
-    flat = {k: v for k, v in result.items() if not isinstance(v, dict | list)}
+    flat = {k: v for k, v in result.items() if not isinstance(v, dict | list | Record)}
     if json_out:
         print_json(flat)
     else:

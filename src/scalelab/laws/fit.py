@@ -399,7 +399,40 @@ def fit_chinchilla(
     )
 
 
+@dataclass(frozen=True)
+class Extrapolation(Record):
+    """A power-law fit without the `holdout` largest x, beside its error predicting them
+    (`rel_error` = (predicted - observed) / observed, one per held-out point)."""
+
+    form: str
+    holdout: int
+    n_fit: int
+    x_heldout: list[float]
+    observed: list[float]
+    predicted: list[float]
+    rel_error: list[float]
+    max_abs_rel_error: float
+    fit: PowerLawFit
+
+
+@dataclass(frozen=True)
+class ChinchillaExtrapolation(Record):
+    """`Extrapolation` for the joint law: held out are the largest-compute (N, D) points."""
+
+    form: str
+    holdout: int
+    n_fit: int
+    N_heldout: list[float]
+    D_heldout: list[float]
+    observed: list[float]
+    predicted: list[float]
+    rel_error: list[float]
+    max_abs_rel_error: float
+    fit: ChinchillaFit
+
+
 def _holdout_summary(observed: np.ndarray, predicted: np.ndarray) -> dict[str, Any]:
+    """The error fields both extrapolation records share."""
     rel = (predicted - observed) / observed
     return {
         "observed": observed.tolist(),
@@ -411,7 +444,7 @@ def _holdout_summary(observed: np.ndarray, predicted: np.ndarray) -> dict[str, A
 
 def extrapolation_check(
     x: Any, y: Any, *, form: str = "power", holdout: int = 1, n_boot: int = 0, seed: int = 0
-) -> dict[str, Any]:
+) -> Extrapolation:
     """Fit on all but the `holdout` largest x and report the error predicting those."""
     xa, ya = _check_xy(x, y, 1)
     need = 3 if form == "power" else 4
@@ -423,19 +456,19 @@ def extrapolation_check(
     order = np.argsort(xa, kind="stable")
     train, test = order[:-holdout], order[-holdout:]
     fit = fit_power_law(xa[train], ya[train], form=form, n_boot=n_boot, seed=seed)
-    return {
-        "form": form,
-        "holdout": holdout,
-        "n_fit": int(train.size),
-        "x_heldout": xa[test].tolist(),
+    return Extrapolation(
+        form=form,
+        holdout=holdout,
+        n_fit=int(train.size),
+        x_heldout=xa[test].tolist(),
         **_holdout_summary(ya[test], fit.predict(xa[test])),
-        "fit": fit.to_dict(),
-    }
+        fit=fit,
+    )
 
 
 def chinchilla_extrapolation_check(
     N: Any, D: Any, L: Any, *, holdout: int = 1, **fit_kwargs: Any
-) -> dict[str, Any]:
+) -> ChinchillaExtrapolation:
     """Fit the joint law without the `holdout` largest-compute (6·N·D) points; report the
     error predicting them."""
     n_arr, d_arr, l_arr = _check_nld(N, D, L)
@@ -446,12 +479,12 @@ def chinchilla_extrapolation_check(
     order = np.argsort(6.0 * n_arr * d_arr, kind="stable")
     train, test = order[:-holdout], order[-holdout:]
     fit = fit_chinchilla(n_arr[train], d_arr[train], l_arr[train], **fit_kwargs)
-    return {
-        "form": "chinchilla",
-        "holdout": holdout,
-        "n_fit": int(train.size),
-        "N_heldout": n_arr[test].tolist(),
-        "D_heldout": d_arr[test].tolist(),
+    return ChinchillaExtrapolation(
+        form="chinchilla",
+        holdout=holdout,
+        n_fit=int(train.size),
+        N_heldout=n_arr[test].tolist(),
+        D_heldout=d_arr[test].tolist(),
         **_holdout_summary(l_arr[test], fit.predict(n_arr[test], d_arr[test])),
-        "fit": fit.to_dict(),
-    }
+        fit=fit,
+    )

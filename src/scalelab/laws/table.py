@@ -80,9 +80,10 @@ def fit_table(
     regime: RegimeInputs | None = None,
 ) -> dict[str, Any]:
     """A scaling law fitted to columns of a tidy table (what `scalelab fit` prints): `fit`
-    (the fit's `to_dict`), `holdout` (the extrapolation check without the `holdout` largest
-    sizes), for chinchilla with `compute` budgets `compute_optimal` (N_opt, D_opt), and for
-    the one-variable forms `regime` (`scalelab.laws.observe.analyse_regime`)."""
+    (the fit's `to_dict`), `holdout` (the `laws.fit.Extrapolation` without the `holdout`
+    largest sizes, an object the JSON writer saves as its `to_dict`), for chinchilla with
+    `compute` budgets `compute_optimal` (N_opt, D_opt), and for the one-variable forms
+    `regime` (`scalelab.laws.observe.analyse_regime`)."""
     from scalelab.laws import fit as laws
 
     if compute and form != "chinchilla":

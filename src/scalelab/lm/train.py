@@ -143,7 +143,8 @@ def train(
     log: TextIO | None = None,
 ) -> dict[str, Any]:
     """Train (or resume, or return the result of a finished run in `out_dir`) and return the
-    result dict that is also written to `out_dir/result.json`. Log lines (steps, resume, the
+    result that is also written to `out_dir/result.json`, its "model" and "train" as the
+    config objects (result.json holds their to_dict). Log lines (steps, resume, the
     result) go to `log` when given, else to stderr unless `quiet`. `on_eval(model)` adds its
     fields to every metrics.jsonl row (e.g. head scores over training); it runs in eval mode
     under `torch.random.fork_rng`, so it cannot change training (resume stays bit-exact)."""
@@ -153,8 +154,8 @@ def train(
     run_cfg = {"model": model_cfg, "train": train_cfg, "data_dir": str(data_dir)}  # as saved
     if outdir.check(out_dir, ckpt.CONFIG, run_cfg) is not None:
         ckpt.read_run_config(out_dir)
-        if (out_dir / "result.json").exists():
-            return read_json(out_dir / "result.json")
+        if (out_dir / "result.json").exists():  # saved from these configs (checked above)
+            return {**read_json(out_dir / "result.json"), "model": model_cfg, "train": train_cfg}
     check_world_size(train_cfg, ctx.world_size)
     data = _open_data(data_dir, model_cfg, train_cfg)
     # Everything is checked: only now is the folder created (by rank 0, which holds its lock).
@@ -449,8 +450,8 @@ class _Trainer:
             "dtype": str(self.dtype).removeprefix("torch."),
             "device": ctx.device.type,
             "world_size": ctx.world_size,
-            "model": self.model.config.to_dict(),
-            "train": cfg.to_dict(),
+            "model": self.model.config,  # the writer saves a config as its to_dict
+            "train": cfg,
             "provenance": provenance(),
         }
         if ctx.is_main:

@@ -53,12 +53,7 @@ class SideFit(Record):
 
     x_range: tuple[float, float]
     power: PowerLawFit
-    power_e: PowerLawFit | None
-
-    def to_dict(self) -> dict[str, Any]:
-        out = super().to_dict()
-        out["power+E"] = out.pop("power_e")  # its saved name
-        return out
+    power_e: PowerLawFit | None = field(metadata=saved_as("power+E"))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,6 +20,7 @@ from scalelab.report.document import Report
 from scalelab.report.plots import PredictedSlope, dimension_figure, scaling_figure
 
 if TYPE_CHECKING:
+    from scalelab.laws.fit import Extrapolation
     from scalelab.laws.fitted import PowerLawFit
     from scalelab.sweeps.analysis import SweepAnalysis
 
@@ -117,16 +118,16 @@ def _policy_text(schedule: dict[str, Any] | None) -> str:
     return f"Training-length policy: {p}."
 
 
-def _holdout_rows(holdout: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+def _holdout_rows(holdout: list[tuple[str, Extrapolation]]) -> list[dict[str, Any]]:
     return [
         {
             "form": form,
-            "fitted on": f"{h['n_fit']} smallest",
-            "held-out size": h["x_heldout"][0],
-            "observed": h["observed"][0],
-            "predicted": h["predicted"][0],
-            "relative error": h["rel_error"][0],
-            "exponent (fit without it)": h["fit"]["exponent"],
+            "fitted on": f"{h.n_fit} smallest",
+            "held-out size": h.x_heldout[0],
+            "observed": h.observed[0],
+            "predicted": h.predicted[0],
+            "relative error": h.rel_error[0],
+            "exponent (fit without it)": h.fit.exponent,
         }
         for form, h in holdout
     ]

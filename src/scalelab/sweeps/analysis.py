@@ -14,7 +14,7 @@ import pandas as pd
 
 from scalelab.errors import InputError, ScalelabError
 from scalelab.io import read_json
-from scalelab.laws.fit import PowerLawFit, extrapolation_check, fit_power_law
+from scalelab.laws.fit import Extrapolation, PowerLawFit, extrapolation_check, fit_power_law
 
 N_BOOT = 1000
 SEED = 0
@@ -79,7 +79,7 @@ class SweepAnalysis:
     seed: int
     fits: list[PowerLawFit]
     notes: list[str]
-    holdout: list[tuple[str, dict[str, Any]]]
+    holdout: list[tuple[str, Extrapolation]]
 
     @property
     def x(self) -> np.ndarray:
@@ -103,7 +103,7 @@ def _fits(
     return fits, notes
 
 
-def _holdout(x: np.ndarray, y: np.ndarray) -> list[tuple[str, dict[str, Any]]]:
+def _holdout(x: np.ndarray, y: np.ndarray) -> list[tuple[str, Extrapolation]]:
     out = []
     for form in FORMS:
         try:
