@@ -5,7 +5,6 @@ one line before anything is written."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from pathlib import Path
@@ -21,8 +20,6 @@ from scalelab.lm.hf import export_gpt_to_hf
 from scalelab.lm.model import GPT, GPTConfig
 from scalelab.lm.stopping import StopRule
 from scalelab.pipeline import PipelineConfig, run_pipeline
-from scalelab.pipeline.config import TrainPart
-from scalelab.pipeline.steps import base_configs
 from scalelab.probe.estimate import EstimateConfig, estimate
 from scalelab.probe.references import parse_reference
 from scalelab.sweeps.schedule import Schedule
@@ -71,21 +68,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     atomic_write_json(run / "config.json", {"model": gpt.config.to_dict(), "data_dir": str(store)})
     hf = export_gpt_to_hf(gpt, root / "random-hf", tokenizer=TokenStore(store, "test").tokenizer())
     return {"root": root, "text": text, "store": store, "run": run, "hf": hf}
-
-
-def test_base_configs_pass_every_train_part_field(world: dict[str, Path]) -> None:
-    """Each `TrainPart` field reaches the runs' configs under its own name (block_size the
-    model's, the rest `TrainConfig`'s): a field added to the part but not passed fails here."""
-    changed = dict(
-        block_size=48, batch_size=3, lr=1e-3, min_lr=1e-4, eval_interval=7, eval_batches=2,
-        test_tokens=5_000,
-    )  # fmt: skip
-    assert set(changed) == {f.name for f in dataclasses.fields(TrainPart)}
-    model, train = base_configs(PipelineConfig(train=TrainPart(**changed)), world["store"])
-    got = {**model.to_dict(), **train.to_dict()}
-    assert {k: got[k] for k in changed} == changed
-    default = base_configs(PipelineConfig(), world["store"])[1]
-    assert all(getattr(default, k) != v for k, v in changed.items() if k != "block_size")
 
 
 def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path]) -> None:

@@ -51,20 +51,6 @@ class TrainPart(Config):
     eval_batches: int = 8
     test_tokens: int | None = 100_000
 
-    def preset_overrides(self) -> dict[str, Any]:
-        """What the part sets of the `tiny` preset's configs, by field name: the model's
-        `block_size`, the rest `TrainConfig`'s (`configs_for_preset` keeps the preset's value
-        where one is None)."""
-        return {
-            "block_size": self.block_size,
-            "batch_size": self.batch_size,
-            "lr": self.lr,
-            "min_lr": self.min_lr,
-            "eval_interval": self.eval_interval,
-            "eval_batches": self.eval_batches,
-            "test_tokens": self.test_tokens,
-        }
-
     def validate(self) -> None:
         for name in ("block_size", "batch_size", "eval_interval", "eval_batches"):
             positive_int(getattr(self, name), name)

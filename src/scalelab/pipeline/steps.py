@@ -76,7 +76,7 @@ def base_configs(cfg: PipelineConfig, data_dir: Path) -> tuple[GPTConfig, TrainC
     from scalelab.sweeps.model import parse_model
 
     model_cfg, train_cfg = configs_for_preset(
-        "tiny", data_dir, **cfg.train.preset_overrides(), seed=cfg.seed
+        "tiny", data_dir, **dataclasses.asdict(cfg.train), seed=cfg.seed
     )
     return parse_model(cfg.model, model_cfg)[1], train_cfg
 
