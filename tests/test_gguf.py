@@ -119,9 +119,14 @@ def twins(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def test_gguf_file_gives_the_hf_folders_tokens_states_and_d(twins, capfd):
+    import gguf
+
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
     hf = load_model_for_embedding(twins["hf"])
     gg = load_model_for_embedding(twins["gguf"])  # the folder's only .gguf, picked for us
     assert "GGUF" not in capfd.readouterr().err  # transformers' dequantising bar stays off
+    # the load's one parse of the file and one name map are its own: gguf is as it was
+    assert (gguf.GGUFReader, gguf.get_tensor_name_map) == (reader, name_map)
     assert (hf.gguf_file, gg.gguf_file) == (None, "tiny-F32.gguf")
     assert [f.name for f in gg.weight_files] == ["tiny-F32.gguf"]
     assert gg.kind == hf.kind == "hf"
