@@ -172,7 +172,7 @@ def plan(sweep_dir: Path, specs: Sequence[LMRun], rule: CheckConfig) -> list[dic
             "seed": lambda s=spec: reseeded(s),
         }
         made["cooldown"] = lambda s=spec, d=run_dir: cooldown(s, d)
-        made["wider"] = lambda s=spec: wider(s, width_factor or WIDTH_FACTOR)
+        made["wider"] = lambda s=spec: wider(s, width_factor)  # only with a width_factor
         chosen = list(PERTURBATIONS) if end == "largest" else list(SMALLEST_PERTURBATIONS)
         if end == "largest" and width_factor is not None:
             chosen.append("wider")
@@ -380,7 +380,7 @@ def check_sweep(
     backend: Any = None,
     quiet: bool = True,
 ) -> dict[str, Any]:
-    """Train the perturbations of a finished sweep's `largest` (and `smallest`) runs under
+    """Train the perturbations of a finished sweep's `rule.largest` (and `rule.smallest`) runs under
     `check_dir`, refit the exponent over `sweep.size` with each (over `below_model_limited`),
     and give the `verdict`. The validation computes its range itself (with the unigram
     entropy and the budget-ended runs: `pipeline.steps.check`) and calls
