@@ -2,6 +2,8 @@
 typed object. Each is a frozen dataclass; `to_dict` is called only where a file is written
 (fits.json, summary.json) and `Summary.from_dict` only where one is read (validate-many,
 `Summary.load`). The JSON is the one earlier versions wrote, so committed folders still read.
+The fits by side are laid out by records (`Sides`, `DataSide`) converted in one call:
+summary.json keeps them as that dict, which validate-many and the CLI read by key.
 
 The fit range (`laws.regime.FitRange`) is computed once per validation, when the data
 sweep's check is known (`steps.check`): `Check.fit_range` is the range the
@@ -15,7 +17,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scalelab.config import FLAT, Record, saved_as, saved_key
+from scalelab.config import FLAT, OMIT_DEFAULT, Record, saved_as, saved_key
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.declaration import SUMMARY
 
@@ -72,6 +74,24 @@ class Regime(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class DataSide(Record):
+    """The data side as fits.json and summary.json hold it: its fit's keys, then its
+    regime."""
+
+    fit: SideFit = field(metadata=FLAT)
+    regime: Regime
+
+
+@dataclasses.dataclass(frozen=True)
+class Sides(Record):
+    """The fits by side as fits.json and summary.json hold them; "model" is left out, not
+    null, without a model sweep (as these files have always had it)."""
+
+    data: DataSide
+    model: SideFit | None = field(default=None, metadata=OMIT_DEFAULT)
+
+
+@dataclasses.dataclass(frozen=True)
 class Fits:
     """Step 7: the observed exponents of both sweeps beside every reference model's d, the
     data side's regime, and both checks (fits.json)."""
@@ -84,11 +104,8 @@ class Fits:
     model_check: Check | None = None
 
     def sides(self) -> dict[str, Any]:
-        """The fits by side as summary.json holds them."""
-        out = {"data": {**self.data.to_dict(), "regime": self.regime.to_dict()}}
-        if self.model is not None:
-            out["model"] = self.model.to_dict()
-        return out
+        """The fits by side as summary.json holds them (`Sides`)."""
+        return Sides(DataSide(self.data, self.regime), self.model).to_dict()
 
     def checks(self) -> dict[str, Any]:
         """Both sides' check verdicts (saved under fits.json's older key "convergence")."""
