@@ -1,9 +1,11 @@
-"""What the steps of `scalelab validate` return (`pipeline.steps`), and summary.json as one
-typed object. Each is a frozen dataclass; `to_dict` is called only where a file is written
-(fits.json, summary.json) and `Summary.from_dict` only where one is read (validate-many,
-`Summary.load`). The JSON is the one earlier versions wrote, so committed folders still read.
-The fits by side are laid out by records (`Sides`, `DataSide`) converted in one call:
-summary.json keeps them as that dict, which validate-many and the CLI read by key.
+"""What the steps of `scalelab validate` return (`pipeline.steps`), and pipeline.json
+(`Request`) and summary.json (`Summary`) as typed objects. Each is a frozen dataclass; the
+writer converts them where a file is written (pipeline.json, fits.json, summary.json), and
+`Summary.from_dict` is called only where one is read (validate-many, `Summary.load`). The
+JSON is the one earlier versions wrote, so committed folders still read. One conversion is
+not a file's: `Fits.sides` turns the fits by side (laid out by `Sides` and `DataSide`) into
+the dict `Summary.fits` holds, as validate-many and the CLI read it, by key, from a
+summary.json of any earlier format.
 
 The fit range (`laws.regime.FitRange`) is computed once per validation, when the data
 sweep's check is known (`steps.check`): `Check.fit_range` is the range the
@@ -25,6 +27,15 @@ if TYPE_CHECKING:
     from scalelab.laws.fit import PowerLawFit
     from scalelab.laws.observe import RegimeAnalysis
     from scalelab.laws.regime import FitRange
+
+
+@dataclasses.dataclass(frozen=True)
+class Request(Record):
+    """pipeline.json (`steps.prepare`): the config's keys, then the reference models'
+    resolved paths. A folder holding another request is refused (`outdir.check`)."""
+
+    config: PipelineConfig = field(metadata=FLAT)
+    references: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
