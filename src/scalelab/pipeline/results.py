@@ -1,7 +1,11 @@
-"""What the steps of `scalelab validate` return (`pipeline.steps`), and summary.json as one
-typed object. Each is a frozen dataclass; `to_dict` is called only where a file is written
-(fits.json, summary.json) and `Summary.from_dict` only where one is read (validate-many,
-`Summary.load`). The JSON is the one earlier versions wrote, so committed folders still read.
+"""What the steps of `scalelab validate` return (`pipeline.steps`), and pipeline.json
+(`Request`) and summary.json (`Summary`) as typed objects. Each is a frozen dataclass; the
+writer converts them where a file is written (pipeline.json, fits.json, summary.json), and
+`Summary.from_dict` is called only where one is read (validate-many, `Summary.load`). The
+JSON is the one earlier versions wrote, so committed folders still read. One conversion is
+not a file's: `Fits.sides` turns the fits by side (laid out by `Sides` and `DataSide`) into
+the dict `Summary.fits` holds, as validate-many and the CLI read it, by key, from a
+summary.json of any earlier format.
 
 The fit range (`laws.regime.FitRange`) is computed once per validation, when the data
 sweep's check is known (`steps.check`): `Check.fit_range` is the range the
@@ -15,7 +19,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scalelab.config import FLAT, Record, saved_as, saved_key
+from scalelab.config import FLAT, OMIT_DEFAULT, Record, saved_as, saved_key
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.declaration import SUMMARY
 
@@ -23,6 +27,15 @@ if TYPE_CHECKING:
     from scalelab.laws.fit import PowerLawFit
     from scalelab.laws.observe import RegimeAnalysis
     from scalelab.laws.regime import FitRange
+
+
+@dataclasses.dataclass(frozen=True)
+class Request(Record):
+    """pipeline.json (`steps.prepare`): the config's keys, then the reference models'
+    resolved paths. A folder holding another request is refused (`outdir.check`)."""
+
+    config: PipelineConfig = field(metadata=FLAT)
+    references: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +85,24 @@ class Regime(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class DataSide(Record):
+    """The data side as fits.json and summary.json hold it: its fit's keys, then its
+    regime."""
+
+    fit: SideFit = field(metadata=FLAT)
+    regime: Regime
+
+
+@dataclasses.dataclass(frozen=True)
+class Sides(Record):
+    """The fits by side as fits.json and summary.json hold them; "model" is left out, not
+    null, without a model sweep (as these files have always had it)."""
+
+    data: DataSide
+    model: SideFit | None = field(default=None, metadata=OMIT_DEFAULT)
+
+
+@dataclasses.dataclass(frozen=True)
 class Fits:
     """Step 7: the observed exponents of both sweeps beside every reference model's d, the
     data side's regime, and both checks (fits.json)."""
@@ -84,11 +115,8 @@ class Fits:
     model_check: Check | None = None
 
     def sides(self) -> dict[str, Any]:
-        """The fits by side as summary.json holds them."""
-        out = {"data": {**self.data.to_dict(), "regime": self.regime.to_dict()}}
-        if self.model is not None:
-            out["model"] = self.model.to_dict()
-        return out
+        """The fits by side as summary.json holds them (`Sides`)."""
+        return Sides(DataSide(self.data, self.regime), self.model).to_dict()
 
     def checks(self) -> dict[str, Any]:
         """Both sides' check verdicts (saved under fits.json's older key "convergence")."""

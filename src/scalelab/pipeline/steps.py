@@ -33,7 +33,7 @@ from scalelab.io import atomic_write_json, read_json
 from scalelab.laws.regime import FitRange
 from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.pipeline.config import PipelineConfig
-from scalelab.pipeline.results import Along, Check, Fits, Regime, SideFit
+from scalelab.pipeline.results import Along, Check, Fits, Regime, Request, SideFit
 from scalelab.probe.estimate import EstimateConfig
 from scalelab.probe.references import Reference, measure, parse_reference, unique_labels
 from scalelab.runs import outdir
@@ -58,7 +58,7 @@ class Prepared:
 
     out: Path
     cfg: PipelineConfig
-    request: dict[str, Any]  # cfg and the reference models: pipeline.json
+    request: Request  # cfg and the reference models: pipeline.json
     data_dir: Path
     model_cfg: GPTConfig  # the data sweep's model
     train_cfg: TrainConfig  # every sweep run starts from it
@@ -115,7 +115,7 @@ def prepare(
 
     out = Path(out)
     given = tuple(unique_labels([parse_reference(r) for r in references]))  # bad paths: first
-    request = {**cfg.to_dict(), "references": [str(Path(r).resolve()) for r in references]}
+    request = Request(cfg, tuple(str(Path(r).resolve()) for r in references))
     say(f"[1/7] corpus {cfg.corpus!r} → token store (BPE {cfg.vocab_size} unless a store)")
     if outdir.check(out, CONFIG, request) is None:  # a changed config is refused here
         refuse_unreadable_corpus(cfg)  # missing, empty, non-UTF-8: refused before any folder exists

@@ -9,16 +9,28 @@ moving with training data; it is never used as a prediction.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from scalelab.config import FLAT, Record
 from scalelab.errors import InputError
 from scalelab.io import atomic_write_json, provenance, read_json
+from scalelab.probe.config import EstimateConfig
 
 RESULT = "along.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class Request(Record):
+    """What along.json depends on: the runs' folders, then the config's keys. A finished
+    along.json is reused only for the same request."""
+
+    runs: tuple[str, ...]
+    config: EstimateConfig = dataclasses.field(metadata=FLAT)
 
 
 def positions_sha256(sample: Any) -> str:
@@ -52,18 +64,19 @@ def trend(tokens: list[float], dims: list[float]) -> dict[str, Any] | None:
 
 
 def d_along_sweep(
-    runs: list[dict[str, Any]], cfg: Any, out_dir: Path, *, quiet: bool = True
+    runs: list[dict[str, Any]], cfg: EstimateConfig, out_dir: Path, *, quiet: bool = True
 ) -> dict[str, Any]:
     """`runs`: one dict per data-sweep run (`run`, `run_dir`, `train_tokens`,
-    `test_loss_nats`), smallest first. Writes `out_dir/along.json`; a finished one with the
-    same request is returned as is."""
+    `test_loss_nats`), smallest first. Writes `out_dir/along.json` and returns it as read
+    back, as a finished one with the same request is returned: the config travels to the
+    writer as an object."""
     from scalelab.lm.load import load_model_for_embedding, tokenizer_sha256
     from scalelab.probe.estimate import embed_sample, estimate_dimension, prepare, shuffle_cap
     from scalelab.probe.sample import resolve_layer
     from scalelab.runs.outdir import same_config
 
     path = out_dir / RESULT
-    request = {"runs": [str(Path(r["run_dir"]).resolve()) for r in runs], **cfg.to_dict()}
+    request = Request(tuple(str(Path(r["run_dir"]).resolve()) for r in runs), cfg)
     if path.is_file():
         done = read_json(path)
         same_config(done["request"], request, out_dir)
@@ -104,9 +117,9 @@ def d_along_sweep(
         "positions_sha256": positions_sha256(sample),
         "n_points_sampled": sample.n_points,
         "layer": layer,
-        "settings": cfg.to_dict(),
+        "settings": cfg,
         "request": request,
         "provenance": provenance(),
     }
     atomic_write_json(path, doc)
-    return doc
+    return read_json(path)
