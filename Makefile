@@ -11,10 +11,11 @@ STAMP := $(VENV)/.installed
 # pip.conf's find-links: e.g. a local CPU wheel of torch) are passed on; without them
 # torch==2.13.0 would come from PyPI as its CUDA build.
 # Byte code is written on first import, for the modules a run imports, not for the whole venv at
-# install (uv's --compile-bytecode: 27 s of a fresh `make test`, docs/benchmarks.md). Where
+# install: uv's --compile-bytecode takes 27 s, which a fresh `make test` wins back in pytest (the
+# same total within noise, paired in docs/benchmarks.md) but `make demo` would wait for. Where
 # PYTHONDONTWRITEBYTECODE is set, as on this project's machines, nothing would be written and
-# every process would compile pandas, torch, ... from source at twice the start-up time, so it
-# is unset for what make runs.
+# every process would compile pandas, torch, ... from source (the subprocess tests took twice as
+# long), so it is unset for what make runs.
 unexport PYTHONDONTWRITEBYTECODE
 UV := $(BIN)/uv
 FIND_LINKS := $(sort $(PIP_FIND_LINKS) $(shell $(PY) -m pip config get global.find-links 2>/dev/null))
