@@ -95,3 +95,22 @@ def test_a_d_free_curve_family_is_not_called_informative(monkeypatch: pytest.Mon
     row = summary.scores_all["scores"]["2β/(2β+d), true d"]
     assert not row["informative"] and row["margin"] < 0
     assert json.loads(to_json([c.to_dict() for c in summary.data]))[0]["d"] == 1
+
+
+def test_a_sweep_without_model_runs_draws_no_empty_legend() -> None:
+    """The model panels of a data-only sweep say that it has no model runs; the data panels
+    keep their legends."""
+    import warnings
+
+    from scalelab.report.manifold_theorem import curves_figure, exponent_figure
+
+    summary = theorem.summarise(_table({d: 2 / (2 + d) for d in CFG.dims}), CFG)
+    assert summary.data and not summary.online
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warns on a legend with nothing to show
+        figures = [exponent_figure(summary), curves_figure(summary)]
+    for fig in figures:
+        data, model = fig.axes
+        assert data.get_legend() is not None and not data.texts
+        assert model.get_legend() is None
+        assert [t.get_text() for t in model.texts] == ["no model-scaling runs in this sweep"]

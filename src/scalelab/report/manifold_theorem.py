@@ -59,9 +59,9 @@ def exponent_figure(summary: TheoremSummary) -> Figure:
     low = min([0.0] + [c.exponent or 0.0 for c in summary.online])
     ax_n.set_ylim(bottom=low - 0.05, top=2.1)
     ax_n.set_title("Model scaling, fresh noise-free samples (infinite data)")
-    for ax in (ax_d, ax_n):
+    for ax, kind in ((ax_d, "data"), (ax_n, "model")):
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+        _legend(ax, f"no {kind}-scaling runs in this sweep")
     return fig
 
 
@@ -81,8 +81,18 @@ def curves_figure(summary: TheoremSummary) -> Figure:
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+    _legend(ax_d, "no data-scaling runs in this sweep")
+    _legend(ax_n, "no model-scaling runs in this sweep")
     return fig
+
+
+def _legend(ax: Any, empty: str) -> None:
+    """The panel's legend; a panel with nothing drawn (a sweep without that side) says so
+    instead of showing empty axes."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
+    else:
+        ax.text(0.5, 0.5, empty, transform=ax.transAxes, ha="center", va="center", fontsize=9)
 
 
 def _f(v: float | None, digits: int = 3) -> str:
