@@ -77,12 +77,11 @@ def curves_figure(summary: TheoremSummary) -> Figure:
     ax_d.set_ylabel("excess risk (incl. the field's tail)")
     ax_n.set_xlabel("parameters")
     ax_n.set_ylabel("approximation error, capped field")
-    for ax in (ax_d, ax_n):
+    for ax, kind in ((ax_d, "data"), (ax_n, "model")):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
-    _legend(ax_d, "no data-scaling runs in this sweep")
-    _legend(ax_n, "no model-scaling runs in this sweep")
+        _legend(ax, f"no {kind}-scaling runs in this sweep")
     return fig
 
 
