@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from test_sweeps_data import make_store, mini_paragraphs
 
+from scalelab.cli.common import shown
 from scalelab.errors import CheckpointError, ConfigError
 from scalelab.io import atomic_write_json
 from scalelab.lm.checkpoint import save_weights
@@ -70,7 +71,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"root": root, "text": text, "store": store, "run": run, "hf": hf}
 
 
-def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path]) -> None:
+def test_validate_end_to_end_then_resumes_without_training(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = world["root"] / "validate"
     cfg = toy_config(world["text"])
     lines: list[str] = []
@@ -171,10 +174,18 @@ def test_validate_end_to_end_then_resumes_without_training(world: dict[str, Path
     assert any(line.startswith("[7/7]") for line in lines)
 
     stamps = {p: p.stat().st_mtime_ns for p in out.rglob("*.safetensors")}
+    monkeypatch.chdir(out.parent)  # resumed by a relative --out: the summary's paths stay whole
     again = run_pipeline(
-        out, cfg, references=[str(world["hf"])], workers=1, quiet=True, say=lambda _: None
+        out.name, cfg, references=[str(world["hf"])], workers=1, quiet=True, say=lambda _: None
     )
     assert again.runs == summary.runs and again.references == summary.references
+    saved = json.loads((out / "summary.json").read_text())
+    assert (
+        saved["report_html"]
+        == summary.report_html
+        == str((out / "report" / "report.html").resolve())
+    )
+    assert shown(saved["report_html"]) == "validate/report/report.html"  # as the CLI prints it
     assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())  # nothing retrained
     with pytest.raises(ConfigError, match="different config"):
         run_pipeline(out, toy_config(world["text"], seed=1), workers=1, quiet=True, say=print)

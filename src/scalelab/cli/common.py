@@ -4,7 +4,9 @@ takes `json_out: bool = JSON` for --json."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
@@ -129,6 +131,13 @@ def backend_from(kind: str, address: str | None, cpus: int, gpus: float) -> Any:
     from scalelab.runs.sweep import Backend
 
     return Backend(kind=kind, address=address, num_cpus=cpus, num_gpus=gpus)
+
+
+def shown(path: str | Path) -> str:
+    """`path` as a user reads it: relative to the working directory when under it (files
+    store absolute paths, so that a summary means the same file wherever it is read)."""
+    rel = os.path.relpath(path)
+    return str(path) if rel.startswith("..") else rel
 
 
 def print_json(obj: Any) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from scalelab.cli.common import JSON, print_json, print_table, set_threads, threads_option
+from scalelab.cli.common import JSON, print_json, print_table, set_threads, shown, threads_option
 from scalelab.runs.sweep import WORKERS
 
 
@@ -59,7 +59,7 @@ def validate_many_command(
     ]  # fmt: skip
     print_table(f"scores (band ±{result['band']:g})", rows)
     typer.echo(result["verdict"])
-    typer.echo(f"report: {result['report_html']}")
+    typer.echo(f"report: {shown(result['report_html'])}")
 
 
 def register(app: typer.Typer) -> None:

@@ -21,6 +21,7 @@ from scalelab.cli.common import (
     print_table,
     renamed_option,
     set_threads,
+    shown,
     threads_option,
 )
 from scalelab.io import format_interval
@@ -105,7 +106,7 @@ def print_summary(summary: Summary) -> None:
         f"this invocation: {summary.wall_s:.0f} s wall, {summary.cpu_s:.0f} CPU-s "
         f"(stages, wall s: {summary.stage_wall_s})"
     )
-    typer.echo(f"report: {summary.report_html}")
+    typer.echo(f"report: {shown(summary.report_html)}")
 
 
 def _run(

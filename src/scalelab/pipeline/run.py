@@ -143,8 +143,8 @@ def _summary(
     path = prep.out / SUMMARY
     earlier = read_json(path).get("invocations", []) if path.exists() else []
     summary = Summary(
-        report_html=str(html),
-        report_md=str(md),
+        report_html=str(html.resolve()),  # not relative to the caller's directory
+        report_md=str(md.resolve()),
         synthetic=prep.synthetic,
         references=fits.references,
         fits=fits.sides(),
