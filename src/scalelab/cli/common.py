@@ -137,7 +137,7 @@ def shown(path: str | Path) -> str:
     """`path` as a user reads it: relative to the working directory when under it (files
     store absolute paths, so that a summary means the same file wherever it is read)."""
     rel = os.path.relpath(path)
-    return str(path) if rel.startswith("..") else rel
+    return str(path) if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
 
 
 def print_json(obj: Any) -> None:
