@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import scalelab
 from scalelab.cli import load_command
@@ -73,3 +74,15 @@ def test_id_on_one_batch_says_why_there_is_no_se(run_cli: Callable, tmp_path: Pa
     assert few.returncode == 0 and json.loads(few.stdout)["n_batches"] == 1
     table = run_cli("id", path, "--quiet").stdout
     assert "one batch" in table and "--batch-size" not in table
+
+
+def test_a_printed_path_is_relative_only_under_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scalelab.cli.common import shown
+
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    assert shown(tmp_path / "here" / "out" / "report.html") == "out/report.html"
+    assert shown(tmp_path / "here" / "..dots" / "r.html") == "..dots/r.html"  # a name, inside
+    assert shown(tmp_path / "elsewhere" / "r.html") == str(tmp_path / "elsewhere" / "r.html")
