@@ -7,7 +7,6 @@ from pathlib import Path
 import typer
 
 from scalelab.cli.common import JSON, print_json
-from scalelab.pipeline.report import report_sweep
 
 
 def report_command(
@@ -19,6 +18,8 @@ def report_command(
 ) -> None:
     """Write a self-contained HTML report (figures embedded) and its Markdown twin for a
     data, model, manifold or induction sweep; prints where they are."""
+    from scalelab.pipeline.report import report_sweep  # matplotlib, pandas: not for --help
+
     html_path, md_path = report_sweep(sweep_dir, out)
     if json_out:
         print_json({"html": str(html_path), "markdown": str(md_path)})

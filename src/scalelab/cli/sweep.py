@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import typer
 
 from scalelab.cli.common import (
@@ -32,6 +32,9 @@ from scalelab.lm.config import MODEL_PRESETS, GPTConfig, TrainConfig, configs_fo
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
 from scalelab.sweeps.schedule import EVAL_INTERVAL, Schedule
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 sweep_app = typer.Typer(
     help="Data-size and model-size sweeps (resumable; one `scalelab train` run folder each).",

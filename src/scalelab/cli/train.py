@@ -23,8 +23,6 @@ from scalelab.cli.common import (
 )
 from scalelab.config import Record
 from scalelab.lm.config import MODEL_PRESETS, configs_for_preset
-from scalelab.lm.distributed import shutdown_distributed
-from scalelab.lm.train import train
 
 
 def _opt(flag: str, help_text: str) -> typer.models.OptionInfo:
@@ -88,6 +86,9 @@ def train_command(
     )
     make = functools.partial(configs_for_preset, preset, data)
     model_cfg, train_cfg = configured(make, as_options(overrides), **overrides)
+    from scalelab.lm.distributed import shutdown_distributed  # torch: once the options are sound
+    from scalelab.lm.train import train
+
     try:
         result = train(model_cfg, train_cfg, data, out, quiet=quiet, device=device, log=sys.stderr)
     finally:

@@ -47,7 +47,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import t as student_t
 
 from scalelab.config import Config, Record
 from scalelab.errors import ConfigError, InputError
@@ -379,6 +378,8 @@ def _change_interval(
     if se == 0.0:
         return change, change
     if n_boot <= 0:  # no resamples: the normal-theory interval, t with n − 3 d.o.f.
+        from scipy.stats import t as student_t  # scipy.stats takes 0.8 s to import
+
         t_q = float(student_t.ppf(1.0 - q, n - 3))
         return change - t_q * se, change + t_q * se
     fitted = ly - resid

@@ -20,9 +20,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError, ScalelabError
@@ -30,6 +28,9 @@ from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
 from scalelab.progress import progress
 from scalelab.runs.outdir import Saved, claim, claimed
 from scalelab.runs.ray_backend import run_on_ray
+
+if TYPE_CHECKING:  # pandas only once a table is written: the CLI reads `WORKERS` without it
+    import pandas as pd
 
 Worker = Callable[[Any, Path], dict[str, Any]]
 BACKENDS = ("local", "ray")
@@ -150,6 +151,8 @@ def finished_rows(sweep_dir: Path, specs: Sequence[RunSpec]) -> list[dict[str, A
 
 
 def write_table(sweep_dir: Path, specs: Sequence[RunSpec]) -> pd.DataFrame:
+    import pandas as pd
+
     table = pd.DataFrame(finished_rows(sweep_dir, specs))
     atomic_write(sweep_dir / "runs.csv", lambda p: table.to_csv(p, index=False))
     return table

@@ -41,7 +41,7 @@ import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,11 +50,12 @@ from scalelab.errors import ConfigError
 from scalelab.fields import positive_int
 from scalelab.io import atomic_write_json, read_json
 from scalelab.laws.regime import FitRange, fit_range
-from scalelab.lm import checkpoint as ckpt
-from scalelab.lm.train import METRICS, TrainConfig
-from scalelab.sweeps.result import CONSTANT_LR, SweepResult
 from scalelab.sweeps.schedule import cooled
-from scalelab.sweeps.worker import LMRun
+
+if TYPE_CHECKING:  # torch and pandas come with these: `CheckConfig` is read without them
+    from scalelab.lm.config import TrainConfig
+    from scalelab.sweeps.result import SweepResult
+    from scalelab.sweeps.worker import LMRun
 
 FACTOR = 3
 COOLDOWN_FRACTION = 0.2
@@ -135,6 +136,9 @@ def check_name(perturbation: str, spec: LMRun) -> str:
 def seed_continuation(src: Path, dst: Path, spec: LMRun) -> None:
     """Copy the finished run `src` into `dst` as an unfinished run with the config of `spec`,
     so the trainer resumes it from its last checkpoint. Skipped when `dst` exists."""
+    from scalelab.lm import checkpoint as ckpt
+    from scalelab.lm.train import METRICS
+
     if dst.exists():
         return
     tmp = dst.with_name(f".{dst.name}.tmp")
@@ -397,6 +401,8 @@ def assess(
     """The `verdict` of the check `rows` of `sweep`: the exponent refitted with each
     perturbation over the fit range `fitted`, the one the observed exponent is fitted over
     (every run where it is None or holds fewer than 3 sizes)."""
+    from scalelab.sweeps.result import CONSTANT_LR
+
     names = sweep.names
     # An annealed sweep (sweeps.schedule cooldown_fraction) is checked on its constant-rate
     # phase, the one its stopping rule ran and the perturbations change.

@@ -22,9 +22,9 @@ import dataclasses
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from scalelab.config import OMIT_DEFAULT, Config
 from scalelab.errors import ConfigError
@@ -32,10 +32,13 @@ from scalelab.fields import positive_int
 from scalelab.io import atomic_write, read_json
 from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.runs.sweep import Backend, finished_rows, opened_sweep
-from scalelab.sweeps.result import CONSTANT_LR
 from scalelab.sweeps.schedule import Schedule, cooled
-from scalelab.sweeps.worker import LMRun, lm_run, run_specs
 from scalelab.text.store import TokenStore
+
+if TYPE_CHECKING:  # torch and pandas come with these: the CLI reads `SizeGrid` without them
+    import pandas as pd
+
+    from scalelab.sweeps.worker import LMRun
 
 KIND = "data"
 COOL = "-cool"  # the suffix of a run's cooldown folder
@@ -146,6 +149,8 @@ def run_name(n_tokens: int, seed_offset: int = 0) -> str:
 
 def specs(cfg: DataSweepConfig) -> list[LMRun]:
     """`cfg.seeds` runs per size, smallest size first."""
+    from scalelab.sweeps.worker import lm_run
+
     model, base, schedule = cfg.model, cfg.train, cfg.schedule
     out = []
     for n in cfg.sizes:
@@ -173,6 +178,10 @@ def cooldown_specs(sweep_dir: Path, runs: Sequence[LMRun], fraction: float) -> l
 def annealed_table(sweep_dir: Path, runs: Sequence[LMRun], cool: Sequence[LMRun]) -> pd.DataFrame:
     """runs.csv of an annealed sweep: one row per run whose cooldown has finished, its test
     loss the cooldown's, the constant-rate loss beside it, and the cooldown's steps."""
+    import pandas as pd
+
+    from scalelab.sweeps.result import CONSTANT_LR
+
     done = {r["run"]: r for r in finished_rows(sweep_dir, cool)}
     rows = []
     for row in finished_rows(sweep_dir, runs):
@@ -203,6 +212,8 @@ def data_sweep(
 ) -> pd.DataFrame:
     """Run (or resume) the sweep; `only` runs just the named runs (one scheduler task each),
     but the table always covers every finished run. The folder is locked until return."""
+    from scalelab.sweeps.worker import run_specs
+
     with opened_sweep(sweep_dir, KIND, cfg) as folder:
         runs = specs(cfg)
         table = run_specs(folder, runs, workers=workers, backend=backend, only=only, quiet=quiet)

@@ -11,16 +11,19 @@ import dataclasses
 import re
 from collections.abc import Sequence
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.lm.config import MODEL_PRESETS, GPTConfig, TrainConfig, preset_config
-from scalelab.runs.sweep import Backend, opened_sweep
 from scalelab.sweeps.schedule import Schedule
-from scalelab.sweeps.worker import LMRun, lm_run, run_specs
 from scalelab.text.store import TokenStore
+
+if TYPE_CHECKING:  # torch and pandas come with these: shapes are parsed without them
+    import pandas as pd
+
+    from scalelab.runs.sweep import Backend
+    from scalelab.sweeps.worker import LMRun
 
 KIND = "model"
 HEAD_DIM = 32  # heads of a shape given without them: width / 32 (at least 1)
@@ -106,6 +109,8 @@ def make_config(
 
 
 def specs(cfg: ModelSweepConfig) -> list[LMRun]:
+    from scalelab.sweeps.worker import lm_run
+
     base, schedule = cfg.train, cfg.schedule
     out = []
     for i, (label, model) in enumerate(zip(cfg.labels, cfg.models, strict=True)):
@@ -138,6 +143,9 @@ def model_sweep(
 ) -> pd.DataFrame:
     """Run (or resume) the sweep; `only` runs just the named runs. The folder is locked
     until return."""
+    from scalelab.runs.sweep import opened_sweep
+    from scalelab.sweeps.worker import run_specs
+
     with opened_sweep(sweep_dir, KIND, cfg) as folder:
         return run_specs(
             folder, specs(cfg), workers=workers, backend=backend, only=only, quiet=quiet

@@ -24,7 +24,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gamma, gammaincc, zeta
 
 #: Terms of each Zipf sum taken exactly; the tail beyond is integrated in closed form.
 EXACT_TERMS = 1 << 16
@@ -46,6 +45,8 @@ def zipf_probabilities(s: float, K: int) -> np.ndarray:
 
 def zipf_normaliser(s: float, K: int) -> float:
     """`Z = sum_{k=1}^K k^-s` (Riemann zeta minus the Hurwitz tail beyond K)."""
+    from scipy.special import zeta  # scipy on first use: the corpus list reads this module
+
     return float(zeta(s) - zeta(s, K + 1))
 
 
@@ -73,6 +74,8 @@ def unseen_mass(s: float, K: int, n: np.ndarray | float) -> np.ndarray:
     if K > EXACT_TERMS:
         # sum over the tail of (k^-s/Z) e^{-n k^-s/Z}: with u = n x^-s / Z the integral is
         # (n/Z)^{1/s} / (s n) * [Gamma(b, u_K) - Gamma(b, u_0)], b = 1 - 1/s.
+        from scipy.special import gamma, gammaincc
+
         b = 1.0 - 1.0 / s
         nn = np.maximum(n, 1e-300)
         u_lo = nn * (K + 0.5) ** -s / Z
