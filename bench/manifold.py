@@ -21,8 +21,9 @@ import numpy as np
 import torch
 from scipy import optimize
 
+from scalelab.manifold.config import RegressorConfig
 from scalelab.manifold.geometry import SwissRoll
-from scalelab.manifold.model import RegressorConfig, TransformerRegressor
+from scalelab.manifold.model import TransformerRegressor
 from scalelab.manifold.problem import Problem, ProblemConfig
 
 

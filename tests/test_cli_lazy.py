@@ -53,6 +53,7 @@ def _heavy_imported(args: list[str]) -> list[str]:
         (["sweep", "model", "--help"], set()),
         (["report", "--help"], set()),
         (["corpus", "list"], set()),
+        (["manifold", "sweep", "--help"], set()),
     ],
 )
 def test_commands_import_only_what_they_need(args: list[str], allowed: set[str]) -> None:

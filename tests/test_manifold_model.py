@@ -7,9 +7,10 @@ import pytest
 import torch
 
 from scalelab.errors import ConfigError
-from scalelab.manifold.model import RegressorConfig, TransformerRegressor
+from scalelab.manifold.config import FitConfig, RegressorConfig
+from scalelab.manifold.model import TransformerRegressor
 from scalelab.manifold.problem import Problem, ProblemConfig
-from scalelab.manifold.train import FitConfig, fit_regressor
+from scalelab.manifold.train import fit_regressor
 
 
 def _relu_attention_direct(h: np.ndarray, heads: list[tuple], w_o: np.ndarray) -> np.ndarray:

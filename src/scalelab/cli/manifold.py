@@ -28,8 +28,8 @@ from scalelab.cli.common import (
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance
 from scalelab.manifold.geometry import MANIFOLDS
+from scalelab.manifold.plan import MANIFOLD_PRESETS
 from scalelab.manifold.problem import Problem, ProblemConfig
-from scalelab.manifold.sweep import MANIFOLD_PRESETS, run_manifold_sweep
 
 _P = ProblemConfig()  # the CLI's defaults are the config's
 manifold_app = typer.Typer(
@@ -107,6 +107,8 @@ def sweep_command(
     given = {k: v for k, v in overrides.items() if v is not None}
     options = {k: "--" + k.replace("_", "-") for k in overrides}
     cfg = configured(MANIFOLD_PRESETS[preset].replace, options, **given)
+    from scalelab.manifold.sweep import run_manifold_sweep  # torch: once the options are sound
+
     table = run_manifold_sweep(cfg, out, workers=workers, backend=where, quiet=quiet)
     rows = table.to_dict("records")
     if json_out:

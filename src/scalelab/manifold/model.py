@@ -13,37 +13,11 @@ factor, which is absorbed in V (σ(c t) = c σ(t) for c > 0), so the function cl
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from scalelab.config import Config
-from scalelab.errors import ConfigError
-from scalelab.fields import choice
-
-
-@dataclass(frozen=True)
-class RegressorConfig(Config):
-    """Sizes of the regressor: input dim D (= number of tokens l), blocks, heads, widths."""
-
-    D: int = 32
-    n_blocks: int = 2
-    n_heads: int = 4
-    d_embd: int = 32
-    ffn_width: int = 64
-    ffn_depth: int = 2
-    attention: str = "softmax"
-
-    def validate(self) -> None:
-        for name in ("D", "n_blocks", "n_heads", "d_embd", "ffn_width", "ffn_depth"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"regressor {name} must be >= 1, got {getattr(self, name)}")
-        if self.d_embd < 2:
-            raise ConfigError("regressor d_embd must be >= 2 (data row + positional rows)")
-        if self.d_embd % self.n_heads:
-            raise ConfigError(f"d_embd={self.d_embd} must be divisible by n_heads={self.n_heads}")
-        choice(self.attention, "attention", ("softmax", "relu"))
+from scalelab.manifold.config import RegressorConfig
 
 
 def positional_encoding(length: int, dim: int) -> torch.Tensor:

@@ -18,10 +18,9 @@ from typing import Any
 from scalelab.config import Config
 from scalelab.errors import ConfigError
 from scalelab.fields import choice
+from scalelab.manifold.config import FitConfig, RegressorConfig, ScheduleConfig
 from scalelab.manifold.geometry import MANIFOLDS, make_manifold
-from scalelab.manifold.model import RegressorConfig
 from scalelab.manifold.problem import TARGETS, ProblemConfig
-from scalelab.manifold.train import FitConfig, ScheduleConfig
 from scalelab.runs.sweep import RunSpec
 
 KIND = "manifold"

@@ -16,39 +16,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from scalelab.config import Config
-from scalelab.errors import ConfigError
 from scalelab.lm.stopping import StopRule, StopState
-
-
-@dataclass(frozen=True)
-class FitConfig(Config):
-    """Optimiser and stopping rule of one regression run."""
-
-    lr: float = 2e-3
-    batch_size: int = 128
-    max_steps: int = 20000
-    min_eval_steps: int = 25
-    patience: int = 12
-    lr_patience: int = 4
-    min_lr: float = 1e-5
-    weight_decay: float = 0.0
-
-    def validate(self) -> None:
-        if not self.lr > 0 or not self.min_lr > 0:
-            raise ConfigError("lr and min_lr must be > 0")
-        for name in ("batch_size", "max_steps", "min_eval_steps", "patience", "lr_patience"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"fit {name} must be >= 1, got {getattr(self, name)}")
-        if self.weight_decay < 0:
-            raise ConfigError("weight_decay must be >= 0")
+from scalelab.manifold.config import FitConfig, ScheduleConfig
 
 
 @torch.no_grad()
@@ -130,27 +105,6 @@ def fit_regressor(
         "stop_reason": stop_reason,
         "train_time_s": time.perf_counter() - t0,
     }
-
-
-@dataclass(frozen=True)
-class ScheduleConfig(Config):
-    """The fixed schedule: `steps` Adam steps, cosine decay from `lr` to `lr`·`final_lr_ratio`,
-    `n_evals` validations spread evenly, the best of them restored. Nothing stops early, so
-    the stopping point is not a source of noise: only the choice among `n_evals` checkpoints
-    uses the validation set."""
-
-    lr: float = 2e-3
-    batch_size: int = 64
-    steps: int = 1000
-    n_evals: int = 20
-    final_lr_ratio: float = 0.01
-
-    def validate(self) -> None:
-        if not self.lr > 0 or not 0 < self.final_lr_ratio <= 1:
-            raise ConfigError("schedule lr must be > 0 and final_lr_ratio in (0, 1]")
-        for name in ("batch_size", "steps", "n_evals"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"schedule {name} must be >= 1, got {getattr(self, name)}")
 
 
 def fit_schedule(
