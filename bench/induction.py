@@ -21,10 +21,10 @@ import time
 import numpy as np
 import torch
 
+from scalelab.induction.config import InductionConfig, InductionTrainConfig
 from scalelab.induction.construction import evaluation_instances, two_layer_construction
-from scalelab.induction.model import InductionConfig
 from scalelab.induction.task import solve, solve_reference, uniform_instances
-from scalelab.induction.train import InductionTrainConfig, train_induction
+from scalelab.induction.train import train_induction
 
 
 def timed(fn, repeat: int = 1):

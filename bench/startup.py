@@ -8,7 +8,8 @@ Each command runs as a fresh process (`python -m scalelab ...`), several times, 
 and the median wall time is printed beside two references measured in the same run:
 `python -c pass` (the interpreter alone) and `python -c "import torch"`. Commands:
 `scalelab --help`, `scalelab exponents --d 8`, `scalelab validate --help` (its options'
-defaults come from the pipeline's configs), `scalelab id` on 8192 x 768 points.
+defaults come from the pipeline's configs), `scalelab induction --help` (the group lists its
+torch experiments without importing them), `scalelab id` on 8192 x 768 points.
 
 Per-batch time of `scalelab id` (4096 x 768 batches, duplicate removal on, as by default):
 the median of (time on 12 batches - time on 2 batches) / 10, so start-up cancels; against
@@ -93,6 +94,7 @@ def main() -> None:
             "scalelab --help": [*scalelab, "--help"],
             "scalelab exponents --d 8": [*scalelab, "exponents", "--d", "8"],
             "scalelab validate --help": [*scalelab, "validate", "--help"],
+            "scalelab induction --help": [*scalelab, "induction", "--help"],
             "scalelab id (8192 x 768)": [*scalelab, "id", str(x8k), "--quiet", "--json"],
             "scalelab id (2 batches)": [*scalelab, "id", str(x2), "--quiet", "--json"],
             "scalelab id (12 batches)": [*scalelab, "id", str(x12), "--quiet", "--json"],
@@ -109,7 +111,7 @@ def main() -> None:
     med = {name: statistics.median(t) for name, t in times.items()}
     base, torch_s = med["python -c pass"], med['python -c "import torch"']
     print(f"{'command':<28} {'median s':>9} {'min s':>7} {'/ pass':>7} {'/ torch':>8}")
-    for name in list(commands)[:6]:
+    for name in list(commands)[:7]:
         print(
             f"{name:<28} {med[name]:9.3f} {min(times[name]):7.3f} {med[name] / base:7.1f} "
             f"{med[name] / torch_s:8.2f}"

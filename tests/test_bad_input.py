@@ -923,8 +923,8 @@ def test_every_command_has_cases() -> None:
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Good and damaged inputs, made once: read-only for the cases."""
-    from scalelab.induction.model import InductionConfig
-    from scalelab.induction.train import InductionTrainConfig, train_induction
+    from scalelab.induction.config import InductionConfig, InductionTrainConfig
+    from scalelab.induction.train import train_induction
     from scalelab.lm.config import configs_for_preset
     from scalelab.lm.train import train
     from scalelab.runs import outdir

@@ -17,12 +17,11 @@ import pytest
 
 from scalelab.cli import COMMANDS, load_command
 from scalelab.induction.bound_trained import BoundTrainedConfig
+from scalelab.induction.config import InductionConfig, InductionSweepConfig, InductionTrainConfig
 from scalelab.induction.formation import FormationConfig
-from scalelab.induction.model import InductionConfig
 from scalelab.induction.separation import SeparationConfig
 from scalelab.induction.size import SizeConfig
-from scalelab.induction.sweep import InductionSweepConfig, run_induction_sweep
-from scalelab.induction.train import InductionTrainConfig
+from scalelab.induction.sweep import run_induction_sweep
 from scalelab.induction.trained_separation import TrainedSeparationConfig
 from scalelab.intrinsic.protocol import make_estimator
 from scalelab.laws.forecast_config import ForecastConfig
@@ -142,10 +141,10 @@ def commands() -> Iterator[tuple[str, Any]]:
     """(full name, click command) of every leaf command, loading the lazy ones."""
 
     def walk(name: str, cmd: Any) -> Iterator[tuple[str, Any]]:
-        subs = getattr(cmd, "commands", None)
-        if subs:
-            for sub, child in subs.items():
-                yield from walk(f"{name} {sub}", child)
+        if hasattr(cmd, "list_commands"):  # through its listing: a group may load lazily too
+            ctx = cmd.context_class(cmd)
+            for sub in cmd.list_commands(ctx):
+                yield from walk(f"{name} {sub}", cmd.get_command(ctx, sub))
         else:
             yield name, cmd
 
@@ -217,7 +216,7 @@ ONE_PLACE: dict[tuple[str, float], set[str]] = {
     },
     ("eval_interval", 50): {
         "sweeps/schedule.py",  # EVAL_INTERVAL: `scalelab sweep`, the gpu validate preset
-        "induction/train.py",  # the induction task's own trainer (a command of its own)
+        "induction/config.py",  # the induction task's own trainer (a command of its own)
     },
     ("eval_interval", 25): {"pipeline/config.py"},  # TrainPart: validate's runs
     ("factor", 3): {"sweeps/check.py"},  # FACTOR: the check's stricter rule

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from scalelab.cli import COMMANDS, load_command, short_help
+from scalelab.cli.induction import HEADS
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 HEAVY = ("torch", "matplotlib", "pandas", "numba", "transformers", "sklearn", "scipy")
@@ -54,6 +55,9 @@ def _heavy_imported(args: list[str]) -> list[str]:
         (["report", "--help"], set()),
         (["corpus", "list"], set()),
         (["manifold", "sweep", "--help"], set()),
+        # the induction group lists its torch experiments without importing them
+        (["induction", "--help"], set()),
+        (["induction", "solve", "1", "2", "1"], set()),
     ],
 )
 def test_commands_import_only_what_they_need(args: list[str], allowed: set[str]) -> None:
@@ -94,3 +98,9 @@ def test_short_help_keeps_whole_words() -> None:
     assert short_help("One two. Three.", 100) == "One two."
     assert short_help("alpha beta gamma delta", 14) == "alpha beta..."
     assert short_help("short", 5) == "short"
+
+
+@pytest.mark.parametrize("name", list(HEADS))
+def test_listed_induction_help_matches_the_command(name: str) -> None:
+    own = inspect.cleandoc(load_command(name, HEADS).help or "").split("\n\n")[0]
+    assert HEADS[name][1] == own.replace("\n", " ")

@@ -6,6 +6,7 @@ passes an induction-score threshold that the one-layer run of equal size does no
 import numpy as np
 import torch
 
+from scalelab.induction.config import InductionConfig
 from scalelab.induction.construction import two_layer_construction
 from scalelab.induction.formation import (
     FormationConfig,
@@ -15,7 +16,7 @@ from scalelab.induction.formation import (
     n_params,
     run_formation,
 )
-from scalelab.induction.model import InductionConfig, InductionTransformer
+from scalelab.induction.model import InductionTransformer
 from scalelab.induction.task import uniform_instances
 
 

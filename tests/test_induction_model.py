@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from scalelab.errors import CheckpointError, ConfigError, InputError
-from scalelab.induction.model import InductionConfig, InductionTransformer
+from scalelab.induction.config import InductionConfig
+from scalelab.induction.model import InductionTransformer
 from scalelab.induction.precision import Precision, round_to_bits
 from scalelab.induction.train import (
     InductionTrainConfig,
@@ -171,7 +172,8 @@ def test_cli_entry_point_in_a_subprocess() -> None:
 
 
 def test_sweep_resumes_and_report_builds(tmp_path: Path) -> None:
-    from scalelab.induction.sweep import InductionSweepConfig, run_induction_sweep
+    from scalelab.induction.config import InductionSweepConfig
+    from scalelab.induction.sweep import run_induction_sweep
     from scalelab.report.document import Report
     from scalelab.report.induction import build
 

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from scalelab.errors import ConfigError
-from scalelab.induction.model import InductionConfig, InductionTransformer
+from scalelab.induction.config import InductionConfig
+from scalelab.induction.model import InductionTransformer
 from scalelab.induction.protocol import message_bits_vs_k, round_fixed, run_protocol
 from scalelab.induction.task import hard_instances, hard_instances_k
 

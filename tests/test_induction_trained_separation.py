@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from scalelab.errors import ConfigError
-from scalelab.induction.model import InductionConfig, InductionTransformer
+from scalelab.induction.config import InductionConfig, InductionTrainConfig
+from scalelab.induction.model import InductionTransformer
 from scalelab.induction.protocol import run_protocol
 from scalelab.induction.task import hard_instances
-from scalelab.induction.train import InductionTrainConfig
 from scalelab.induction.trained_separation import (
     TrainedSeparationConfig,
     plan,

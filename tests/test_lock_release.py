@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from test_sweeps_data import make_store
 
-from scalelab.induction.model import InductionConfig
+from scalelab.induction.config import InductionConfig, InductionTrainConfig
 from scalelab.induction.separation import SeparationConfig, run_separation
-from scalelab.induction.train import InductionTrainConfig, train_induction
+from scalelab.induction.train import train_induction
 from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.probe.depth import DepthConfig, compare_depth
 from scalelab.runs import outdir

@@ -93,12 +93,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def load_command(name: str) -> Any:
-    """Import the module of command `name` and build its click command with Typer."""
+def load_command(name: str, table: dict[str, tuple[str, str]] = COMMANDS) -> Any:
+    """Import the module of command `name` (its entry in `table`) and build its click command
+    with Typer."""
     import typer
     import typer.main
 
-    module = importlib.import_module(f"scalelab.cli.{COMMANDS[name][0]}")
+    module = importlib.import_module(f"scalelab.cli.{table[name][0]}")
     app = typer.Typer(pretty_exceptions_enable=False, add_completion=False, rich_markup_mode=None)
     module.register(app)
     return plain_usage(typer.main.get_group(app).commands[name])
@@ -136,25 +137,41 @@ def short_help(text: str, limit: int) -> str:
     return " ".join(words) + "..."
 
 
-def make_app() -> Any:
-    """The top-level group. Typer's own group class (so its errors and contexts match the
-    commands'), with the listing and the lookup made lazy."""
+def lazy_group(table: dict[str, tuple[str, str]]) -> type:
+    """Typer's own group class (so its errors and contexts match the commands') where the
+    commands of `table` are listed from it and imported only when one runs or shows its own
+    help; commands registered on the group itself come first, as they are."""
     from typer.core import TyperGroup
 
     class LazyGroup(TyperGroup):
         def list_commands(self, ctx: Any) -> list[str]:
-            return list(COMMANDS)
+            return [*super().list_commands(ctx), *table]
 
         def get_command(self, ctx: Any, cmd_name: str) -> Any:
-            return load_command(cmd_name) if cmd_name in COMMANDS else None
+            if cmd_name in table:
+                return load_command(cmd_name, table)
+            return super().get_command(ctx, cmd_name)
 
         def format_commands(self, ctx: Any, formatter: Any) -> None:
-            limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
-            rows = [(name, short_help(text, limit)) for name, (_, text) in COMMANDS.items()]
+            names = self.list_commands(ctx)
+            limit = formatter.width - 6 - max(len(name) for name in names)
+            rows = [
+                (name, short_help(table[name][1], limit))
+                if name in table
+                else (name, self.commands[name].get_short_help_str(limit))
+                for name in names
+            ]
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
 
-    return LazyGroup(name="scalelab", help=HELP, no_args_is_help=True, rich_markup_mode=None)
+    return LazyGroup
+
+
+def make_app() -> Any:
+    """The top-level group: every command lazy (`COMMANDS`)."""
+    return lazy_group(COMMANDS)(
+        name="scalelab", help=HELP, no_args_is_help=True, rich_markup_mode=None
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

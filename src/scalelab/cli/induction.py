@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import torch
 import typer
 
+from scalelab.cli import lazy_group
 from scalelab.cli.common import (
     BACKEND,
     JSON,
@@ -27,14 +27,50 @@ from scalelab.cli.common import (
     threads_option,
 )
 from scalelab.errors import ConfigError, InputError
-from scalelab.induction.model import InductionConfig
-from scalelab.induction.sweep import InductionSweepConfig
-from scalelab.induction.train import InductionTrainConfig
+from scalelab.induction.config import InductionConfig, InductionSweepConfig, InductionTrainConfig
 
 # The CLI's defaults are the configs'.
 _M, _T, _S = InductionConfig(), InductionTrainConfig(), InductionSweepConfig()
 
+# The experiments of `cli.induction_heads` (their configs import torch) with their helps'
+# first lines, listed from here and imported when one runs (`tests/test_cli_lazy.py` checks
+# the lines against the commands).
+HEADS = {
+    name: ("induction_heads", text)
+    for name, text in (
+        ("gather", "Check the one-layer gather construction at p bits on every position."),
+        ("heads", "Induction and previous-token score of every head; in-context-learning score."),
+        (
+            "compare-depth",
+            "Train a 1-layer and a 2-layer GPT (equal non-embedding parameters); track head "
+            "scores.",
+        ),
+        (
+            "separation",
+            "Accuracy on hard instances vs h·m·p/n: 1 vs 2 layers, constructed and trained.",
+        ),
+        (
+            "size",
+            "h·m·p against n: the constant-width two-layer construction (least exact p), the "
+            "one-layer gather construction and the one-layer lower bound.",
+        ),
+        (
+            "formation",
+            "Attention-only 1- vs 2-layer models: head scores, hard accuracy and loss by step.",
+        ),
+        (
+            "bound",
+            "Trained 1-layer models below the bound (p-bit training) vs 2 layers: hard accuracy.",
+        ),
+        (
+            "trained-separation",
+            "2 vs 1 layers trained at one (h, m, p) where the bound forbids every 1-layer model.",
+        ),
+    )
+}
+
 sub = typer.Typer(
+    cls=lazy_group(HEADS),
     help="Induction heads: one layer fails, two layers succeed (solver, training, "
     "construction, communication protocol, sweeps).",
     no_args_is_help=True,
@@ -136,8 +172,7 @@ def train_command(
     json_out: bool = JSON,
 ) -> None:
     """Train a model on fresh random sequences; print the four accuracy metrics."""
-    from scalelab.induction.model import InductionConfig
-    from scalelab.induction.train import InductionTrainConfig, train_induction
+    from scalelab.induction.train import train_induction
 
     set_threads(threads)
     model_options = {"alphabet_size": "--alphabet", "max_len": "--n", "n_layer": "--layers",
@@ -265,7 +300,9 @@ def protocol_command(
     json_out: bool = JSON,
 ) -> None:
     """Run Alice and Bob on a one-layer model: Bob's error vs 2^-p, message bits vs k."""
-    from scalelab.induction.model import InductionConfig, InductionTransformer
+    import torch
+
+    from scalelab.induction.model import InductionTransformer
     from scalelab.induction.protocol import message_bits_vs_k
     from scalelab.induction.train import load_induction_model
 
@@ -337,7 +374,9 @@ def sweep_command(
     quiet: bool = QUIET,
 ) -> None:
     """Train 1- vs 2-layer models over a grid; then `scalelab report OUT`."""
-    from scalelab.induction.sweep import InductionSweepConfig, run_induction_sweep
+    import torch
+
+    from scalelab.induction.sweep import run_induction_sweep
 
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
     sweep_options = {**as_options(("ns", "layers", "heads", "widths", "eval_bits", "train_bits",
@@ -372,8 +411,4 @@ def sweep_command(
 
 def register(app: typer.Typer) -> None:
     """Add the `induction` command group to the top-level app."""
-    from scalelab.cli import induction_heads
-
-    induction_heads.register(sub)
-
     app.add_typer(sub, name="induction")

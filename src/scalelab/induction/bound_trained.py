@@ -22,7 +22,8 @@ import numpy as np
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
-from scalelab.induction.precision import MODES, Precision
+from scalelab.induction.config import MODES
+from scalelab.induction.precision import Precision
 from scalelab.induction.protocol import message_bits, run_protocol
 from scalelab.induction.separation import acc_hard, train_or_reuse
 from scalelab.induction.task import hard_instances

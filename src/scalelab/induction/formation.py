@@ -30,9 +30,10 @@ import torch
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
-from scalelab.induction.model import InductionConfig, InductionTransformer, loss_fn
+from scalelab.induction.config import InductionConfig, InductionTrainConfig
+from scalelab.induction.model import InductionTransformer, loss_fn
 from scalelab.induction.task import solve, uniform_instances
-from scalelab.induction.train import InductionTrainConfig, train_induction
+from scalelab.induction.train import train_induction
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.runs import outdir
 

@@ -23,66 +23,14 @@ every query/key/value, and every head's attention output.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from scalelab.config import Config
-from scalelab.errors import ConfigError, InputError
+from scalelab.errors import InputError
+from scalelab.induction.config import InductionConfig
 from scalelab.induction.precision import FULL, Precision
-
-POSITIONS = ("learned", "sinusoidal", "relative")
-
-
-@dataclass(frozen=True)
-class InductionConfig(Config):
-    """Architecture of an induction model; `d_head` defaults to d_model // n_head."""
-
-    alphabet_size: int = 8
-    max_len: int = 64
-    n_layer: int = 2
-    n_head: int = 2
-    d_model: int = 64
-    d_head: int | None = None
-    positions: str = "learned"
-    mlp: bool = False
-    layer_norm: bool = True
-    bos: bool = True
-    bias: bool = True
-    rel_distances: int = 16
-    rel_scale: float = 1.0  # the bias is rel_scale × its parameter: Adam moves it that much faster
-
-    def validate(self) -> None:
-        for name in ("alphabet_size", "max_len", "n_layer", "n_head", "d_model"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.alphabet_size < 2:
-            raise ConfigError("alphabet_size must be >= 2")
-        if self.positions not in POSITIONS:
-            raise ConfigError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
-        if self.d_head is None and self.d_model % self.n_head:
-            raise ConfigError(
-                f"d_model {self.d_model} is not divisible by n_head {self.n_head}; "
-                "change one or set d_head"
-            )
-        if self.rel_distances < 1:
-            raise ConfigError(f"rel_distances must be >= 1, got {self.rel_distances}")
-        if self.d_head is not None and self.d_head < 1:
-            raise ConfigError(f"d_head must be >= 1, got {self.d_head}")
-
-    @property
-    def head_dim(self) -> int:
-        return self.d_head if self.d_head is not None else self.d_model // self.n_head
-
-    @property
-    def n_classes(self) -> int:
-        return self.alphabet_size + 1
-
-    @property
-    def n_positions(self) -> int:
-        return self.max_len + int(self.bos)
 
 
 def sinusoidal_table(n_positions: int, width: int) -> torch.Tensor:

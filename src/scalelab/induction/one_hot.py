@@ -40,7 +40,8 @@ from dataclasses import dataclass
 import torch
 
 from scalelab.errors import ConfigError
-from scalelab.induction.model import InductionConfig, InductionTransformer
+from scalelab.induction.config import InductionConfig
+from scalelab.induction.model import InductionTransformer
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from scalelab.errors import ConfigError
-
-MODES = ("float", "fixed")
+from scalelab.induction.config import MODES
 
 
 def round_to_bits(x: torch.Tensor, bits: int, mode: str = "float") -> torch.Tensor:

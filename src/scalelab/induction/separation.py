@@ -29,13 +29,13 @@ import torch
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
+from scalelab.induction.config import MODES, InductionConfig, InductionTrainConfig
 from scalelab.induction.construction import CircleConstants, two_layer_construction
-from scalelab.induction.model import InductionConfig
 from scalelab.induction.one_layer import GatherLayout, one_layer_construction
-from scalelab.induction.precision import MODES, Precision
+from scalelab.induction.precision import Precision
 from scalelab.induction.protocol import MESSAGE_BITS_PER_HMP
 from scalelab.induction.task import hard_instances
-from scalelab.induction.train import InductionTrainConfig, load_induction_model, train_induction
+from scalelab.induction.train import load_induction_model, train_induction
 from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.runs import outdir
 

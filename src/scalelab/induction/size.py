@@ -30,9 +30,10 @@ import torch
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
+from scalelab.induction.config import MODES
 from scalelab.induction.construction import CircleConstants, smallest_exact_bits
 from scalelab.induction.one_layer import GatherLayout, one_layer_construction
-from scalelab.induction.precision import MODES, Precision
+from scalelab.induction.precision import Precision
 from scalelab.induction.protocol import least_one_layer_hmp
 from scalelab.induction.task import hard_instances
 from scalelab.io import atomic_write_json, atomic_write_text, provenance

@@ -16,71 +16,23 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from scalelab.config import Config
 from scalelab.errors import ConfigError
+from scalelab.induction.config import InductionConfig, InductionSweepConfig, InductionTrainConfig
 from scalelab.induction.construction import two_layer_construction
-from scalelab.induction.model import InductionConfig
-from scalelab.induction.precision import MODES, Precision
+from scalelab.induction.precision import Precision
 from scalelab.induction.protocol import errors_forced_from, message_bits
-from scalelab.induction.train import InductionTrainConfig, evaluate, train_induction
+from scalelab.induction.train import evaluate, train_induction
 from scalelab.io import atomic_write_json, provenance
 from scalelab.runs.sweep import Backend, RunSpec, opened_sweep, run_sweep
 
 KIND = "induction"
 FLOAT32_BITS = 24
-
-
-@dataclass(frozen=True)
-class InductionSweepConfig(Config):
-    """The grid (lists) and the shared training settings of an induction sweep."""
-
-    ns: tuple[int, ...] = (16, 32, 64, 128)
-    alphabet_sizes: tuple[int, ...] = (4, 8)
-    layers: tuple[int, ...] = (1, 2)
-    heads: tuple[int, ...] = (2,)
-    widths: tuple[int, ...] = (64,)
-    eval_bits: tuple[int, ...] = ()
-    train_bits: tuple[int | None, ...] = (None,)
-    seeds: tuple[int, ...] = (0,)
-    construction: bool = True
-    mlp: bool = False
-    precision_mode: str = "float"
-    max_steps: int = 2000
-    max_steps_one_layer: int | None = None
-    target_acc: float | None = 0.99
-    batch_size: int = 64
-    hard_fraction: float = 0.25
-    eval_samples: int = 512
-    lr: float = 1e-3
-
-    def validate(self) -> None:
-        for name in ("ns", "alphabet_sizes", "layers", "heads", "widths", "train_bits", "seeds"):
-            if not getattr(self, name):
-                raise ConfigError(f"sweep list {name} is empty; give at least one value")
-        if min(self.ns) < 3 or min(self.alphabet_sizes) < 3:
-            raise ConfigError("induction sweeps need n >= 3 and alphabet sizes >= 3")
-        if self.precision_mode not in MODES:
-            raise ConfigError(f"precision_mode must be one of {MODES}")
-        if any(b is not None and b < 1 for b in self.train_bits) or any(
-            b < 1 for b in self.eval_bits
-        ):
-            raise ConfigError("bits must be >= 1 (train_bits may be None for float32)")
-
-    def to_dict(self) -> dict[str, Any]:
-        d = super().to_dict()
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> InductionSweepConfig:
-        fixed = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
-        return super().from_dict(fixed)
 
 
 def _tag(bits: int | None) -> str:

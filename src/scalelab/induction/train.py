@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +21,10 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from scalelab import seeds
-from scalelab.config import Config
 from scalelab.errors import CheckpointError, ConfigError
-from scalelab.induction.model import InductionConfig, InductionTransformer, loss_fn
-from scalelab.induction.precision import FULL, MODES, Precision
+from scalelab.induction.config import InductionConfig, InductionTrainConfig
+from scalelab.induction.model import InductionTransformer, loss_fn
+from scalelab.induction.precision import FULL, Precision
 from scalelab.induction.task import (
     accuracy_metrics,
     hard_instances,
@@ -38,49 +37,6 @@ from scalelab.lm.config import warmup_cosine
 from scalelab.progress import progress
 from scalelab.runs import outdir
 from scalelab.scalars import Scalars
-
-
-@dataclass(frozen=True)
-class InductionTrainConfig(Config):
-    """Optimiser and data settings (defaults: the measured recipe in docs/background.md)."""
-
-    n: int = 32
-    seed: int = 0
-    max_steps: int = 2000
-    batch_size: int = 64
-    lr: float = 1e-3
-    beta1: float = 0.9
-    beta2: float = 0.98
-    weight_decay: float = 0.0
-    warmup_steps: int = 200
-    grad_clip: float = 1.0
-    hard_fraction: float = 0.25
-    eval_interval: int = 50
-    eval_samples: int = 512
-    target_acc: float | None = None  # stop once acc_all and acc_hard both reach it
-    train_bits: int | None = None  # straight-through rounding to p bits while training
-    precision_mode: str = "float"
-    min_n: int | None = None  # each step's length uniform in [min_n, n]; evaluation at n
-    last_weight: float = 0.0  # extra loss weight on the INDEX answer of the hard rows
-
-    def validate(self) -> None:
-        for name in ("n", "max_steps", "batch_size", "eval_interval", "eval_samples"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not 0.0 <= self.hard_fraction <= 1.0:
-            raise ConfigError(f"hard_fraction must lie in [0, 1], got {self.hard_fraction}")
-        if self.lr <= 0 or self.warmup_steps < 0 or self.grad_clip <= 0:
-            raise ConfigError("need lr > 0, warmup_steps >= 0 and grad_clip > 0")
-        if self.target_acc is not None and not 0.0 < self.target_acc <= 1.0:
-            raise ConfigError(f"target_acc must lie in (0, 1], got {self.target_acc}")
-        if self.train_bits is not None and self.train_bits < 1:
-            raise ConfigError(f"train_bits must be >= 1, got {self.train_bits}")
-        if self.precision_mode not in MODES:
-            raise ConfigError(f"precision_mode must be one of {MODES}")
-        if self.min_n is not None and not 3 <= self.min_n <= self.n:
-            raise ConfigError(f"min_n must lie in [3, n={self.n}], got {self.min_n}")
-        if self.last_weight < 0:
-            raise ConfigError(f"last_weight must be >= 0, got {self.last_weight}")
 
 
 @torch.no_grad()

@@ -32,8 +32,8 @@ import torch
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
-from scalelab.induction.model import InductionConfig
-from scalelab.induction.precision import MODES, Precision
+from scalelab.induction.config import MODES, InductionConfig, InductionTrainConfig
+from scalelab.induction.precision import Precision
 from scalelab.induction.protocol import index_bits, message_bits, run_protocol
 from scalelab.induction.separation import (
     SeparationConfig,
@@ -42,7 +42,7 @@ from scalelab.induction.separation import (
     two_layer_rows,
 )
 from scalelab.induction.task import hard_instances
-from scalelab.induction.train import InductionTrainConfig, load_induction_model, train_induction
+from scalelab.induction.train import load_induction_model, train_induction
 from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.progress import progress
 from scalelab.runs import outdir
