@@ -73,8 +73,15 @@ def sweep_command(
         None, help="Model-scaling widths d_embd at the largest n (with --model-dims)."
     ),
     model_dims: str | None = typer.Option(None, help="Dimensions for model scaling."),
+    online_dims: str | None = typer.Option(
+        None, help="Dimensions of the online runs (default: the preset's among --dims)."
+    ),
+    online_widths: str | None = typer.Option(None, help="Widths of the online runs."),
     online_steps: int | None = typer.Option(
         None, help="Steps of the online (fresh-sample) runs, e.g. 6000 (the theorem preset)."
+    ),
+    ensemble: int | None = typer.Option(
+        None, help="Inits per data run, trained together; the run predicts their mean."
     ),
     workers: int = typer.Option(1, help="Worker processes (each gets cores // workers)."),
     threads: int = threads_option(
@@ -102,11 +109,17 @@ def sweep_command(
         "attention": attention,
         "model_widths": _values(model_widths, int, "model-widths"),
         "model_dims": _values(model_dims, int, "model-dims"),
+        "online_dims": _values(online_dims, int, "online-dims"),
+        "online_widths": _values(online_widths, int, "online-widths"),
         "online_steps": online_steps,
+        "ensemble": ensemble,
     }
     given = {k: v for k, v in overrides.items() if v is not None}
     options = {k: "--" + k.replace("_", "-") for k in overrides}
-    cfg = configured(MANIFOLD_PRESETS[preset].replace, options, **given)
+    base = MANIFOLD_PRESETS[preset]
+    if "dims" in given:  # the preset's model, online and extra runs follow the chosen dims
+        base = configured(base.with_dims, options, dims=given.pop("dims"))
+    cfg = configured(base.replace, options, **given)
     from scalelab.manifold.sweep import run_manifold_sweep  # torch: once the options are sound
 
     table = run_manifold_sweep(cfg, out, workers=workers, backend=where, quiet=quiet)
@@ -114,7 +127,7 @@ def sweep_command(
     if json_out:
         print_json(rows)
         return
-    cols = ("run", "d_hat", "test_mse", "train_mse", "stop_reason", "wall_time_s")
+    cols = ("run", "d_hat", "test_mse", "bayes_ratio", "train_mse", "stop_reason", "wall_time_s")
     shown = [{c: r.get(c) for c in cols if c in r} for r in rows]
     print_table(f"manifold sweep: {out}", shown)
 

@@ -11,11 +11,12 @@ Five kinds of run (column `task` of runs.csv):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
-from scalelab.config import Config
+from scalelab.config import OMIT_DEFAULT, Config
 from scalelab.errors import ConfigError
 from scalelab.fields import choice
 from scalelab.manifold.config import FitConfig, RegressorConfig, ScheduleConfig
@@ -71,6 +72,14 @@ class ManifoldSweepConfig(Config):
     id_points: int = 8192
     id_estimator: str = "mle"
     hidden_id: bool = False
+    # > 1: every data and wide run is an ensemble of this many inits (one sample), trained
+    # together (`manifold.batched`); its prediction is their mean. Member 0 is the run's
+    # single model (init and batch order from the run's seed), so single against ensemble is
+    # measured on the same seeds.
+    ensemble: int = dataclasses.field(default=1, metadata=OMIT_DEFAULT)
+    # True: runs ordered curve by curve ((d, β): every seed and size, then its wide run), so a
+    # sweep stopped early holds whole curves
+    by_curve: bool = dataclasses.field(default=False, metadata=OMIT_DEFAULT)
 
     def validate(self) -> None:
         if self.manifold not in MANIFOLDS:
@@ -100,6 +109,10 @@ class ManifoldSweepConfig(Config):
         for width in (None, *self.model_widths, *self.online_widths, self.wide_width or None):
             self.regressor(width)  # e.g. widths divisible by n_heads
         self.fit()
+        if self.ensemble < 1:
+            raise ConfigError(
+                f"ensemble (--ensemble) must be >= 1, got {self.ensemble}; use 1 for one model"
+            )
         if self.online_steps < 1:
             raise ConfigError(
                 f"online_steps (--online-steps) must be >= 1, got {self.online_steps}; "
@@ -157,6 +170,21 @@ class ManifoldSweepConfig(Config):
     def val_count(self, n: int) -> int:
         return self.val_size or max(32, round(self.val_fraction * n))
 
+    def with_dims(self, dims: tuple[int, ...]) -> ManifoldSweepConfig:
+        """This sweep on other intrinsic dimensions: the model-scaling, online and extra (d, β)
+        runs keep only the dimensions among `dims` (so a preset runs on any d)."""
+        keep = set(dims)
+        model_dims = tuple(d for d in self.model_dims if d in keep)
+        online_dims = tuple(d for d in self.online_dims if d in keep)
+        return self.replace(
+            dims=tuple(dims),
+            model_dims=model_dims,
+            model_widths=self.model_widths if model_dims else (),
+            online_dims=online_dims,
+            online_widths=self.online_widths if online_dims else (),
+            extra_problems=tuple(p for p in self.extra_problems if p[0] in keep),
+        )
+
 
 def _tuples(v: Any) -> Any:
     return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
@@ -166,6 +194,9 @@ def config_from_json(data: dict[str, Any]) -> ManifoldSweepConfig:
     """The config back from its sweep.json form (JSON lists become tuples)."""
     return ManifoldSweepConfig.from_dict({k: _tuples(v) for k, v in data.items()})
 
+
+#: 13 sizes, evenly spaced in log over two decades (rounded): the `theorem` preset's grid.
+THEOREM_SIZES = tuple(round(100 * 10 ** (i / 6)) for i in range(13))
 
 MANIFOLD_PRESETS: dict[str, ManifoldSweepConfig] = {
     "smoke": ManifoldSweepConfig(
@@ -177,8 +208,25 @@ MANIFOLD_PRESETS: dict[str, ManifoldSweepConfig] = {
         dims=(2, 4, 6, 8), betas=(1.0, 0.5), seeds=(0, 1, 2),
         model_dims=(2,), model_widths=(8, 16, 32, 64),
     ),
-    # Theorem 1 where d is known (docs/benchmarks/manifold.md): the Gaussian field on T^d.
+    # Theorem 1 where d is known (docs/benchmarks/manifold.md): the Gaussian field on T^d,
+    # 13 sizes over two decades, 3 seeds, each run an ensemble of 4 inits trained until
+    # patience stops it (the design and why: docs/benchmarks/manifold.md).
     "theorem": ManifoldSweepConfig(
+        manifold="torus", target="field", dims=(1, 2, 3, 4, 6, 8), betas=(1.0,),
+        extra_problems=((1, 0.5), (4, 0.5)), n_values=THEOREM_SIZES, seeds=(0, 1, 2), D=16,
+        val_size=512, schedule="patience", lr=2e-3, batch_size=64, max_steps=50000,
+        patience=12, ensemble=4, by_curve=True, wide_width=64, hidden_id=True,
+    ),
+    # The same path in minutes: one d, five sizes, two seeds, ensembles of two.
+    "theorem-quick": ManifoldSweepConfig(
+        manifold="torus", target="field", dims=(2,), n_values=(100, 178, 316, 562, 1000),
+        seeds=(0, 1), D=16, n_test=2048, val_size=256, schedule="patience", lr=2e-3,
+        batch_size=64, max_steps=50000, patience=12, ensemble=2, by_curve=True, wide_width=64,
+        hidden_id=True, id_points=4096,
+    ),
+    # The first theorem design (docs/benchmarks/manifold_theorem was run with it): one model
+    # per run, a fixed schedule capped at 2000 steps, 5 sizes.
+    "theorem-v1": ManifoldSweepConfig(
         manifold="torus", target="field", dims=(1, 2, 3, 4, 6, 8), betas=(1.0,),
         extra_problems=((1, 0.5), (4, 0.5)), n_values=(100, 316, 1000, 3162, 10000),
         seeds=(0, 1, 2), D=16, val_size=512, schedule="fixed", lr=5e-3, batch_size=64,
@@ -225,6 +273,13 @@ def specs_for(cfg: ManifoldSweepConfig) -> list[RunSpec]:
         )
         for d, beta in (cfg.problems if cfg.wide_width else [])
     ]  # fmt: skip
+    if cfg.by_curve:
+        for d, beta in cfg.problems:
+            for seed in cfg.seeds:
+                specs += [s for s in _data_specs(cfg, seed, base) if s.params["d"] == d
+                          and s.params["beta"] == beta]  # fmt: skip
+            specs += [s for s in wide if s.params["d"] == d and s.params["beta"] == beta]
+        return specs + online + _model_specs(cfg, base)
     if cfg.schedule == "fixed":
         for i, seed in enumerate(cfg.seeds):
             specs += _data_specs(cfg, seed, base)

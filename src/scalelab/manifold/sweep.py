@@ -19,6 +19,9 @@ import torch
 from scalelab import seeds
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.io import append_jsonl, atomic_write, atomic_write_json, provenance, to_json
+from scalelab.manifold.batched import Member, fit_members, fit_members_schedule
+from scalelab.manifold.config import RegressorConfig
+from scalelab.manifold.field import TorusField
 from scalelab.manifold.model import TransformerRegressor
 from scalelab.manifold.plan import (
     KIND,
@@ -28,7 +31,7 @@ from scalelab.manifold.plan import (
     specs_for,
 )
 from scalelab.manifold.problem import Problem, Sample
-from scalelab.manifold.train import epoch_batches, fit_regressor, fit_schedule, mse
+from scalelab.manifold.train import epoch_batches, fit_regressor, fit_schedule, mse, predict
 from scalelab.runs.sweep import Backend, RunSpec, opened_sweep, run_sweep
 from scalelab.scalars import Scalars
 
@@ -81,6 +84,59 @@ def _hidden_id(model: TransformerRegressor, cfg: ManifoldSweepConfig, problem: P
     return out
 
 
+def _model(reg_cfg: RegressorConfig, seed: int) -> TransformerRegressor:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return TransformerRegressor(reg_cfg)
+
+
+def member_seed(seed: int, member: int) -> int:
+    """Init and batch-order seed of an ensemble's member: member 0 is the run's own seed (so
+    it is the single model of an ensemble-1 run); the others are apart from every run seed."""
+    return seed if member == 0 else seeds.MANIFOLD_MEMBER * 1_000_003 + 1000 * seed + member
+
+
+def _fit_ensemble(
+    cfg: ManifoldSweepConfig,
+    reg_cfg: RegressorConfig,
+    train: Sample,
+    val: Sample,
+    n: int,
+    seed: int,
+    scalars: Scalars,
+) -> tuple[list[TransformerRegressor], dict[str, Any]]:
+    """`cfg.ensemble` inits on one sample, trained together (`manifold.batched`)."""
+    size = cfg.ensemble
+    models = [_model(reg_cfg, member_seed(seed, e)) for e in range(size)]
+    gens = [torch.Generator().manual_seed(member_seed(seed, e)) for e in range(size)]
+    members = [Member(train.x, train.y, val.x, val.y)] * size
+
+    def log(step: int, vals: list[float]) -> None:
+        scalars.log(step, {f"loss/val_mse_member{e}": v for e, v in enumerate(vals)})
+
+    if cfg.schedule == "fixed":
+        runs = fit_members_schedule(models, members, cfg.schedule_for(n), gens, log=log)
+    else:
+        runs = fit_members(models, members, cfg.fit(), gens, log=log)
+    reasons = {r["stop_reason"] for r in runs}
+    summary = {
+        "steps": max(r["steps"] for r in runs),
+        "best_step": max(r["best_step"] for r in runs),
+        "stop_reason": reasons.pop() if len(reasons) == 1 else "+".join(sorted(reasons)),
+        "train_time_s": sum(r["train_time_s"] for r in runs),
+        "member_steps": [r["steps"] for r in runs],
+        "member_best_steps": [r["best_step"] for r in runs],
+        "member_stop_reasons": [r["stop_reason"] for r in runs],
+    }
+    return models, summary
+
+
+def _ensemble_mse(models: list[TransformerRegressor], x: np.ndarray, y: np.ndarray) -> float:
+    xt = torch.as_tensor(x, dtype=torch.float32)
+    mean = torch.stack([predict(m, xt) for m in models]).mean(0)
+    return float(torch.mean((mean - torch.as_tensor(y).float()) ** 2))
+
+
 def _train_run(cfg: ManifoldSweepConfig, params: dict[str, Any], run_dir: Path) -> dict:
     d, beta, n, seed, task = (
         params["d"],
@@ -95,11 +151,11 @@ def _train_run(cfg: ManifoldSweepConfig, params: dict[str, Any], run_dir: Path) 
     test = _test_sample(cfg, problem, run_dir)
     width = params["d_embd"] if task in ("model", "wide", "online") else None
     reg_cfg = cfg.regressor(width)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = TransformerRegressor(reg_cfg)
-    gen = torch.Generator().manual_seed(seed)
     n_val = cfg.val_count(n or cfg.val_size or 512)
+    ensemble = cfg.ensemble > 1 and task in ("data", "wide")
+    model = _model(reg_cfg, seed)
+    models = [model]
+    gen = torch.Generator().manual_seed(seed)
     with Scalars(run_dir) as scalars:
         if online:  # a fresh noise-free sample every step: the infinite-data limit
             val = problem.sample(n_val, rng, noise=False)
@@ -115,7 +171,11 @@ def _train_run(cfg: ManifoldSweepConfig, params: dict[str, Any], run_dir: Path) 
         else:
             train = problem.sample(n, rng)
             val = problem.sample(n_val, rng)
-            if cfg.schedule == "fixed":
+            if ensemble:
+                models, summary = _fit_ensemble(cfg, reg_cfg, train, val, n, seed, scalars)
+                summary["train_mse"] = _ensemble_mse(models, train.x, train.y)
+                summary["val_mse"] = _ensemble_mse(models, val.x, val.y)
+            elif cfg.schedule == "fixed":
                 batches = epoch_batches(train.x, train.y, cfg.batch_size, gen)
                 summary = fit_schedule(
                     model, batches, val.x, val.y, cfg.schedule_for(n), log=scalars.log
@@ -127,26 +187,40 @@ def _train_run(cfg: ManifoldSweepConfig, params: dict[str, Any], run_dir: Path) 
                     model, train.x, train.y, val.x, val.y, cfg.fit(), generator=gen,
                     log=scalars.log,
                 )  # fmt: skip
-    xt = torch.as_tensor(test.x, dtype=torch.float32)
     from safetensors.torch import save_file
 
-    save_file(model.state_dict(), str(run_dir / "model.safetensors"))
-    capped = mse(model, xt, torch.as_tensor(test.f).float())
+    weights = {
+        (f"member{e}.{k}" if ensemble else k): v
+        for e, m in enumerate(models)
+        for k, v in m.state_dict().items()
+    }
+    save_file(weights, str(run_dir / "model.safetensors"))
+    capped = _ensemble_mse(models, test.x, test.f)
     out = {
         "test_mse": capped + problem.excess_offset,
         "test_mse_capped": capped,
         "tail_variance": problem.excess_offset,
-        "test_mse_noisy": mse(model, xt, torch.as_tensor(test.y).float()),
+        "test_mse_noisy": _ensemble_mse(models, test.x, test.y),
         "null_mse": float(np.var(test.f)),
         "noise_var": problem.label_noise_std**2,
-        "params": model.num_params(),
+        "params": models[0].num_params(),
         "d_embd": reg_cfg.d_embd,
         "n_val": n_val,
         "n_test": cfg.n_test,
         **summary,
     }
+    if isinstance(problem.target, TorusField) and n is not None:
+        bayes = float(problem.target.bayes_risk(n, problem.label_noise_std))
+        out["bayes_risk"] = bayes
+        out["bayes_ratio"] = capped / bayes
+    if ensemble:
+        member = [_ensemble_mse([m], test.x, test.f) for m in models]
+        out |= {f"member{e}_mse_capped": v for e, v in enumerate(member)}
+        out["ensemble"] = len(models)
+        out["single_mse_capped"] = member[0]
+        out["init_sd_log"] = float(np.std(np.log(member), ddof=1))
     if cfg.hidden_id and task == "data" and n in (min(cfg.n_values), max(cfg.n_values)):
-        out |= _hidden_id(model, cfg, problem)
+        out |= _hidden_id(models[0], cfg, problem)
     return out
 
 
