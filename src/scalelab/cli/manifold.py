@@ -28,6 +28,7 @@ from scalelab.cli.common import (
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance
 from scalelab.manifold.geometry import MANIFOLDS
+from scalelab.manifold.levers import LEVERS, LeverConfig, run_levers
 from scalelab.manifold.plan import MANIFOLD_PRESETS
 from scalelab.manifold.problem import Problem, ProblemConfig
 
@@ -178,8 +179,54 @@ def sample_command(
         print_table("manifold sample", [{"quantity": k, "value": v} for k, v in info.items()])
 
 
+_L = LeverConfig()
+
+
+def levers_command(
+    out: Path = typer.Option(..., "--out", help="Folder of the cells (created, or resumed)."),
+    dims: str = typer.Option(",".join(map(str, _L.dims)), help="Intrinsic dimensions."),
+    beta: float = typer.Option(_L.beta, help="Hölder exponent of the field, in (0, 1]."),
+    n_values: str = typer.Option(",".join(map(str, _L.n_values)), help="Training sizes."),
+    samples: int = typer.Option(_L.samples, help="Training samples per (d, n)."),
+    inits: int = typer.Option(_L.inits, help="Inits per sample (the same for every sample)."),
+    levers: str = typer.Option(",".join(_L.levers), help=f"Among: {', '.join(LEVERS)}."),
+    seed: int = SEED,
+    threads: int = threads_option(1, help="Torch threads (small models gain nothing from more)."),
+    quiet: bool = QUIET,
+    json_out: bool = JSON,
+) -> None:
+    """Split a theorem run's noise into data draw and init, per training lever, on the same
+    seeds; with each lever's Bayes ratio (single model and ensemble of the inits)."""
+    set_threads(threads, workers=1)
+    fields = {
+        "dims": _values(dims, int, "dims"),
+        "beta": beta,
+        "n_values": _values(n_values, int, "n-values"),
+        "samples": samples,
+        "inits": inits,
+        "levers": tuple(parse_list(levers, str, "--levers")),
+        "seed": seed,
+    }
+    cfg = configured(LeverConfig, {k: "--" + k.replace("_", "-") for k in fields}, **fields)
+    rows = run_levers(cfg, out, quiet=quiet)
+    shown = [
+        {
+            "lever": r.lever, "d": r.d, "n": r.n, "single/Bayes": r.single_ratio,
+            "ensemble/Bayes": r.ensemble_ratio, "init sd": r.split.init_sd,
+            "data sd": r.split.data_sd, "seed sd": r.split.seed_sd,
+            "ensemble sd": r.ensemble_sd, "CPU s": r.cpu_s,
+        }
+        for r in rows
+    ]  # fmt: skip
+    if json_out:
+        print_json([r.to_dict() for r in rows])
+    else:
+        print_table(f"manifold levers: {out}", shown)
+
+
 def register(app: typer.Typer) -> None:
-    """Add `scalelab manifold sweep|sample`."""
+    """Add `scalelab manifold sweep|sample|levers`."""
     manifold_app.command("sweep")(sweep_command)
     manifold_app.command("sample")(sample_command)
+    manifold_app.command("levers")(levers_command)
     app.add_typer(manifold_app, name="manifold")

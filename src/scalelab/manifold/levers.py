@@ -1,0 +1,177 @@
+"""Where a theorem run's noise comes from, and what each training lever buys, on the same seeds.
+
+For every lever (a way to train the regressor), (d, β) and n: S samples, each trained from the
+same I inits (init and batch order seeded by the init only: a crossed design), all I of one
+sample together (`manifold.batched`). Per cell it stores each model's excess risk on the
+capped field; the summary gives, per lever:
+- the noise split of one model's log error (`manifold.noise`): data draw against init;
+- its Bayes ratio (excess risk over `TorusField.bayes_risk(n)`, geometric mean over runs);
+- the same for the ensemble of the I inits (mean prediction), with its sd over samples: the
+  noise a run of an ensemble-I estimator has.
+
+The module imports torch only where a cell trains, so the CLI reads `LeverConfig` without it.
+
+Levers: `v1` (the first theorem design: one fixed cosine schedule, 20 epochs capped at 2000
+steps, lr 5e-3) and `patience` (the `theorem` preset's rule: LR halved on plateaus, stopped by
+patience, lr 2e-3). Cells are written atomically one file each, so a stopped run resumes.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scalelab import seeds
+from scalelab.config import Config, Record
+from scalelab.errors import ConfigError
+from scalelab.io import atomic_write_json, provenance, read_json
+from scalelab.manifold.noise import NoiseSplit, noise_split
+from scalelab.manifold.plan import MANIFOLD_PRESETS, ManifoldSweepConfig
+from scalelab.manifold.problem import Problem
+from scalelab.progress import progress
+
+LEVERS: dict[str, ManifoldSweepConfig] = {
+    "v1": MANIFOLD_PRESETS["theorem-v1"],
+    "patience": MANIFOLD_PRESETS["theorem"],
+}
+
+
+@dataclass(frozen=True)
+class LeverConfig(Config):
+    """The crossed design: problems, sizes, samples x inits, and the levers compared."""
+
+    dims: tuple[int, ...] = (2, 8)
+    beta: float = 1.0
+    n_values: tuple[int, ...] = (316, 3162)
+    samples: int = 4
+    inits: int = 4
+    levers: tuple[str, ...] = ("v1", "patience")
+    seed: int = 0
+
+    def validate(self) -> None:
+        if self.samples < 2 or self.inits < 2:
+            raise ConfigError(
+                f"samples and inits must be >= 2 (got {self.samples}, {self.inits}): "
+                "the split needs replicates of both"
+            )
+        unknown = set(self.levers) - set(LEVERS)
+        if unknown or not self.levers:
+            raise ConfigError(f"levers must be among {', '.join(LEVERS)}, got {self.levers}")
+        if not self.dims or not self.n_values or min(self.n_values) < 8:
+            raise ConfigError("give at least one d and one n (each n >= 8)")
+
+    def base(self, lever: str, d: int) -> ManifoldSweepConfig:
+        """The sweep config whose problem, regressor and rule the lever uses; the field is
+        capped by the largest size of this design, as a sweep's is."""
+        return LEVERS[lever].replace(dims=(d,), betas=(self.beta,), extra_problems=(),
+                                     n_values=self.n_values)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LeverRow(Record):
+    """One (lever, d, n): the single model's split and Bayes ratio, and the ensemble's."""
+
+    lever: str
+    d: int
+    beta: float
+    n: int
+    bayes_risk: float
+    single_ratio: float
+    ensemble_ratio: float
+    ensemble_sd: float
+    split: NoiseSplit
+    cpu_s: float
+
+
+def _cell(cfg: LeverConfig, lever: str, d: int, n: int, s: int) -> dict[str, Any]:
+    """One sample s trained from the I inits; excess risks of each model and of their mean."""
+    import torch  # here, so the CLI reads LeverConfig without torch
+
+    from scalelab.manifold.batched import Member, fit_members, fit_members_schedule
+    from scalelab.manifold.model import TransformerRegressor
+    from scalelab.manifold.train import predict
+
+    base = cfg.base(lever, d)
+    problem = Problem(base.problem(d, cfg.beta))
+    test = problem.sample(
+        base.n_test, np.random.default_rng([base.problem_seed, d, seeds.MANIFOLD_TEST])
+    )
+    rng = np.random.default_rng([cfg.seed, s, n, d, int(cfg.beta * 1000), seeds.MANIFOLD_LEVER])
+    train, val = problem.sample(n, rng), problem.sample(base.val_count(n), rng)
+    models = []
+    for i in range(cfg.inits):
+        torch.manual_seed(cfg.seed * 1000 + i)
+        models.append(TransformerRegressor(base.regressor()))
+    gens = [torch.Generator().manual_seed(cfg.seed * 1000 + i) for i in range(cfg.inits)]
+    members = [Member(train.x, train.y, val.x, val.y)] * cfg.inits
+    cpu = time.process_time()
+    if base.schedule == "fixed":
+        runs = fit_members_schedule(models, members, base.schedule_for(n), gens)
+    else:
+        runs = fit_members(models, members, base.fit(), gens)
+    xt = torch.as_tensor(test.x, dtype=torch.float32)
+    preds = torch.stack([predict(m, xt) for m in models]).double().numpy()
+    return {
+        "lever": lever,
+        "d": d,
+        "n": n,
+        "sample": s,
+        "member_mse": ((preds - test.f) ** 2).mean(1).tolist(),
+        "ensemble_mse": float(((preds.mean(0) - test.f) ** 2).mean()),
+        "bayes_risk": float(problem.target.bayes_risk(n, problem.label_noise_std)),
+        "steps": [r["steps"] for r in runs],
+        "cpu_s": time.process_time() - cpu,
+    }
+
+
+def run_levers(cfg: LeverConfig, out: str | Path, *, quiet: bool = False) -> list[LeverRow]:
+    """Every cell (resuming: a cell whose file exists is read, not rerun), then the rows."""
+    out = Path(out)
+    (out / "cells").mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out / "config.json", {**cfg.to_dict(), "provenance": provenance()})
+    keys = [(lv, d, n, s) for lv in cfg.levers for d in cfg.dims for n in cfg.n_values
+            for s in range(cfg.samples)]  # fmt: skip
+    cells = []
+    with progress("levers (cells)", len(keys), quiet=quiet) as advance:
+        for lv, d, n, s in keys:
+            path = out / "cells" / f"{lv}_d{d}_n{n}_s{s}.json"
+            if not path.exists():
+                atomic_write_json(path, _cell(cfg, lv, d, n, s))
+            cells.append(read_json(path))
+            advance(1, f"{lv} d={d} n={n} sample {s}")
+    rows = summarise(cells, cfg.beta)
+    atomic_write_json(out / "levers.json", {"rows": [r.to_dict() for r in rows]})
+    return rows
+
+
+def summarise(cells: list[dict[str, Any]], beta: float) -> list[LeverRow]:
+    """The rows of finished cells, grouped by (lever, d, n) (module docstring)."""
+    groups: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    for c in cells:
+        groups.setdefault((c["lever"], c["d"], c["n"]), []).append(c)
+    rows = []
+    for (lever, d, n), group in groups.items():
+        group = sorted(group, key=lambda c: c["sample"])
+        errs = np.log(np.array([c["member_mse"] for c in group]))  # [S, I]
+        ens = np.log(np.array([c["ensemble_mse"] for c in group]))
+        bayes = group[0]["bayes_risk"]
+        rows.append(
+            LeverRow(
+                lever=lever,
+                d=d,
+                beta=beta,
+                n=n,
+                bayes_risk=bayes,
+                single_ratio=math.exp(float(errs.mean())) / bayes,
+                ensemble_ratio=math.exp(float(ens.mean())) / bayes,
+                ensemble_sd=float(ens.std(ddof=1)) if len(ens) > 1 else math.nan,
+                split=noise_split(errs),
+                cpu_s=float(sum(c["cpu_s"] for c in group)),
+            )
+        )
+    return rows
