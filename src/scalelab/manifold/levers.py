@@ -68,8 +68,8 @@ class LeverConfig(Config):
     def base(self, lever: str, d: int) -> ManifoldSweepConfig:
         """The sweep config whose problem, regressor and rule the lever uses; the field is
         capped by the largest size of this design, as a sweep's is."""
-        return LEVERS[lever].replace(dims=(d,), betas=(self.beta,), extra_problems=(),
-                                     n_values=self.n_values)  # fmt: skip
+        return LEVERS[lever].with_dims((d,)).replace(betas=(self.beta,), extra_problems=(),
+                                                     n_values=self.n_values)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,16 @@ class ExponentCheck:
     sizes: list[float] = field(default_factory=list)
     errors: list[float] = field(default_factory=list)
     local_slopes: list[float] = field(default_factory=list)
+    # excess risk over the ideal learner's (`bayes_risk(n)`), geometric mean over seeds per
+    # size; its drift (largest n's over smallest n's) and its log-log slope over the fit range
+    # (the observed exponent is the ideal learner's minus this slope)
+    bayes_ratios: list[float] = field(default_factory=list)
+    ratio_drift: float | None = None
+    ratio_slope: float | None = None
+    cause: str = ""  # a CURVED curve's checked cause (model, optimisation, the ratio's slope)
+    plan: str | None = None  # an UNDECIDED curve: the run that would decide it
+    cpu_minutes: float | None = None
+    at_cap: str = ""  # runs (members) that stopped at the step cap, not by patience
 
     @property
     def label(self) -> str:
@@ -112,10 +122,12 @@ def _check(
     limited: np.ndarray | None = None,
     extra: dict[str, Any] | None = None,
     seed: int = 0,
+    cpu_s: np.ndarray | None = None,
 ) -> ExponentCheck:
     noise = seed_noise(x, y)
     # the floor of an excess risk is 0 by definition: no power+E fit is needed
-    res = analyse_regime(x, y, limited=limited, floor=0.0, floor_source="excess risk", seed=seed)
+    res = analyse_regime(x, y, limited=limited, floor=0.0, floor_source="excess risk",
+                         seed=seed, cpu_s=cpu_s)  # fmt: skip
     rng, plain = res.fit_range, res.plain
     alpha = plain.exponent if plain is not None else None
     # the outcome and its power are the library's (laws.regime, laws.power): one rule
@@ -137,6 +149,8 @@ def _check(
         predicted_hidden=preds.get("hidden"),
         predicted_ideal=preds.get("ideal"),
         verdict=res.verdict,
+        plan=res.plan.words() if res.plan is not None else None,
+        cpu_minutes=float(np.sum(cpu_s)) / 60 if cpu_s is not None else None,
         sizes=list(res.sizes),
         errors=list(res.losses),
         local_slopes=list(res.local_slopes.slope),
@@ -166,15 +180,62 @@ def data_checks(table: pd.DataFrame, cfg: ManifoldSweepConfig) -> list[ExponentC
         if len(hid):
             preds["hidden"] = 2 * beta / (2 * beta + float(hid.mean()))
         problem = Problem(cfg.problem(d, beta)) if cfg.target == "field" else None
-        check = _check("data", d, beta, x, y, preds, limited=limited, extra={
-            "model_limited": limited_big, "wide_ratio": ratio,
+        cpu = rows["cpu_time_s"].to_numpy(float) if "cpu_time_s" in rows else None
+        check = _check("data", d, beta, x, y, preds, limited=limited, cpu_s=cpu, extra={
+            "model_limited": limited_big, "wide_ratio": ratio, "at_cap": _at_cap(rows),
             "best_at_end": _best_at_end(rows), "train_over_noise": _underfit(rows)})  # fmt: skip
         if problem is not None and check.n_points >= 2:
             sizes = np.asarray([s for s in check.sizes if s <= check.x_range[1]])
             sizes = sizes[sizes >= check.x_range[0]]
             check = _replace(check, predicted_ideal=ideal_exponent(problem, sizes))
-        out.append(check)
+        if problem is not None:
+            check = _replace(check, **_bayes_ratios(rows, problem, check.x_range))
+        out.append(_replace(check, cause=_cause(check)))
     return out
+
+
+def _bayes_ratios(rows: pd.DataFrame, problem: Problem, x_range: tuple) -> dict[str, Any]:
+    """Excess risk (capped field) over `bayes_risk(n)` per size, its drift and its slope."""
+    n = rows["n"].to_numpy(float)
+    capped = rows["test_mse_capped"].to_numpy(float)
+    ratio = capped / problem.target.bayes_risk(n, problem.label_noise_std)
+    frame = pd.DataFrame({"n": n, "l": np.log(ratio)}).groupby("n")["l"].mean()
+    sizes, gm = frame.index.to_numpy(float), np.exp(frame.to_numpy())
+    inside = (sizes >= x_range[0]) & (sizes <= x_range[1])
+    slope = None
+    if inside.sum() >= 2:
+        slope = float(np.polyfit(np.log(sizes[inside]), np.log(gm[inside]), 1)[0])
+    return {"bayes_ratios": gm.tolist(), "ratio_drift": float(gm[-1] / gm[0]),
+            "ratio_slope": slope}  # fmt: skip
+
+
+#: A Bayes ratio whose log-log slope over the fit range exceeds this bends the curve: the
+#: observed exponent is the ideal learner's minus that slope.
+RATIO_SLOPE_LIMIT = 0.05
+
+
+def _cause(c: ExponentCheck) -> str:
+    """What a CURVED curve's checks point at (empty for other outcomes): the wide model
+    (model-limited), runs stopped at the step cap (optimisation), or the Bayes ratio's slope
+    (the estimator falling behind, or gaining on, the ideal learner)."""
+    if c.outcome != "CURVED":
+        return ""
+    causes = []
+    if c.model_limited:
+        causes.append(f"model-limited (the wide model's error is {c.wide_ratio:.2f}× the base's)")
+    if c.at_cap and not c.at_cap.startswith("0/"):
+        causes.append(f"optimisation-limited ({c.at_cap} runs stopped at the step cap)")
+    if c.ratio_slope is not None and abs(c.ratio_slope) > RATIO_SLOPE_LIMIT:
+        causes.append(f"the Bayes ratio's slope {c.ratio_slope:+.2f} over the range")
+    return "; ".join(causes) or "none of the checks (wide model, step cap, Bayes ratio) explains it"
+
+
+def _at_cap(rows: pd.DataFrame) -> str:
+    """Runs that stopped at the step cap (an ensemble's: any member did), of all runs."""
+    if "stop_reason" not in rows:
+        return ""
+    capped = rows["stop_reason"].astype(str).str.contains("max_steps").sum()
+    return f"{int(capped)}/{len(rows)}"
 
 
 def _replace(check: ExponentCheck, **changes: Any) -> ExponentCheck:

@@ -113,8 +113,24 @@ def check_rows(checks: list[ExponentCheck]) -> list[dict[str, Any]]:
             "wide/base": f"{_f(c.wide_ratio, 2)} {limited}", "best at end": c.best_at_end,
             "train/noise": _f(c.train_over_noise, 2),
             "local slopes": ", ".join(f"{s:.2f}" for s in c.local_slopes),
+            **_ratio_cells(c),
         })  # fmt: skip
     return rows
+
+
+def _ratio_cells(c: ExponentCheck) -> dict[str, str]:
+    """The Bayes ratio's range, drift and slope, the stops at the cap, the cause or plan and
+    the CPU time (data curves of a field sweep; none for the online ones)."""
+    if not c.bayes_ratios:
+        return {}
+    return {
+        "Bayes ratio": f"{min(c.bayes_ratios):.2f}–{max(c.bayes_ratios):.2f}",
+        "drift (last/first)": _f(c.ratio_drift, 2),
+        "ratio slope": _f(c.ratio_slope, 3),
+        "at step cap": c.at_cap or "n/a",
+        "cause or plan": c.cause or c.plan or "",
+        "CPU min": _f(c.cpu_minutes, 1),
+    }
 
 
 def build(summary: TheoremSummary, report: Report) -> None:
@@ -127,7 +143,10 @@ def build(summary: TheoremSummary, report: Report) -> None:
         "crosses: the ideal learner's exponent on the same field and sizes.",
     )
     report.figure(curves_figure(summary), "Error curves (geometric mean over seeds).")
-    report.table(check_rows(summary.data), "Data scaling per (d, β)", wrap=("local slopes",))
+    report.table(
+        check_rows(summary.data), "Data scaling per (d, β)",
+        wrap=("local slopes", "cause or plan"),
+    )  # fmt: skip
     if summary.online:
         report.table(check_rows(summary.online), "Model scaling, infinite data (α_N = 2β/d)")
     if summary.hidden:
