@@ -35,7 +35,10 @@ def _models() -> list[TransformerRegressor]:
 
 
 def _same_weights(a: torch.nn.Module, b: torch.nn.Module) -> float:
-    return max(float((p - q).detach().abs().max()) for p, q in zip(a.parameters(), b.parameters()))
+    return max(
+        float((p - q).detach().abs().max())
+        for p, q in zip(a.parameters(), b.parameters(), strict=True)
+    )
 
 
 def test_batched_patience_training_equals_one_at_a_time() -> None:
