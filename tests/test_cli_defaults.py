@@ -29,6 +29,7 @@ from scalelab.laws.regime import RegimeConfig
 from scalelab.laws.table import RegimeInputs, fit_table
 from scalelab.laws.theory import predict_exponents
 from scalelab.lm.config import TrainConfig
+from scalelab.manifold.levers import LeverConfig
 from scalelab.manifold.problem import ProblemConfig
 from scalelab.manifold.sweep import run_manifold_sweep
 from scalelab.pipeline.config import flat_defaults
@@ -78,6 +79,7 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
     "sweep data": ([*SWEEP, data_sweep], {}, PRESET),
     "sweep model": ([*SWEEP, model_sweep], {"train_tokens": None}, PRESET),
     "manifold sweep": ([run_manifold_sweep], {}, set()),
+    "manifold levers": ([LeverConfig()], {}, set()),
     "manifold sample": (
         [ProblemConfig()],
         {"ambient": "D", "problem_seed": "seed", "seed": None},  # --seed: the sample's

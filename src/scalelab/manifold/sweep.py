@@ -137,6 +137,34 @@ def _ensemble_mse(models: list[TransformerRegressor], x: np.ndarray, y: np.ndarr
     return float(torch.mean((mean - torch.as_tensor(y).float()) ** 2))
 
 
+def _scores(
+    models: list[TransformerRegressor], problem: Problem, test: Sample, n: int | None, members: bool
+) -> dict[str, Any]:
+    """A trained run's errors on the test sample: the excess risk (with the field's tail),
+    its capped part, the noisy test loss; on the field, its ratio to the ideal learner's risk
+    at n; for an ensemble, each member's."""
+    capped = _ensemble_mse(models, test.x, test.f)
+    out = {
+        "test_mse": capped + problem.excess_offset,
+        "test_mse_capped": capped,
+        "tail_variance": problem.excess_offset,
+        "test_mse_noisy": _ensemble_mse(models, test.x, test.y),
+        "null_mse": float(np.var(test.f)),
+        "noise_var": problem.label_noise_std**2,
+    }
+    if isinstance(problem.target, TorusField) and n is not None:
+        bayes = float(problem.target.bayes_risk(n, problem.label_noise_std))
+        out["bayes_risk"] = bayes
+        out["bayes_ratio"] = capped / bayes
+    if members:
+        member = [_ensemble_mse([m], test.x, test.f) for m in models]
+        out |= {f"member{e}_mse_capped": v for e, v in enumerate(member)}
+        out["ensemble"] = len(models)
+        out["single_mse_capped"] = member[0]
+        out["init_sd_log"] = float(np.std(np.log(member), ddof=1))
+    return out
+
+
 def _train_run(cfg: ManifoldSweepConfig, params: dict[str, Any], run_dir: Path) -> dict:
     d, beta, n, seed, task = (
         params["d"],
@@ -195,30 +223,14 @@ def _train_run(cfg: ManifoldSweepConfig, params: dict[str, Any], run_dir: Path) 
         for k, v in m.state_dict().items()
     }
     save_file(weights, str(run_dir / "model.safetensors"))
-    capped = _ensemble_mse(models, test.x, test.f)
     out = {
-        "test_mse": capped + problem.excess_offset,
-        "test_mse_capped": capped,
-        "tail_variance": problem.excess_offset,
-        "test_mse_noisy": _ensemble_mse(models, test.x, test.y),
-        "null_mse": float(np.var(test.f)),
-        "noise_var": problem.label_noise_std**2,
+        **_scores(models, problem, test, n, ensemble),
         "params": models[0].num_params(),
         "d_embd": reg_cfg.d_embd,
         "n_val": n_val,
         "n_test": cfg.n_test,
         **summary,
     }
-    if isinstance(problem.target, TorusField) and n is not None:
-        bayes = float(problem.target.bayes_risk(n, problem.label_noise_std))
-        out["bayes_risk"] = bayes
-        out["bayes_ratio"] = capped / bayes
-    if ensemble:
-        member = [_ensemble_mse([m], test.x, test.f) for m in models]
-        out |= {f"member{e}_mse_capped": v for e, v in enumerate(member)}
-        out["ensemble"] = len(models)
-        out["single_mse_capped"] = member[0]
-        out["init_sd_log"] = float(np.std(np.log(member), ddof=1))
     if cfg.hidden_id and task == "data" and n in (min(cfg.n_values), max(cfg.n_values)):
         out |= _hidden_id(models[0], cfg, problem)
     return out
