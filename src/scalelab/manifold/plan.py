@@ -66,6 +66,8 @@ class ManifoldSweepConfig(Config):
     batch_size: int = 128
     max_steps: int = 20000
     patience: int = 12
+    # patience rule: validate every epoch, or every this many steps where an epoch is shorter
+    min_eval_steps: int = dataclasses.field(default=25, metadata=OMIT_DEFAULT)
     epochs: float = 20.0  # fixed schedule: steps = clip(epochs·n/batch, min_steps, max_steps)
     min_steps: int = 400
     # intrinsic dimension of the inputs, and (hidden_id) of the trained models' states
@@ -155,6 +157,7 @@ class ManifoldSweepConfig(Config):
             lr=self.lr,
             batch_size=self.batch_size,
             max_steps=self.max_steps,
+            min_eval_steps=self.min_eval_steps,
             patience=self.patience,
         )
 
@@ -215,14 +218,15 @@ MANIFOLD_PRESETS: dict[str, ManifoldSweepConfig] = {
         manifold="torus", target="field", dims=(1, 2, 3, 4, 6, 8), betas=(1.0,),
         extra_problems=((1, 0.5), (4, 0.5)), n_values=THEOREM_SIZES, seeds=(0, 1, 2), D=16,
         val_size=512, schedule="patience", lr=2e-3, batch_size=64, max_steps=50000,
-        patience=12, ensemble=4, by_curve=True, wide_width=64, hidden_id=True,
+        min_eval_steps=100, patience=12, ensemble=4, by_curve=True, wide_width=64,
+        hidden_id=True,
     ),
     # The same path in minutes: one d, five sizes, two seeds, ensembles of two.
     "theorem-quick": ManifoldSweepConfig(
         manifold="torus", target="field", dims=(2,), n_values=(100, 178, 316, 562, 1000),
         seeds=(0, 1), D=16, n_test=2048, val_size=256, schedule="patience", lr=2e-3,
-        batch_size=64, max_steps=50000, patience=12, ensemble=2, by_curve=True, wide_width=64,
-        hidden_id=True, id_points=4096,
+        batch_size=64, max_steps=50000, min_eval_steps=100, patience=12, ensemble=2,
+        by_curve=True, wide_width=64, hidden_id=True, id_points=4096,
     ),
     # The first theorem design (docs/benchmarks/manifold_theorem was run with it): one model
     # per run, a fixed schedule capped at 2000 steps, 5 sizes.
