@@ -113,10 +113,13 @@ def lattice_points(d: int, M: int, shift: np.ndarray) -> np.ndarray:
     return np.stack([g.ravel() for g in grids], axis=1)
 
 
-def make_target(name: str, d: int, beta: float, rng: np.random.Generator) -> CubeTarget:
-    """One draw of the target `name` (module docstring)."""
+def make_target(
+    name: str, d: int, beta: float, rng: np.random.Generator, *, cap: int | None = None
+) -> CubeTarget:
+    """One draw of the target `name` (module docstring); `cap`: the field's K (default
+    `FIELD_CAP`)."""
     if name == "field":
-        K = FIELD_CAP.get(d, 16)
+        K = cap or FIELD_CAP.get(d, 16)
         f = TorusField.random(np.eye(2 * d), beta, K * K, rng)
         k = np.linalg.norm(f.modes, axis=1)
         holder = 2 ** (1 - beta) * float(np.sum(f.amplitude * (2 * np.pi * k) ** beta))
