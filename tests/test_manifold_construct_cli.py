@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from scalelab.manifold.construction_rate import load_result
+
 TINY = ("--d", "1", "--beta", "1", "--grid", "3,4,5,6,8", "--draws", "1", "--n-eval", "64",
         "--targets", "multiscale", "--dense-points", "1", "--dense-budget", "1e4")  # fmt: skip
 
@@ -35,6 +37,7 @@ def test_tiny_grid_prints_the_rate_table_and_writes_its_files(
     assert {"git_revision", "python", "torch"} <= set(doc["provenance"])
     for name in ("construct.md", "construct.png", "rows.csv"):
         assert (tmp_path / name).stat().st_size > 0
+    assert [r.G for r in load_result(tmp_path).rows] == [3, 4, 5, 6, 8]  # reads back
 
 
 @pytest.mark.parametrize(

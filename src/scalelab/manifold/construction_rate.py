@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from scalelab.config import Record
-from scalelab.io import atomic_write_json, atomic_write_text, provenance
+from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.laws.fit import fit_power_law
 from scalelab.laws.observe import analyse_regime
 from scalelab.manifold.construction import build, evaluate, nodes, size_formulas, sizes
@@ -384,3 +384,8 @@ def write_result(result: ConstructResult, out: Path) -> None:
     atomic_write_json(out / RESULT, result)
     table = pd.DataFrame([r.to_dict() for r in result.rows])
     atomic_write_text(out / "rows.csv", table.to_csv(index=False))
+
+
+def load_result(out: Path) -> ConstructResult:
+    """A folder's construct.json read back (to redraw its figure and tables)."""
+    return ConstructResult.from_dict(read_json(Path(out) / RESULT))

@@ -137,7 +137,7 @@ def size_rows(result: ConstructResult) -> list[dict[str, Any]]:
         "d": s["d"], "G": s["G"], "tokens": s["tokens"],
         "heads": s["heads"], "depth": s["depth"], "width": s["width"],
         "params (dense)": s["params_dense"], "params (App. B)": s["params_appendix_b"],
-        "κ = max|θ|": f"{s['weight_bound']:.3g}",
+        "κ = max abs θ": f"{s['weight_bound']:.3g}",
         "dense s/point": _f(s["dense_seconds_per_point"]),
     } for s in result.sizes]  # fmt: skip
 
