@@ -76,8 +76,8 @@ def test_a_smaller_interaction_constant_leaks(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_float32_loses_what_float64_keeps() -> None:
-    """C ≈ 6.5·S·l² sits inside every score: float32's 6e-8 relative error times C is far
-    above 1e-6 already at l = 86 tokens."""
+    """C ≈ 16·S·l²/π² ≈ 1.6·S·l² sits inside every score: float32's 6e-8 relative error
+    times C is far above 1e-6 already at l = 86 tokens."""
     values = np.random.default_rng(2).standard_normal(36)
     model = build(2, 6, values)
     x = points(2, 2)

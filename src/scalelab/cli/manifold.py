@@ -193,6 +193,7 @@ def construct_command(
     ),
     out: Path = typer.Option(Path("manifold-construct"), help="Folder for the JSON and figure."),
     threads: int | None = threads_option(),
+    quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
     """Build the paper's Lemma 1 transformer by hand, run it, and fit its error against
@@ -211,7 +212,7 @@ def construct_command(
     from scalelab.manifold.construction_rate import run_construct  # torch: options are sound
     from scalelab.report.manifold_construction import rate_rows, write_figure, write_markdown
 
-    result = run_construct(cfg, out, trained=trained)
+    result = run_construct(cfg, out, trained=trained, quiet=quiet)
     write_figure(result, out)
     write_markdown(result, out)
     if json_out:

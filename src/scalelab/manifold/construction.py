@@ -37,8 +37,9 @@ kernels Q^I = C·rotation(I_{t1} → I_{t2}), K^I = I_{t2} I_{t2}ᵀ and −C on
 Off the target pair (t1, t2) the interaction score is C cos((t − t1)π/2l) cos((k − t2)π/2l)
 ≤ C cos(π/2l) (all angle gaps are under π/2), so C = 2S / (1 − cos(π/2l)), with S a bound on
 |⟨Q^B h, K^B h'⟩| over tokens whose data rows lie in [0, 1] (`data_bound`), leaves every
-other score at most −S < 0. C ≈ 6.5 S l², so float64 loses ≈ C·1e-16 per score and float32
-≈ C·6e-8: float32 is wrong from l ≈ 100 (docs/manifold_construction.md).
+other score at most −S < 0. C ≈ 16 S l²/π² ≈ 1.6 S l², so float64 loses ≈ C·1e-16 per
+score and float32 ≈ C·6e-8: float32 is off by 1e-5 at l = 9 and by O(1) from a few hundred
+tokens (docs/benchmarks/manifold_construct.md).
 
 Simplifications, inside Definitions 1–2: no gating FFNs (the FFNs' inputs vanish off their
 tokens); R is subtracted once, after the sum (G^d R), not per token; the sum head is a plain

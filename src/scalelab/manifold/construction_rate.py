@@ -48,6 +48,7 @@ from scalelab.manifold.construction import build, evaluate, nodes, size_formulas
 from scalelab.manifold.construction_config import TARGETS, ConstructConfig
 from scalelab.manifold.field import TorusField
 from scalelab.manifold.targets import HolderTarget
+from scalelab.progress import progress
 
 #: The field's mode cap K by d: the largest the FFN-free parts (mode list, Hölder sum) allow
 #: in seconds; G − 1 ≤ K/4 then covers `DEFAULT_GRIDS`.
@@ -346,26 +347,23 @@ def trained_curves(path: Path) -> list[TrainedCurve]:
 
 def run_construct(
     cfg: ConstructConfig, out: Path | None = None, *, trained: Path | None = None,
-    progress: Any = None,
+    quiet: bool = False,
 ) -> ConstructResult:  # fmt: skip
     """The whole experiment; with `out`, writes construct.json and rows.csv there."""
     t0 = time.perf_counter()
     rows: list[RateRow] = []
     dense: list[DenseCheck] = []
-    for d in cfg.dims:
-        for beta in cfg.betas:
-            for name in cfg.targets:
-                for draw in range(cfg.draws):
-                    new, _, u, values = draw_rows(cfg, d, beta, name, draw)
-                    rows += new
-                    if progress is not None:
-                        progress(f"d={d} β={beta:g} {name} draw {draw}")
-                    if draw or not cfg.dense_points:
-                        continue
+    curves = [(d, b, n) for d in cfg.dims for b in cfg.betas for n in cfg.targets]
+    with progress("construct", len(curves) * cfg.draws, quiet=quiet) as advance:
+        for d, beta, name in curves:
+            for draw in range(cfg.draws):
+                new, _, u, values = draw_rows(cfg, d, beta, name, draw)
+                rows += new
+                if not draw and cfg.dense_points:
                     pick = np.random.default_rng(cfg.seed).choice(len(u), cfg.dense_points)
-                    for G in cfg.grid_for(d):
-                        if dense_cost(d, G) <= cfg.dense_budget:
-                            dense.append(dense_check(d, beta, name, G, values[G], u[pick]))
+                    sizes_run = [G for G in cfg.grid_for(d) if dense_cost(d, G) <= cfg.dense_budget]
+                    dense += [dense_check(d, beta, name, G, values[G], u[pick]) for G in sizes_run]
+                advance(info=f"d={d} β={beta:g} {name} draw {draw}")
     result = ConstructResult(
         config=cfg, rows=rows, dense=dense, checks=rate_checks(rows, cfg.seed),
         sizes=size_table(cfg.dense_budget), trained=trained_curves(trained) if trained else [],
