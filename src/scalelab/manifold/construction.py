@@ -22,8 +22,9 @@ l = d + dG + dG^d.
 
 Blocks (Definition 3, B(H) = FFN(MHA(H) + H) + MHA(H) + H; heads summed, eq. 17):
 1. bumps: dG heads, token (i, j) reads x^i: row 1 += x^i − c_j + 1; FFN (width 5, depth 2)
-   adds ψ(3(G − 1)(row 1 − 1)) to row 0 and clears row 1. On every other token row 1 is 0, so
-   ψ(−3(G − 1)) = 0 and the FFN adds nothing there: no gating FFN (Lemma 4) is needed.
+   adds ψ(3(G − 1)(row 1 − 1)) to row 0 and clears row 1 (−σ(row 1): row 1 ≥ 0 on every
+   token). On every other token row 1 is 0, so ψ(−3(G − 1)) = 0 and the FFN adds nothing
+   there: no gating FFN (Lemma 4) is needed.
 2. gather: dG^d heads, product slot (n, i) copies s_{i, n^i} into row 0; no FFN.
 3. ⌈log₂ d⌉ product blocks: slot a reads slot b, row 1 += (row 0)_a (row 0)_b; an odd slot
    out reads itself (carried); FFN (Lemma 6, linear) row 0 ← row 1, row 1 ← 0.
@@ -36,7 +37,7 @@ Heads 1–4 are Interaction-Lemma heads: data kernels Q^B, K^B (rows 0, 1 of Q, 
 kernels Q^I = C·rotation(I_{t1} → I_{t2}), K^I = I_{t2} I_{t2}ᵀ and −C on the constant row.
 Off the target pair (t1, t2) the interaction score is C cos((t − t1)π/2l) cos((k − t2)π/2l)
 ≤ C cos(π/2l) (all angle gaps are under π/2), so C = 2S / (1 − cos(π/2l)), with S a bound on
-|⟨Q^B h, K^B h'⟩| over tokens whose data rows lie in [0, 1] (`data_bound`), leaves every
+|⟨Q^B h, K^B h'⟩| over tokens whose data rows lie in [0, 1] (`DATA_BOUND`), leaves every
 other score at most −S < 0. C ≈ 16 S l²/π² ≈ 1.6 S l², so float64 loses ≈ C·1e-16 per
 score and float32 ≈ C·6e-8: float32 is off by 1e-5 at l = 9 and by O(1) from a few hundred
 tokens (docs/benchmarks/manifold_construct.md).
@@ -107,7 +108,9 @@ def bump_scale(G: int, reading: Reading = Reading()) -> float:
     return 3.0 * G if reading.printed_scale else 3.0 * (G - 1)
 
 
-def partition_sum(x: np.ndarray, G: int, *, printed_psi: bool = False, scale: float | None = None):
+def partition_sum(
+    x: np.ndarray, G: int, *, printed_psi: bool = False, scale: float | None = None
+) -> np.ndarray:
     """Σ_j ψ(scale (x − c_j)) per entry of x: 1 everywhere for the corrected ψ and scale."""
     s = 3.0 * (G - 1) if scale is None else scale
     t = s * (np.asarray(x, dtype=np.float64)[..., None] - centres(G))
