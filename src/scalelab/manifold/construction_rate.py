@@ -222,7 +222,9 @@ def lattice_size(d: int, n_eval: int) -> int:
     return max(2, round(n_eval ** (1.0 / d)))
 
 
-def draw_rows(cfg: ConstructConfig, d: int, beta: float, name: str, draw: int) -> tuple:
+def draw_rows(
+    cfg: ConstructConfig, d: int, beta: float, name: str, draw: int
+) -> tuple[list[RateRow], CubeTarget, np.ndarray, dict[int, np.ndarray]]:
     """The rows of one draw, and what the dense check needs (target, lattice, values)."""
     rng = np.random.default_rng([cfg.seed, d, round(beta * 1000), draw, TARGETS.index(name)])
     target = make_target(name, d, beta, rng)
