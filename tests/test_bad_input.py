@@ -483,6 +483,18 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["manifold", "sweep", "--out", "{data_sweep}", "--preset", "smoke"],
         "holds a 'data' sweep, not 'manifold'",
     ),
+    "manifold-construct-grid": (
+        ["manifold", "construct", "--out", "{out}", "--grid", "1,4"],
+        "--grid 1,4: a grid needs G >= 2",
+    ),
+    "manifold-construct-d": (
+        ["manifold", "construct", "--out", "{out}", "--d", "0"],
+        "--d 0: every dimension d must be an integer >= 1",
+    ),
+    "manifold-construct-beta": (
+        ["manifold", "construct", "--out", "{out}", "--beta", "1.5"],
+        "--beta 1.5: the Hölder exponent β must be in (0, 1]",
+    ),
     "manifold-sample-d": (["manifold", "sample", "--out", "{out}/x.npz", "--d", "0"], "got d=0"),
     "manifold-sample-ambient": (
         ["manifold", "sample", "--out", "{out}/x.npz", "--d", "4", "--D", "2"],
@@ -826,6 +838,9 @@ FIXES = {
     "induction-train-out-is-sweep": "use a new --out",
     "induction-train-positions": "positions must be one of ('learned', 'sinusoidal', 'relative')",
     "induction-trained-separation-lengths": "change the one out of order",
+    "manifold-construct-beta": "use e.g. 0.5,1",
+    "manifold-construct-d": "use e.g. 1,2,3",
+    "manifold-construct-grid": "use e.g. 4,8,16,32",
     "manifold-sample-ambient": "use --D 5 or more",
     "manifold-sample-beta": "beta must be in (0, 1]",
     "manifold-sample-d": "need d >= 1 and D >= 1",
