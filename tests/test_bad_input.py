@@ -483,6 +483,30 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["manifold", "sweep", "--out", "{data_sweep}", "--preset", "smoke"],
         "holds a 'data' sweep, not 'manifold'",
     ),
+    "manifold-sweep-ensemble": (
+        ["manifold", "sweep", "--out", "{out}", "--preset", "smoke", "--ensemble", "0"],
+        "--ensemble 0: ensemble must be >= 1",
+    ),
+    "manifold-levers-samples": (
+        ["manifold", "levers", "--out", "{out}", "--samples", "1"],
+        "--samples 1: samples and inits must be >= 2",
+    ),
+    "manifold-levers-lever": (
+        ["manifold", "levers", "--out", "{out}", "--levers", "v1,adamw"],
+        "levers must be among v1, patience",
+    ),
+    "manifold-construct-grid": (
+        ["manifold", "construct", "--out", "{out}", "--grid", "1,4"],
+        "--grid 1,4: a grid needs G >= 2",
+    ),
+    "manifold-construct-d": (
+        ["manifold", "construct", "--out", "{out}", "--d", "0"],
+        "--d 0: every dimension d must be an integer >= 1",
+    ),
+    "manifold-construct-beta": (
+        ["manifold", "construct", "--out", "{out}", "--beta", "1.5"],
+        "--beta 1.5: the Hölder exponent β must be in (0, 1]",
+    ),
     "manifold-sample-d": (["manifold", "sample", "--out", "{out}/x.npz", "--d", "0"], "got d=0"),
     "manifold-sample-ambient": (
         ["manifold", "sample", "--out", "{out}/x.npz", "--d", "4", "--D", "2"],
@@ -826,6 +850,12 @@ FIXES = {
     "induction-train-out-is-sweep": "use a new --out",
     "induction-train-positions": "positions must be one of ('learned', 'sinusoidal', 'relative')",
     "induction-trained-separation-lengths": "change the one out of order",
+    "manifold-construct-beta": "use e.g. 0.5,1",
+    "manifold-construct-d": "use e.g. 1,2,3",
+    "manifold-construct-grid": "use e.g. 4,8,16,32",
+    "manifold-levers-lever": "give one or more of those",
+    "manifold-levers-samples": "use e.g. 4 and 4",
+    "manifold-sweep-ensemble": "use 1 for one model",
     "manifold-sample-ambient": "use --D 5 or more",
     "manifold-sample-beta": "beta must be in (0, 1]",
     "manifold-sample-d": "need d >= 1 and D >= 1",

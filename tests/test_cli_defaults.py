@@ -29,6 +29,7 @@ from scalelab.laws.regime import RegimeConfig
 from scalelab.laws.table import RegimeInputs, fit_table
 from scalelab.laws.theory import predict_exponents
 from scalelab.lm.config import TrainConfig
+from scalelab.manifold.construction_config import ConstructConfig
 from scalelab.manifold.levers import LeverConfig
 from scalelab.manifold.problem import ProblemConfig
 from scalelab.manifold.sweep import run_manifold_sweep
@@ -84,6 +85,11 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
         [ProblemConfig()],
         {"ambient": "D", "problem_seed": "seed", "seed": None},  # --seed: the sample's
         set(),
+    ),
+    "manifold construct": (
+        [ConstructConfig()],
+        {"d": "dims", "beta": "betas", "trained": None, "out": None},
+        {"grid"},  # None: the config's grid per d
     ),
     "induction train": (
         [InductionConfig(), InductionTrainConfig()],

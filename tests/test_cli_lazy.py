@@ -55,6 +55,7 @@ def _heavy_imported(args: list[str]) -> list[str]:
         (["report", "--help"], set()),
         (["corpus", "list"], set()),
         (["manifold", "sweep", "--help"], set()),
+        (["manifold", "construct", "--help"], set()),
         # the induction group lists its torch experiments without importing them
         (["induction", "--help"], set()),
         (["induction", "solve", "1", "2", "1"], set()),

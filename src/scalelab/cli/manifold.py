@@ -27,6 +27,7 @@ from scalelab.cli.common import (
 )
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance
+from scalelab.manifold.construction_config import TARGETS, ConstructConfig
 from scalelab.manifold.geometry import MANIFOLDS
 from scalelab.manifold.levers import LEVERS, LeverConfig, run_levers
 from scalelab.manifold.plan import MANIFOLD_PRESETS
@@ -224,9 +225,68 @@ def levers_command(
         print_table(f"manifold levers: {out}", shown)
 
 
+_C = ConstructConfig()  # the construct command's defaults are its config's
+
+
+def _csv(values: tuple) -> str:
+    return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+
+
+def construct_command(
+    d: str = typer.Option(_csv(_C.dims), "--d", help="Intrinsic dimensions, e.g. 1,2,3."),
+    beta: str = typer.Option(_csv(_C.betas), "--beta", help="Hölder exponents in (0, 1]."),
+    grid: str | None = typer.Option(
+        None, help="Grid points per axis G (>= 2), e.g. 4,8,16,32 (default: a grid per d)."
+    ),
+    targets: str = typer.Option(_csv(_C.targets), help=f"Targets: {', '.join(TARGETS)}."),
+    draws: int = typer.Option(_C.draws, help="Target draws per (d, β, target)."),
+    n_eval: int = typer.Option(_C.n_eval, help="Evaluation points per draw (a shifted lattice)."),
+    dense_points: int = typer.Option(_C.dense_points, help="Points the dense pass runs per size."),
+    dense_budget: float = typer.Option(
+        _C.dense_budget, help="Largest heads × tokens² the dense pass runs (its cost per point)."
+    ),
+    seed: int = typer.Option(_C.seed, help="Seed of the target draws and evaluation lattices."),
+    trained: Path | None = typer.Option(
+        Path("docs/benchmarks/manifold_theorem/runs.csv"),
+        help="A theorem sweep's runs.csv: its online models go on the figure (skipped if absent).",
+    ),
+    out: Path = typer.Option(Path("manifold-construct"), help="Folder for the JSON and figure."),
+    threads: int | None = threads_option(),
+    quiet: bool = QUIET,
+    json_out: bool = JSON,
+) -> None:
+    """Build the paper's Lemma 1 transformer by hand, run it, and fit its error against
+    its size beside 2β/d; writes construct.json, construct.md and construct.png."""
+    given = {
+        "dims": _values(d, int, "d"),
+        "betas": _values(beta, float, "beta"),
+        "grid": _values(grid, int, "grid") or (),
+        "targets": _values(targets, str, "targets"),
+        "draws": draws, "n_eval": n_eval, "dense_points": dense_points,
+        "dense_budget": dense_budget, "seed": seed,
+    }  # fmt: skip
+    options = {k: "--" + k.replace("_", "-") for k in given} | {"dims": "--d", "betas": "--beta"}
+    cfg = configured(ConstructConfig, options, **given)
+    set_threads(threads)
+    from scalelab.manifold.construction_rate import run_construct  # torch: options are sound
+    from scalelab.report.manifold_construction import rate_rows, write_figure, write_markdown
+
+    result = run_construct(cfg, out, trained=trained, quiet=quiet)
+    write_figure(result, out)
+    write_markdown(result, out)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    print_table(
+        "constructed Lemma-1 transformer: squared L2 error vs parameters", rate_rows(result)
+    )
+    print(f"wrote construct.json, .md and .png in {out} ({result.seconds:.0f} s)")
+
+
 def register(app: typer.Typer) -> None:
-    """Add `scalelab manifold sweep|sample|levers`."""
+    """Add `scalelab manifold sweep|sample|levers|construct`."""
     manifold_app.command("sweep")(sweep_command)
     manifold_app.command("sample")(sample_command)
     manifold_app.command("levers")(levers_command)
+    manifold_app.command("construct")(construct_command)
     app.add_typer(manifold_app, name="manifold")

@@ -56,14 +56,17 @@ class LeverConfig(Config):
     def validate(self) -> None:
         if self.samples < 2 or self.inits < 2:
             raise ConfigError(
-                f"samples and inits must be >= 2 (got {self.samples}, {self.inits}): "
-                "the split needs replicates of both"
+                f"samples and inits must be >= 2, got {self.samples} and {self.inits}: the split "
+                "needs replicates of both; use e.g. 4 and 4"
             )
         unknown = set(self.levers) - set(LEVERS)
         if unknown or not self.levers:
-            raise ConfigError(f"levers must be among {', '.join(LEVERS)}, got {self.levers}")
+            raise ConfigError(
+                f"levers must be among {', '.join(LEVERS)}, got {', '.join(self.levers)}; "
+                "give one or more of those"
+            )
         if not self.dims or not self.n_values or min(self.n_values) < 8:
-            raise ConfigError("give at least one d and one n (each n >= 8)")
+            raise ConfigError("dims and n_values need one value each at least, every n >= 8")
 
     def base(self, lever: str, d: int) -> ManifoldSweepConfig:
         """The sweep config whose problem, regressor and rule the lever uses; the field is

@@ -113,7 +113,7 @@ class ManifoldSweepConfig(Config):
         self.fit()
         if self.ensemble < 1:
             raise ConfigError(
-                f"ensemble (--ensemble) must be >= 1, got {self.ensemble}; use 1 for one model"
+                f"ensemble must be >= 1 (inits per run), got {self.ensemble}; use 1 for one model"
             )
         if self.online_steps < 1:
             raise ConfigError(
