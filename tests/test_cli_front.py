@@ -63,16 +63,22 @@ def test_usage_lines_name_arguments_plainly(run_cli: Callable) -> None:
 def test_id_on_one_batch_says_why_there_is_no_se(run_cli: Callable, tmp_path: Path) -> None:
     path = tmp_path / "points.npy"
     np.save(path, np.random.default_rng(0).normal(size=(100, 5)))
-    one = run_cli("id", path, "--quiet")
+    refused = run_cli("id", path, "--quiet")  # fewer points than one batch of 4,096
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.strip().splitlines() == [
+        "error: 100 points are fewer than one batch of 4,096: give at least 4,096 points, or "
+        "a batch size of at most 100 (the estimate then measures at that scale)"
+    ]
+    one = run_cli("id", path, "--quiet", "--batch-size", "100")
     assert one.returncode == 0
     assert "one batch" in one.stdout and "--batch-size" in one.stdout  # (a table may wrap)
     two = run_cli("id", path, "--quiet", "--batch-size", "50")
     assert "(SE)" in two.stdout and "one batch" not in two.stdout
     # 30 points: halves of 15 are not above k = 20, so no smaller batch is offered
     np.save(path, np.random.default_rng(0).normal(size=(30, 5)))
-    few = run_cli("id", path, "--quiet", "--json")
+    few = run_cli("id", path, "--quiet", "--json", "--batch-size", "30")
     assert few.returncode == 0 and json.loads(few.stdout)["n_batches"] == 1
-    table = run_cli("id", path, "--quiet").stdout
+    table = run_cli("id", path, "--quiet", "--batch-size", "30").stdout
     assert "one batch" in table and "--batch-size" not in table
 
 

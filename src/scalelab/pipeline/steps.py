@@ -185,8 +185,9 @@ def _measure(
     say(
         f"      {row['label']}: d = {row['dimension']:.2f}"
         + (f" ± {se:.2f} (SE)" if se is not None else "")
-        + f", batch/K range [{lo:.2f}, {hi:.2f}] → alpha_D = {row['alpha_D']:.3f}, "
-        f"alpha_N = {row['alpha_N']:.3f}"
+        + (f" ({row['batches']})" if row.get("batches") else "")
+        + f", batch/K range [{lo:.2f}, {hi:.2f}] → "
+        f"alpha_D = {row['alpha_D']:.3f}, alpha_N = {row['alpha_N']:.3f}"
     )
     return row
 

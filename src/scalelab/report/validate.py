@@ -250,6 +250,7 @@ def sources_table(report: Report, fits: dict[str, Any]) -> None:
             {
                 "source of d": s["label"],
                 "d ± SE": f"{s['dimension']:.2f}" + (f" ± {se:.2f}" if se is not None else ""),
+                "points": s.get("batches") or "not recorded",
                 "d batch/K range": f"[{lo:.2f}, {hi:.2f}]",
                 "alpha_D = 2/(2+d)": f"{s['alpha_D']:.3f}",
                 "alpha_D 95% (SE)": _ci(s.get("alpha_D_ci95")),
