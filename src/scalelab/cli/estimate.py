@@ -185,12 +185,23 @@ def estimate_command(
     )
     typer.echo(f"alpha_D = 2β/(2β+d) = {doc['alpha_D']:.4f}  95% {_interval(doc['alpha_D_ci95'])}")
     typer.echo(f"alpha_N = 2β/d      = {doc['alpha_N']:.4f}  95% {_interval(doc['alpha_N_ci95'])}")
+    _say_positions_taken(doc["settings"])
     c = doc["counts"]
     typer.echo(
         f"{c['documents_used']} documents, {c['points_kept']} points "
         f"({doc['estimate']['n_duplicates_removed']} duplicates removed); "
         f"wrote {out / 'estimate.json'} and {out / EMBEDDINGS}"
     )
+
+
+def _say_positions_taken(settings: dict[str, Any]) -> None:
+    """Where the documents gave fewer than two batches at --per-doc, how many were taken."""
+    taken = settings.get("per_doc_taken", settings["per_doc"])
+    if taken != settings["per_doc"]:
+        typer.echo(
+            f"{taken} positions per window, not --per-doc {settings['per_doc']}: the fewest "
+            "that give two batches (or one) from these documents"
+        )
 
 
 ablate_app = typer.Typer(

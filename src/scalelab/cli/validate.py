@@ -217,7 +217,8 @@ _PRESET = typer.Option(
     None,
     "--preset",
     help="Named sizes (times on 2 CPU cores): quick (a first try: 5 sizes of 500-5,000 tokens, "
-    "no model sweep; 136 CPU-seconds on shakespeare, about 2 minutes of 2 free cores), "
+    "no model sweep; 136 CPU-seconds on shakespeare, about 2 minutes of 2 free cores; needs "
+    "5,000 train tokens and 32 test documents of 128+ tokens, about 320 documents), "
     "cpu-regime (a data sweep over two decades sized to reach a power-law regime; 3-17.5 "
     "minutes per corpus), cpu-hour (25 minutes on shakespeare, one hour at worst), model-side "
     "(a model sweep of 5.2k-300k non-embedding parameters, none data-limited; 65 minutes on "

@@ -86,10 +86,18 @@ def _run(
         prep = steps.prepare(out, cfg, references, quiet=quiet, say=say)
         clock.lap("prepare")
         given = steps.measure_references(prep, say=say)
-    except ScalelabError:
+    except ScalelabError as err:
         if created and out.exists():  # refused before any training: leave nothing behind
-            outdir.release(out)
-            shutil.rmtree(out, ignore_errors=True)
+            outdir.release(out)  # but the token store of a corpus refused as too small
+            from scalelab.pipeline.store import StoreKept
+
+            if isinstance(err, StoreKept):
+                for path in out.iterdir():
+                    if path.name != "data":
+                        shutil.rmtree(path, ignore_errors=True)
+                        path.unlink(missing_ok=True)
+            else:
+                shutil.rmtree(out, ignore_errors=True)
         raise
     clock.lap("reference_models")
 

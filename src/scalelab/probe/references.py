@@ -104,6 +104,7 @@ def summarize(label: str, kind: str, doc: dict[str, Any], rows: list[dict[str, A
         "batch_size": settings.get("batch_size"),
         "k": settings.get("k"),
         "n_points": est.get("n_points"),
+        "per_doc_taken": settings.get("per_doc_taken", settings.get("per_doc")),
         "n_batches": est.get("n_batches"),
         "n_points_used": est.get("n_points_used"),
         "n_points_left_out": est.get("n_points_left_out"),

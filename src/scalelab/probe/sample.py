@@ -241,6 +241,51 @@ def sample_protocol(
     return Sample(windows, positions, window_tokens, window_offsets)
 
 
+def sample_for_batches(
+    docs: TokenDocuments,
+    *,
+    context_len: int,
+    per_doc: int,
+    batch_size: int,
+    seed: int,
+    special_ids: Sequence[int] = (),
+    groups: int = 1,
+) -> tuple[Sample, int]:
+    """The protocol's sample and the positions per window it took: `per_doc`, or, where that
+    gives fewer than two batches of `batch_size` points (no standard error), the fewest
+    positions per window, up to the window's length, that give two batches (one where two
+    cannot be had). A corpus of few long documents thus gets its batches from more positions
+    of each window instead of being refused; the caller records the number taken. Positions
+    are nested (`sample_positions` keeps the first keys of one stream), so the points at
+    `per_doc` are among those taken."""
+
+    def at(p: int) -> Sample:
+        return sample_protocol(
+            docs, context_len=context_len, per_doc=p, seed=seed, special_ids=special_ids,
+            groups=groups,
+        )  # fmt: skip
+
+    sample = at(per_doc)
+    if sample.n_points >= 2 * batch_size or per_doc >= context_len:
+        return sample, per_doc
+    most = at(context_len)
+    target = 2 * batch_size if most.n_points >= 2 * batch_size else batch_size
+    if sample.n_points >= target:
+        return sample, per_doc
+    if most.n_points < target:  # fewer than one batch however many: the caller refuses
+        return most, context_len
+    lo, hi = per_doc, context_len  # at(lo) < target <= at(hi): the smallest such hi
+    best = most
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        candidate = at(mid)
+        if candidate.n_points >= target:
+            hi, best = mid, candidate
+        else:
+            lo = mid
+    return best, hi
+
+
 @torch.no_grad()
 def extract(
     states_fn: StatesFn,
