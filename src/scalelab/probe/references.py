@@ -36,13 +36,15 @@ class Reference:
 def parse_reference(text: str) -> Reference:
     """A scalelab run folder, a local Hugging Face folder, or a .gguf file (read through the
     folder that holds it, which must also hold its tokenizer)."""
-    from scalelab.lm.hf import is_hf_folder
+    from scalelab.lm.hf import is_hf_folder, model_label
 
     path = Path(text).expanduser()
     if path.is_file() and path.suffix == ".gguf":
         return Reference(path.stem, str(path.parent.resolve()), path.name)
-    if path.is_dir() and ((path / "config.json").is_file() or is_hf_folder(path)):
-        return Reference(path.resolve().name, str(path.resolve()))
+    if path.is_dir() and (path / "config.json").is_file() and not is_hf_folder(path):
+        return Reference(path.resolve().name, str(path.resolve()))  # a scalelab run
+    if is_hf_folder(path):
+        return Reference(model_label(path), str(path.resolve()))
     raise CheckpointError(
         f"--reference-model {text!r} is not a scalelab run folder, a Hugging Face model "
         "folder or a .gguf file; check the path"
