@@ -99,9 +99,9 @@ def print_summary(summary: Summary) -> None:
     for side, check in summary.checks.items():
         if check:
             typer.echo(f"{side} sweep: {check['text']}")
-    from scalelab.report.validate import regime_words
+    from scalelab.report.validate import regime_sentence
 
-    typer.echo(regime_words(summary.fits["data"].get("regime")))
+    typer.echo(f"Regime (data sweep): {regime_sentence(summary.fits['data'].get('regime'))}")
     typer.echo(
         f"this invocation: {summary.wall_s:.0f} s wall, {summary.cpu_s:.0f} CPU-s "
         f"(stages, wall s: {summary.stage_wall_s})"

@@ -11,12 +11,13 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from scalelab.io import provenance, read_json
 from scalelab.laws.fitted import PowerLawFit
-from scalelab.laws.observe import outcome_of
-from scalelab.laws.regime import CURVED, POWER_LAW, UNDECIDED
+from scalelab.laws.observe import outcome_of, power_words
+from scalelab.laws.regime import CURVED, MIN_POINTS, POWER_LAW, UNDECIDED
 from scalelab.laws.score import KAPLAN_ALPHA_D
 from scalelab.laws.theory import d_from_alpha_D, d_from_alpha_N
 from scalelab.report.document import Report
@@ -90,6 +91,71 @@ def regime_words(regime: dict[str, Any] | None) -> str:
     )
 
 
+# the power preset's cost, as sized (docs/benchmarks/scaling.md): where to go past a CPU plan
+POWER_PRESET = (
+    "--preset power (designed for power ≥ 0.8; 60–150 hours of 2 CPU cores per corpus: GPU or "
+    "cluster work)"
+)
+
+
+def regime_sentence(regime: dict[str, Any] | None) -> str:
+    """The regime's outcome as a sentence a newcomer can act on: the outcome over which sizes,
+    the test's power, and for UNDECIDED the rerun that would decide it (the options of the
+    regime test's plan, `laws.power.decision_plan`, as validate options)."""
+    if regime is None:
+        return "not tested (this folder predates the regime test)"
+    if not regime.get("outcome") and not regime.get("power_law"):  # before the three outcomes
+        return f"not shown: {(regime.get('curvature') or {}).get('reason') or regime['verdict']}"
+    outcome, rng = outcome_of(regime), regime["fit_range"]
+    if not rng["n_points"]:
+        return f"{outcome}: no fit range ({rng['lower_reason']}). To go on: {POWER_PRESET}."
+    over = (
+        f"over {rng['n_points']} sizes, {rng['x_lo']:,.0f} … {rng['x_hi']:,.0f} tokens "
+        f"({rng['decades']:.2f} decades)"
+    )
+    power = power_words(regime)
+    head = f"{outcome} {over}" + (f", {power}" if power else "")
+    if outcome == POWER_LAW:
+        return f"{head}: the observed slope is an exponent."
+    if outcome == CURVED:
+        return f"{head}: the slope changes across the range, so it is not an exponent."
+    if (regime.get("curvature") or {}).get("n_points", 0) < MIN_POINTS:  # too few sizes
+        more = _points_for_test(regime["sizes"], rng["x_lo"], rng["x_hi"])
+        return (
+            f"{head}: the test needs {MIN_POINTS} sizes in the fit range. To decide: rerun with "
+            f"--points {more} (the same sweep, {MIN_POINTS} of its sizes in this range), or "
+            f"{POWER_PRESET}."
+        )
+    plan = regime.get("plan") or {}
+    chosen = plan.get("chosen")
+    if not chosen:
+        target = plan.get("target", 0.8)
+        return f"{head}: no CPU rerun tried reaches power {target:.0%}; {POWER_PRESET}."
+    added = len(chosen["sizes"]) - rng["n_points"]
+    flags = f"--seeds-per-size {chosen['seeds']}"
+    if added:
+        flags += f" --max-tokens {chosen['sizes'][-1]:.0f} --points {len(regime['sizes']) + added}"
+    cost = chosen.get("added_cpu_s")
+    cost_words = f", ≈ {cost / 3600:.1f} CPU-hours more here" if cost is not None else ""
+    return (
+        f"{head}: the sweep cannot yet tell a power law from a curve. To decide: rerun with "
+        f"{flags} ({chosen['seeds']} seed(s) per size, {len(chosen['sizes'])} sizes up to "
+        f"{chosen['sizes'][-1]:,.0f} tokens: power {chosen['power']:.2f}{cost_words}), "
+        f"or {POWER_PRESET}."
+    )
+
+
+def _points_for_test(sizes: list[float], lo: float, hi: float) -> int:
+    """The fewest --points whose grid over the sweep's ends puts MIN_POINTS sizes in [lo, hi]
+    (validate's grid: `sweeps.data.geometric_grid`, evenly spaced in log)."""
+    points = len(sizes)
+    while True:
+        points += 1
+        grid = np.round(np.geomspace(sizes[0], sizes[-1], points))
+        if ((grid >= lo) & (grid <= hi)).sum() >= MIN_POINTS:
+            return points
+
+
 def capacity_words(cap: dict[str, Any] | None) -> str:
     """Can the model at the fit range's top hold the facts the ideal learner memorises?"""
     if cap is None:
@@ -111,8 +177,9 @@ def capacity_words(cap: dict[str, Any] | None) -> str:
 OWN_CAVEAT = (
     "from a tiny model trained here: not a good instrument for d (it reads a much lower d "
     "than a pretrained model on the same text); its prediction checks the pipeline, not the "
-    "theory; give a pretrained model with --reference-model"
+    "theory"
 )
+GIVE_REFERENCE = "; give a pretrained model with --reference-model"  # where none was given
 
 
 def glance_rows(fits: dict[str, Any]) -> list[dict[str, str]]:
@@ -120,15 +187,12 @@ def glance_rows(fits: dict[str, Any]) -> list[dict[str, str]]:
     regime, the observed slope, the closest prediction against the constant, the check, and
     the caveat on the own model's d."""
     regime = fits["data"].get("regime")
-    if regime is None:
-        shape = "not tested (this folder predates the regime test)"
-    elif regime.get("outcome"):
-        shape = str(regime["outcome"])
-    elif regime["power_law"]:
-        shape = "POWER LAW"
-    else:
-        shape = f"not shown: {(regime.get('curvature') or {}).get('reason') or regime['verdict']}"
-    rows = [{"question": "Is the data curve a power law over its fit range?", "answer": shape}]
+    rows = [
+        {
+            "question": "Is the data curve a power law over its fit range?",
+            "answer": regime_sentence(regime),
+        }
+    ]
     fit = fits["data"].get("power")
     if fit:
         lo, hi = fits["data"].get("x_range") or (None, None)
@@ -151,10 +215,12 @@ def glance_rows(fits: dict[str, Any]) -> list[dict[str, str]]:
         if check is not None:
             labels = ", ".join(check.get("labels") or []) or "converged within the check"
             rows.append({"question": f"Convergence check ({side} sweep)", "answer": labels})
+    given = any(not str(s["label"]).startswith("own") for s in fits["sources"])
     for s in fits["sources"]:
         if str(s["label"]).startswith("own"):
+            caveat = OWN_CAVEAT + ("" if given else GIVE_REFERENCE)
             rows.append(
-                {"question": f"d of {s['label']}", "answer": f"{s['dimension']:.2f}, {OWN_CAVEAT}"}
+                {"question": f"d of {s['label']}", "answer": f"{s['dimension']:.2f}, {caveat}"}
             )
     return rows
 
