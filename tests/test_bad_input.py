@@ -642,8 +642,8 @@ CASES: dict[str, tuple[list[str], str]] = {
         "--check-largest 0",
     ),
     "validate-check-smallest": (
-        ["validate", "--corpus", "{text}", "--out", "{out}", "--check-smallest", "9"],
-        "--check-smallest must be in [0, --points 7]",
+        ["validate", "--corpus", "{text}", "--out", "{out}", "--check-smallest", "10"],
+        "--check-smallest must be in [0, --points 9]",
     ),
     "validate-model-shape": (  # refused before the tokenizer is trained
         ["validate", "--corpus", "{text}", "--out", "{out}", "--model", "2by48"],
@@ -890,7 +890,7 @@ FIXES = {
     "validate-text-too-small": "give a larger corpus (or, from Python, a smaller train.block_size)",
     "validate-model-sweep": "list more or none",
     "validate-check-largest": "must be a positive integer",
-    "validate-check-smallest": "must be in [0, --points 7]",
+    "validate-check-smallest": "must be in [0, --points 9]",
     "validate-model-shape": "give a preset name or a shape",
     "validate-model-sweep-shape": "give a preset name or a shape",
     "validate-id-per-doc": "must be a positive integer",
