@@ -89,3 +89,16 @@ def test_an_undecided_regime_says_which_options_would_decide_it() -> None:
     more = int(few.split("--points ")[1].split()[0])
     assert sum(8_891 <= v <= 50_000 for v in geometric_grid(500, 50_000, more)) >= 5
     assert sum(8_891 <= v <= 50_000 for v in geometric_grid(500, 50_000, more - 1)) < 5
+
+
+def test_the_slope_quoted_names_the_range_it_was_fitted_over() -> None:
+    """Issue 52: a slope fitted over every size (the fit range holds too few) must not read
+    as the fit range's: the row says which range it is."""
+    few = fits()
+    few["data"]["x_range"] = [500.0, 5000.0]
+    few["data"]["regime"]["fit_range"].update(x_lo=1581.0, x_hi=2812.0, n_points=2)
+    rows = {r["question"]: r["answer"] for r in glance_rows(few)}
+    slope = rows["Observed data slope (not an exponent)"]
+    assert slope.endswith(
+        "over 500 … 5,000 tokens (every size: the fit range 1,581 … 2,812 holds 2, too few to fit)"
+    )

@@ -17,7 +17,7 @@ from matplotlib.ticker import LogFormatter
 from scalelab.io import atomic_write
 from scalelab.laws.excess import ESTIMATED
 from scalelab.laws.observe import outcome_of
-from scalelab.report.plots import new_figure
+from scalelab.report.plots import legend_outside, new_figure
 
 
 def _shade_range(ax: Any, regime: dict[str, Any]) -> None:
@@ -72,7 +72,7 @@ def loss_figure(regime: dict[str, Any], *, title: str, xlabel: str = "training t
     ax.set_ylabel("test loss (nats/token)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    legend_outside(ax)
     return fig
 
 
@@ -133,7 +133,7 @@ def slopes_figure(regime: dict[str, Any], *, title: str, xlabel: str = "training
     ax.set_ylabel("local slope −Δlog L / Δlog n")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="best", framealpha=0.8)
+    legend_outside(ax)
     return fig
 
 

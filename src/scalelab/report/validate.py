@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from scalelab.io import provenance, read_json
+from scalelab.laws.excess import BOUND_FRACTION
 from scalelab.laws.fitted import PowerLawFit
 from scalelab.laws.observe import outcome_of, power_words
 from scalelab.laws.regime import CURVED, MIN_POINTS, POWER_LAW, UNDECIDED
@@ -49,6 +50,11 @@ def _fit(doc: dict[str, Any] | None) -> PowerLawFit | None:
     d.pop("difference_observed_minus_predicted", None)
     d["exponent_ci95"] = tuple(d["exponent_ci95"])
     return PowerLawFit(**{k: v for k, v in d.items() if k in PowerLawFit.__dataclass_fields__})
+
+
+def _estimable(E: float, min_loss: float) -> bool:
+    """E strictly inside its bounds, as `laws.excess` decides it for the regime's excess fit."""
+    return BOUND_FRACTION < E / min_loss < 1.0 - BOUND_FRACTION
 
 
 def _implied(key: str, a: float) -> float | None:
@@ -197,6 +203,14 @@ def glance_rows(fits: dict[str, Any]) -> list[dict[str, str]]:
     if fit:
         lo, hi = fits["data"].get("x_range") or (None, None)
         over = f" over {lo:,.0f} … {hi:,.0f} tokens" if lo and hi else ""
+        rng = (regime or {}).get("fit_range") or {}
+        if rng and lo and (lo, hi) != (rng["x_lo"], rng["x_hi"]):  # the fit is not the range's
+            held = (
+                f"{rng['x_lo']:,.0f} … {rng['x_hi']:,.0f} holds {rng['n_points']}"
+                if rng["n_points"]
+                else "is empty"
+            )
+            over += f" (every size: the fit range {held}, too few to fit)"
         name = "exponent" if regime and regime.get("power_law") else "slope (not an exponent)"
         value = f"{fit['exponent']:.3f} {_ci(fit['exponent_ci95'])}{over}"
         rows.append({"question": f"Observed data {name}", "answer": value})
@@ -307,52 +321,60 @@ def data_limit(table: pd.DataFrame) -> str:
 
 
 def sources_table(report: Report, fits: dict[str, Any]) -> None:
-    """Predicted exponents of every source beside the observed ones and the d they imply."""
-    rows = []
+    """Every source's d and the exponents it predicts, beside the observed ones and the d they
+    imply: one table per exponent, each narrow enough for a laptop page."""
+    d_rows = []
     for s in fits["sources"]:
         se = s.get("dimension_se")
         lo, hi = s["dimension_range"]
-        rows.append(
+        d_rows.append(
             {
                 "source of d": s["label"],
                 "d ± SE": f"{s['dimension']:.2f}" + (f" ± {se:.2f}" if se is not None else ""),
-                "points": s.get("batches") or "not recorded",
+                "MLE batches": s.get("batches") or "not recorded",
                 "d batch/K range": f"[{lo:.2f}, {hi:.2f}]",
-                "alpha_D = 2/(2+d)": f"{s['alpha_D']:.3f}",
-                "alpha_D 95% (SE)": _ci(s.get("alpha_D_ci95")),
-                "alpha_D range": _ci(s["alpha_D_range"]),
-                "alpha_N = 2/d": f"{s['alpha_N']:.3f}",
-                "alpha_N 95% (SE)": _ci(s.get("alpha_N_ci95")),
-                "alpha_N range": _ci(s["alpha_N_range"]),
-            }
-        )
-    for side in ("data", "model"):
-        key = SIDES[side][3]
-        fit = (fits.get(side) or {}).get("power")
-        if not fit:
-            continue
-        implied = _implied(key, fit["exponent"])
-        rows.append(
-            {
-                "source of d": f"OBSERVED {key} ({side} sweep, log-log fit{_over(fits[side])})",
-                "d ± SE": f"implied d = {implied:.2f}" if implied else "implied d: none",
-                f"{key} = 2/(2+d)"
-                if key == "alpha_D"
-                else "alpha_N = 2/d": f"{fit['exponent']:.3f}",
-                f"{key} 95% (SE)": _ci(fit["exponent_ci95"]) + " (bootstrap)",
-                f"{key} range": _ci(
-                    (fits.get("convergence", {}).get(side) or {}).get("systematic_interval")
-                )
-                + " (systematic: convergence check)",
             }
         )
     report.table(
-        rows,
-        caption="Sources of d and the exponents they predict, beside the observed exponents. "
-        "Shown: d at the protocol's MLE batch size and K ± the SE over batches (interval "
-        "±1.96 SE); the range is d's min–max over batch sizes 2048/4096/8192 and K 10/20/40, "
-        "which the SE does not include.",
+        d_rows,
+        caption="Sources of d: d at the protocol's MLE batch size and K ± the SE over batches; "
+        "the range is d's min–max over batch sizes 2048/4096/8192 and K 10/20/40, which the SE "
+        "does not include.",
+        wrap=("source of d", "MLE batches"),
     )
+    for side, formula in (("data", "2/(2+d)"), ("model", "2/d")):
+        key = SIDES[side][3]
+        rows = [
+            {
+                "source": s["label"],
+                f"{key} = {formula}": f"{s[key]:.3f}",
+                "95% interval": _ci(s.get(f"{key}_ci95")),
+                "over d's range": _ci(s[f"{key}_range"]),
+            }
+            for s in fits["sources"]
+        ]
+        fit = (fits.get(side) or {}).get("power")
+        if fit:
+            implied = _implied(key, fit["exponent"])
+            rows.append(
+                {
+                    "source": f"OBSERVED ({side} sweep, log-log fit{_over(fits[side])}; "
+                    + (f"implied d = {implied:.2f})" if implied else "implied d: none)"),
+                    f"{key} = {formula}": f"{fit['exponent']:.3f}",
+                    "95% interval": _ci(fit["exponent_ci95"]) + " (bootstrap)",
+                    "over d's range": _ci(
+                        (fits.get("convergence", {}).get(side) or {}).get("systematic_interval")
+                    )
+                    + " (systematic: convergence check)",
+                }
+            )
+        if side == "data" or fit:
+            report.table(
+                rows,
+                caption=f"{key} predicted from each d (interval: ±1.96 SE of d), beside the "
+                f"observed {key}",
+                wrap=("source", "95% interval", "over d's range"),
+            )
 
 
 def _over(side_fits: dict[str, Any]) -> str:
@@ -366,6 +388,9 @@ def _side_figure(report: Report, side: str, fits: dict[str, Any], table: pd.Data
     t = table.sort_values(size)
     x, y = t[size].to_numpy(float), t["test_loss_nats"].to_numpy(float)
     fitted = [f for f in (_fit(fits[side].get(form)) for form in ("power", "power+E")) if f]
+    # a power+E fit with E at its bound shows no floor: not drawn (`laws.excess`'s rule)
+    dropped = [f for f in fitted if f.E is not None and not _estimable(f.E, float(y.min()))]
+    fitted = [f for f in fitted if f not in dropped]
     formula = "2/(2+d)" if key == "alpha_D" else "2/d"
     slopes = [(f"{s['label']}: {formula} = {s[key]:.3f}", s[key]) for s in fits["sources"]]
     fig_no = "Figure 2" if side == "data" else "Figure 3"
@@ -380,7 +405,13 @@ def _side_figure(report: Report, side: str, fits: dict[str, Any], table: pd.Data
         ),
         f"Test loss vs {what}, log-log: fits (solid: no E, with its 95% band; dashed: with "
         "E) and each source's predicted slope (dotted), anchored where the log-log fit passes "
-        "the geometric-mean size.",
+        "the geometric-mean size."
+        + (
+            f" The power+E fit is not drawn: its E = {dropped[0].E:.3g} lies at a bound (0 or "
+            "the smallest loss), so the curve shows no floor and E is not estimable."
+            if dropped
+            else ""
+        ),
     )
 
 
@@ -413,14 +444,46 @@ def _check_table(report: Report, side: str, check: dict[str, Any] | None) -> Non
         return
     shifts = ", ".join(f"{p} {v:+.4f}" for p, v in check["shifts"].items())
     lo, hi = check["systematic_interval"]
+    rows = [
+        {
+            "run": r["run"],
+            "perturbation": r["key"],
+            "how": r["how"],
+            "steps": f"{r['steps']} → {r['steps_perturbed']}",
+            "stopped by": f"{r['stop_reason']} → {r['stop_reason_perturbed']}",
+            "test loss (nats)": f"{r['test_loss_nats']:.4f} → {r['test_loss_nats_perturbed']:.4f}",
+        }
+        for r in check["runs"]
+    ]
     report.table(
-        check["runs"],
+        rows,
         caption=f"Convergence check ({side} sweep): exponent {check['exponent']:.4f}; shifts "
         f"{shifts} (threshold {check['threshold']}); systematic interval [{lo:.4f}, {hi:.4f}]. "
         "stricter: the stopping rule and budget made stricter, continued from the run's last "
         "checkpoint where that is exact, else trained again; cooldown: from the tested "
         "weights, the learning rate decayed to zero; seed: trained again with the next seed.",
     )
+
+
+def _run_rows(side: str, table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each run's size, how long it trained and why it stopped, and its test loss: a page-wide
+    table (runs.csv holds some 25 columns)."""
+    size = SIDES[side][2]
+    rows = []
+    for r in table.sort_values(size).to_dict("records"):
+        se = r.get("test_loss_se_nats")
+        rows.append(
+            {
+                "run": r["run"],
+                size.replace("_", " "): f"{int(r[size]):,}",
+                "steps (best)": f"{r['steps']}/{r['max_steps']} ({r['best_step']})",
+                "stopped by": r["stop_reason"],
+                "test loss (nats)": f"{r['test_loss_nats']:.4f}"
+                + (f" ± {se:.4f}" if isinstance(se, float) and math.isfinite(se) else ""),
+                "CPU s": f"{r['train_cpu_time_s']:.1f}" if "train_cpu_time_s" in r else "",
+            }
+        )
+    return rows
 
 
 def build_validate_report(out: str | Path) -> tuple[Path, Path]:
@@ -460,7 +523,17 @@ def build_validate_report(out: str | Path) -> tuple[Path, Path]:
         "positions (bars ±1 SE); the dashed trend is a named fit, not a prediction.",
     )
     report.table(
-        along["rows"],
+        [
+            {
+                "run": r["run"],
+                "train tokens": f"{r['train_tokens']:,}",
+                "test loss (nats)": f"{r['test_loss_nats']:.4f}",
+                "d ± SE": f"{r['dimension']:.3f}"
+                + (f" ± {r['dimension_se']:.3f}" if r.get("dimension_se") is not None else ""),
+                "points": f"{r['n_points']:,}",
+            }
+            for r in along["rows"]
+        ],
         caption=f"d along the sweep (positions sha256 "
         f"{along['positions_sha256'][:12]}…, {along['n_points_sampled']} points)",
     )
@@ -473,7 +546,10 @@ def build_validate_report(out: str | Path) -> tuple[Path, Path]:
         report.table(s["sensitivity"], caption=f"{s['label']}: {s['shown']}")
     report.heading("Runs")
     for side, table in tables.items():
-        report.table(table.to_dict("records"), caption=f"{SIDES[side][0]}/runs.csv")
+        report.table(
+            _run_rows(side, table),
+            caption=f"{SIDES[side][0]}/runs.csv (the main columns; the file has every one)",
+        )
     report.heading("Configuration and provenance")
     report.json(cfg)
     report.json(provenance())
