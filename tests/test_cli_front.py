@@ -92,3 +92,21 @@ def test_a_printed_path_is_relative_only_under_the_working_directory(
     assert shown(tmp_path / "here" / "out" / "report.html") == "out/report.html"
     assert shown(tmp_path / "here" / "..dots" / "r.html") == "..dots/r.html"  # a name, inside
     assert shown(tmp_path / "elsewhere" / "r.html") == str(tmp_path / "elsewhere" / "r.html")
+
+
+def test_a_table_written_to_a_pipe_keeps_its_headers() -> None:
+    """Issue 52: rich folded tables into 80 columns when stdout was not a terminal, cutting
+    their headers ('alpha_D_…'); to a pipe a table now prints at its natural width."""
+    import subprocess
+    import sys
+
+    headers = [f"a_long_header_number_{i}" for i in range(6)]  # about 150 columns in all
+    code = (
+        "from scalelab.cli.common import print_table; "
+        f"print_table('wide', [dict.fromkeys({headers!r}, 1.5)])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert all(h in out for h in headers) and "…" not in out
+    assert max(len(line) for line in out.splitlines()) < 200  # natural width, not 10,000

@@ -15,6 +15,7 @@ residual stream after the last block.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -320,7 +321,7 @@ def extract(
     out: np.ndarray | None = None
     autocast = torch.autocast(torch.device(device).type, dtype, enabled=dtype != torch.float32)
     with progress("embedding windows", len(order), quiet=quiet) as advance, autocast:
-        i = 0
+        i, done, t0 = 0, 0, time.perf_counter()
         while i < len(order):
             t = int(run_len[order[i]])
             rows = order[i : i + max(1, batch_tokens // t)]
@@ -335,7 +336,8 @@ def extract(
                 if out is None:
                     out = np.empty((len(layers), len(pos.window), h.shape[1]), np.float32)
                 out[j, sel] = h
-            advance(len(rows), info=f"{int(run_len[rows].sum())} tokens")
+            done += int(run_len[rows].sum())
+            advance(len(rows), info=f"{done / (time.perf_counter() - t0):,.0f} tokens/s")
             i += len(rows)
     assert out is not None
     dup, rep = same_prefix_points(sample)
