@@ -102,3 +102,27 @@ def test_the_slope_quoted_names_the_range_it_was_fitted_over() -> None:
     assert slope.endswith(
         "over 500 … 5,000 tokens (every size: the fit range 1,581 … 2,812 holds 2, too few to fit)"
     )
+
+
+def test_the_plan_reaches_summary_json_and_the_glance() -> None:
+    """The regime test's plan (the same library call `scalelab fit` prints) is saved with the
+    regime, as summary.json holds it, and the glance turns it into validate options."""
+    import numpy as np
+
+    from scalelab.laws.observe import analyse_regime
+    from scalelab.pipeline.results import Regime
+
+    sizes = np.array(geometric_grid(5_000, 50_000, 5), float)  # one decade: UNDECIDED
+    loss = 20 * sizes**-0.1 * np.exp(np.random.default_rng(0).normal(0, 0.004, sizes.size))
+    analysis = analyse_regime(sizes, loss, cpu_s=sizes / 1000, n_boot=200, power_sims=40)
+    saved = json.loads(json.dumps(Regime(analysis, None, "", None, "", {}).to_dict()))
+    assert saved["outcome"] == "UNDECIDED" and saved["plan"]["options"]
+    chosen = saved["plan"]["chosen"]
+    text = regime_sentence(saved)
+    if chosen:  # the options that make the planned sweep, and its cost here
+        seeds = f"--seeds-per-size {chosen['seeds']}"
+        assert (seeds in text) == (chosen["seeds"] != 1) and "CPU-hours" in text
+        top = f"--max-tokens {chosen['sizes'][-1]:.0f}"
+        assert (top in text) == (len(chosen["sizes"]) > 5)
+    else:
+        assert "no CPU rerun tried reaches power" in text

@@ -138,14 +138,17 @@ def regime_sentence(regime: dict[str, Any] | None) -> str:
         target = plan.get("target", 0.8)
         return f"{head}: no CPU rerun tried reaches power {target:.0%}; {POWER_PRESET}."
     added = len(chosen["sizes"]) - rng["n_points"]
-    flags = f"--seeds-per-size {chosen['seeds']}"
+    seeds_now = min((regime.get("curvature") or {}).get("runs_per_size") or [1])
+    flags = [f"--seeds-per-size {chosen['seeds']}"] if chosen["seeds"] != seeds_now else []
     if added:
-        flags += f" --max-tokens {chosen['sizes'][-1]:.0f} --points {len(regime['sizes']) + added}"
+        flags.append(f"--max-tokens {chosen['sizes'][-1]:.0f}")
+        flags.append(f"--points {len(regime['sizes']) + added}")
     cost = chosen.get("added_cpu_s")
     cost_words = f", ≈ {cost / 3600:.1f} CPU-hours more here" if cost is not None else ""
     return (
         f"{head}: the sweep cannot yet tell a power law from a curve. To decide: rerun with "
-        f"{flags} ({chosen['seeds']} seed(s) per size, {len(chosen['sizes'])} sizes up to "
+        f"{' '.join(flags)} ({chosen['seeds']} seed(s) per size, {len(chosen['sizes'])} sizes "
+        "up to "
         f"{chosen['sizes'][-1]:,.0f} tokens: power {chosen['power']:.2f}{cost_words}), "
         f"or {POWER_PRESET}."
     )
