@@ -144,7 +144,10 @@ def regime_sentence(regime: dict[str, Any] | None) -> str:
         flags.append(f"--max-tokens {chosen['sizes'][-1]:.0f}")
         flags.append(f"--points {len(regime['sizes']) + added}")
     cost = chosen.get("added_cpu_s")
-    cost_words = f", ≈ {cost / 3600:.1f} CPU-hours more here" if cost is not None else ""
+    cost_words = ""
+    if cost is not None:
+        amount = f"{cost / 3600:.1f} CPU-hours" if cost >= 3600 else f"{cost / 60:.0f} CPU-minutes"
+        cost_words = f", ≈ {amount} more here"
     return (
         f"{head}: the sweep cannot yet tell a power law from a curve. To decide: rerun with "
         f"{' '.join(flags)} ({chosen['seeds']} seed(s) per size, {len(chosen['sizes'])} sizes "
