@@ -20,6 +20,12 @@ from scalelab.runs import outdir
 ENV = {**os.environ, "SCALELAB_CPU_BF16": "0", "PYTHONUNBUFFERED": "1"}
 
 
+def default_sigint() -> None:
+    """A terminal's Ctrl-C disposition for the child: pytest-xdist's workers ignore SIGINT,
+    and an ignored signal stays ignored across exec (Python then installs no handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_says_how_to_resume_and_the_rerun_finishes(tmp_path: Path) -> None:
     store = make_store(tmp_path / "store")
     out = tmp_path / "sweep"
@@ -30,8 +36,9 @@ def test_ctrl_c_says_how_to_resume_and_the_rerun_finishes(tmp_path: Path) -> Non
         "--eval-interval", "20", "--eval-batches", "2", "--workers", "2", "--quiet",
     ]  # fmt: skip
     victim = subprocess.Popen(
-        argv, env=ENV, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
+        argv, env=ENV, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        start_new_session=True, preexec_fn=default_sigint,
+    )  # fmt: skip
     deadline = time.monotonic() + 120
     while not any((out / "runs").glob("*/metrics.jsonl")):  # training under way
         assert victim.poll() is None and time.monotonic() < deadline, victim.stderr.read()

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from scalelab.report.validate import OWN_CAVEAT, POWER_PRESET, glance_rows, regime_sentence
+from scalelab.report.regime import POWER_PRESET, regime_sentence
+from scalelab.report.validate import OWN_CAVEAT, glance_rows
 from scalelab.sweeps.data import geometric_grid
 
 SUMMARY = (

@@ -99,7 +99,7 @@ def print_summary(summary: Summary) -> None:
     for side, check in summary.checks.items():
         if check:
             typer.echo(f"{side} sweep: {check['text']}")
-    from scalelab.report.validate import regime_sentence
+    from scalelab.report.regime import regime_sentence
 
     typer.echo(f"Regime (data sweep): {regime_sentence(summary.fits['data'].get('regime'))}")
     typer.echo(
