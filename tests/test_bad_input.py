@@ -666,8 +666,8 @@ CASES: dict[str, tuple[list[str], str]] = {
         "--check-largest 0",
     ),
     "validate-check-smallest": (
-        ["validate", "--corpus", "{text}", "--out", "{out}", "--check-smallest", "9"],
-        "--check-smallest must be in [0, --points 7]",
+        ["validate", "--corpus", "{text}", "--out", "{out}", "--check-smallest", "10"],
+        "--check-smallest must be in [0, --points 9]",
     ),
     "validate-model-shape": (  # refused before the tokenizer is trained
         ["validate", "--corpus", "{text}", "--out", "{out}", "--model", "2by48"],
@@ -708,14 +708,16 @@ CASES: dict[str, tuple[list[str], str]] = {
             "500",
             "--max-tokens",
             "5000",
+            "--id-batch-size",
+            "16384",
         ],
-        "--id-batch-size",
+        "one MLE batch needs 16,384",
     ),
     "validate-max-tokens": (
         ["validate", "--corpus", "{store}", "--max-tokens", "100000", "--out", "{out}"],
         "--max-tokens",
     ),
-    "validate-text-too-small": (  # tokenized outside --out, refused before --out exists
+    "validate-text-too-small": (  # tokenized outside --out, refused: only the store is kept
         ["validate", "--corpus", "{text}", "--vocab-size", "260", "--quiet", "--out", "{out}"],
         "the val split has",
     ),
@@ -918,7 +920,7 @@ FIXES = {
     "validate-text-too-small": "give a larger corpus (or, from Python, a smaller train.block_size)",
     "validate-model-sweep": "list more or none",
     "validate-check-largest": "must be a positive integer",
-    "validate-check-smallest": "must be in [0, --points 7]",
+    "validate-check-smallest": "must be in [0, --points 9]",
     "validate-model-shape": "give a preset name or a shape",
     "validate-model-sweep-shape": "give a preset name or a shape",
     "validate-id-per-doc": "must be a positive integer",
@@ -926,7 +928,8 @@ FIXES = {
     "validate-points": "points must be >= 3",
     "validate-reference": "check the path",
     "validate-reference-path": "check the path",
-    "validate-too-few-points": "use --id-batch-size 1024 (or more --id-per-doc)",
+    "validate-too-few-points": "give a corpus whose test split (10% of the documents) holds 128 "
+    "documents of 128+ tokens or --id-batch-size 4096 (a smaller scale)",
 }
 
 
@@ -1061,6 +1064,8 @@ def _too_slow(*_: object) -> None:
     raise TimeoutError("the command ran instead of refusing its input")
 
 
+# refused after the corpus was tokenised: OUT/data (the token store) is kept, nothing else
+KEEPS_STORE = {"validate-text-too-small"}
 OLD = 1_000_000_000 * 10**9  # 2001-09-09, in ns: the directories' mtime planted before a case
 
 
@@ -1112,4 +1117,9 @@ def test_bad_input(case: str, inputs: dict[str, Path], tmp_path: Path, run_cli: 
     assert FIXES[case].format(**names) in result.stderr, result.stderr
     after = _snapshot(roots)
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    if case in KEEPS_STORE:  # refused after tokenising: the token store alone, for the rerun
+        out = tmp_path / "out"
+        assert [p.name for p in out.iterdir()] == ["data"] and (out / "data/meta.json").is_file()
+        assert "the token store is kept" in result.stderr
+        changed = [k for k in changed if k != str(tmp_path) and not k.startswith(str(out))]
     assert not changed, (changed, result.stderr)

@@ -63,16 +63,22 @@ def test_usage_lines_name_arguments_plainly(run_cli: Callable) -> None:
 def test_id_on_one_batch_says_why_there_is_no_se(run_cli: Callable, tmp_path: Path) -> None:
     path = tmp_path / "points.npy"
     np.save(path, np.random.default_rng(0).normal(size=(100, 5)))
-    one = run_cli("id", path, "--quiet")
+    refused = run_cli("id", path, "--quiet")  # fewer points than one batch of 4,096
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.strip().splitlines() == [
+        "error: 100 points are fewer than one batch of 4,096: give at least 4,096 points, or "
+        "a batch size of at most 100 (the estimate then measures at that scale)"
+    ]
+    one = run_cli("id", path, "--quiet", "--batch-size", "100")
     assert one.returncode == 0
     assert "one batch" in one.stdout and "--batch-size" in one.stdout  # (a table may wrap)
     two = run_cli("id", path, "--quiet", "--batch-size", "50")
     assert "(SE)" in two.stdout and "one batch" not in two.stdout
     # 30 points: halves of 15 are not above k = 20, so no smaller batch is offered
     np.save(path, np.random.default_rng(0).normal(size=(30, 5)))
-    few = run_cli("id", path, "--quiet", "--json")
+    few = run_cli("id", path, "--quiet", "--json", "--batch-size", "30")
     assert few.returncode == 0 and json.loads(few.stdout)["n_batches"] == 1
-    table = run_cli("id", path, "--quiet").stdout
+    table = run_cli("id", path, "--quiet", "--batch-size", "30").stdout
     assert "one batch" in table and "--batch-size" not in table
 
 
@@ -86,3 +92,21 @@ def test_a_printed_path_is_relative_only_under_the_working_directory(
     assert shown(tmp_path / "here" / "out" / "report.html") == "out/report.html"
     assert shown(tmp_path / "here" / "..dots" / "r.html") == "..dots/r.html"  # a name, inside
     assert shown(tmp_path / "elsewhere" / "r.html") == str(tmp_path / "elsewhere" / "r.html")
+
+
+def test_a_table_written_to_a_pipe_keeps_its_headers() -> None:
+    """Issue 52: rich folded tables into 80 columns when stdout was not a terminal, cutting
+    their headers ('alpha_D_…'); to a pipe a table now prints at its natural width."""
+    import subprocess
+    import sys
+
+    headers = [f"a_long_header_number_{i}" for i in range(6)]  # about 150 columns in all
+    code = (
+        "from scalelab.cli.common import print_table; "
+        f"print_table('wide', [dict.fromkeys({headers!r}, 1.5)])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert all(h in out for h in headers) and "…" not in out
+    assert max(len(line) for line in out.splitlines()) < 200  # natural width, not 10,000

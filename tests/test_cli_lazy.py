@@ -76,7 +76,9 @@ def test_id_on_points_runs_without_torch(tmp_path: Path) -> None:
     heavy = set(_heavy_imported(["id", str(path), "--quiet", "--json", "--batch-size", "100"]))
     assert "numba" in heavy  # the search really ran
     assert not heavy & {"torch", "matplotlib", "pandas", "sklearn", "transformers"}
-    with_device = _heavy_imported(["id", str(path), "--quiet", "--device", "cpu"])
+    with_device = _heavy_imported(
+        ["id", str(path), "--quiet", "--device", "cpu", "--batch-size", "100"]
+    )
     assert "torch" in with_device
 
 

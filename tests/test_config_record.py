@@ -40,7 +40,7 @@ QUICK = (
     '"schedule": ' + SCHEDULE + ', "check": {"largest": 1, "factor": 3, "smallest": 0, '
     '"width_factor": 2}, "regime": {"tolerance": 0.5, "level": 0.9, "min_decades": 1.5, '
     '"unigram_margin": 0.1}, "id": {"per_doc": 32, "max_documents": null, '
-    '"reference_documents": 320, "k": 20, "batch_size": 4096, "precision": "auto"}, '
+    '"reference_documents": 272, "k": 20, "batch_size": 4096, "precision": "auto"}, '
     '"model_sweep": {"models": [], "train_tokens": null}, "n_boot": 1000, "seed": 0}'
 )
 

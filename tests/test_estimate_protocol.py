@@ -3,6 +3,8 @@ intrinsic dimension."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -237,3 +239,13 @@ def test_model_on_a_known_subspace_gives_its_dimension_back(d):
     after_ln = estimate_dimension(x[1], cfg)["dimension"]
     assert before_ln == pytest.approx(d, rel=0.12)
     assert after_ln == pytest.approx(d - 1, rel=0.2)  # LayerNorm puts the points on a sphere
+
+
+def test_the_progress_bar_shows_a_rate_in_tokens_per_second(capsys) -> None:
+    """Issue 52: the bar printed '442 tokens' (a batch's count) where a rate was meant."""
+    docs = _docs(1)
+    s = sample_protocol(docs, context_len=32, per_doc=8, seed=0, special_ids=[SPECIAL])
+    gpt = GPT(GPTConfig(vocab_size=50, block_size=32, n_layer=1, n_head=2, n_embd=16), seed=0)
+    extract(lambda idx, mask: gpt.hidden_states(idx), s, [1], batch_tokens=100, quiet=False)
+    err = capsys.readouterr().err
+    assert re.search(r"[\d,]+ tokens/s", err) and not re.search(r"\d tokens\b(?!/s)", err), err

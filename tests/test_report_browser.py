@@ -288,3 +288,6 @@ def test_validate_report_opens_with_a_verdict_that_fits_the_page(tmp_path: Path)
     first = got["tables"][0]
     assert first["caption"].startswith("At a glance"), got["tables"]
     assert first["scrollWidth"] <= first["clientWidth"] and first["right"] <= WIDTH, first
+    # every table of the page fits (issue 52: the predicted/observed table scrolled sideways)
+    wide = [t for t in got["tables"] if t["scrollWidth"] > t["clientWidth"] or t["right"] > WIDTH]
+    assert not wide, [t["caption"][:60] for t in wide]

@@ -221,7 +221,8 @@ def test_model_limited_fires_on_a_too_small_model_and_not_on_a_data_limited_one(
     quiet = sweep_check.model_limited(rows)
     assert not quiet["limited"] and quiet["gain_nats"] < quiet["noise_nats"], quiet
     v = sweep_check.verdict(0.1, {"stricter": 0.1}, rows)
-    assert not v["model_limited"] and "Not model-limited" in v["text"]
+    assert not v["model_limited"] and "MODEL-LIMITED" not in v["labels"]
+    assert ("Not model-limited" in v["text"]) != quiet["wide_unconverged"]  # worse: no reading
     wide = sweep_check.wider(big[0], 4).model
     assert (wide.n_embd, wide.n_head) == (192, 4)  # heads of the same width
 
@@ -237,6 +238,26 @@ def test_model_limited_by_hand() -> None:
     wide = {**base, "perturbation": "wider", "test_loss_nats_perturbed": 2.97}
     assert sweep_check.model_limited([wide])["noise_nats"] == pytest.approx(0.02)  # 2 SE
     assert sweep_check.model_limited([seed]) is None
+
+
+def test_a_wider_model_that_trains_worse_is_no_reading() -> None:
+    """Issue 52: a wider model 0.2987 nats worse against a noise of 0.0225 is no agreement
+    (its run did not converge, or it over-fits sooner): the check says so instead of calling
+    the change 'within the noise'."""
+    base = {"run": "r", "test_loss_nats": 3.0, "test_loss_se_nats": 0.005}
+    seed = {**base, "perturbation": "seed", "test_loss_nats_perturbed": 3.0225}
+    wide = {**base, "perturbation": "wider", "test_loss_nats_perturbed": 3.2987}
+    rows = [
+        {**r, "key": r["perturbation"], "steps": 1, "stop_reason": "patience"} for r in (seed, wide)
+    ]
+    got = sweep_check.model_limited(rows)
+    assert got["wide_unconverged"] and not got["limited"]
+    text = sweep_check.verdict(0.1, {"seed": 0.1}, rows)["text"]
+    assert "within the noise" not in text and "Not model-limited" not in text
+    assert "the wider model trained worse, by +0.2987 nats, more than the noise 0.0225" in text
+    assert "No sign of a model limit, but no agreement either" in text
+    near = {**wide, "test_loss_nats_perturbed": 3.01}  # worse, but within the noise
+    assert "Not model-limited" in sweep_check.verdict(0.1, {"seed": 0.1}, [seed, near])["text"]
 
 
 def test_both_ends_are_perturbed(store: Path, tmp_path: Path) -> None:

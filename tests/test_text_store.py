@@ -143,3 +143,35 @@ def test_a_loaded_tokenizer_reproduces_the_store(
     meta = TokenStore(again).meta
     assert meta["tokenizer_source"] == str(store_dir.resolve())
     assert meta["request"]["tokenizer_sha256"] is not None
+
+
+def test_too_few_documents_names_the_fix_that_applies_to_the_format(tmp_path: Path) -> None:
+    """Issue 52: a 10-document JSONL was told to use --split-on line, which reads text files
+    only; a text file of blank-separated paragraphs still gets that hint."""
+    jsonl = tmp_path / "ten.jsonl"
+    jsonl.write_text("".join(f'{{"text": "document {i} has words"}}\n' for i in range(10)))
+    text = tmp_path / "ten.txt"
+    text.write_text("\n\n".join(f"paragraph {i} has words" for i in range(10)))
+    for path, hint in ((jsonl, False), (text, True)):
+        with pytest.raises(InputError, match=r"split of .* is empty") as refused:
+            prepare_corpus(load_corpus(path), tmp_path / f"{path.stem}-{hint}", vocab_size=260)
+        assert ("--split-on line" in str(refused.value)) is hint
+
+
+def test_a_csv_is_one_document_per_row_of_its_text_column(tmp_path: Path) -> None:
+    """Issue 52: a .csv was read as one text document (the error then blamed an empty train
+    split); it is read like Parquet, one document per row of --text-field."""
+    import csv
+
+    path = tmp_path / "rows.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "text"])
+        writer.writerows([[i, f"row {i}, with a comma\nand a line break"] for i in range(5)])
+    docs = load_corpus(path).documents
+    assert [d.text for d in docs] == [f"row {i}, with a comma\nand a line break" for i in range(5)]
+    with pytest.raises(InputError, match=r"no column 'body' \(columns: \['id', 'text'\]\)"):
+        load_corpus(path, text_field="body")
+    tsv = tmp_path / "rows.tsv"
+    tsv.write_text("text\tn\nfirst row\t1\nsecond row\t2\n", encoding="utf-8")
+    assert [d.text for d in load_corpus(tsv).documents] == ["first row", "second row"]

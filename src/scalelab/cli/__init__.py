@@ -174,6 +174,10 @@ def make_app() -> Any:
     )
 
 
+STOPPED = "stopped; re-run the same command to resume"
+INTERRUPTED = 130  # the exit code of a Ctrl-C (128 + SIGINT), as shells report it
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage and library errors become one line on stderr and exit code 2.
 
@@ -198,6 +202,8 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         code = make_app().main(args=argv, standalone_mode=False)
+        if code == INTERRUPTED:  # typer turns Ctrl-C into a silent return of 130
+            print(STOPPED, file=sys.stderr)
     except click_errors.NoArgsIsHelpError as err:
         print(err.ctx.get_help() if err.ctx else str(err))
         code = 0
@@ -207,9 +213,9 @@ def main(argv: list[str] | None = None) -> None:
     except click_errors.ClickException as err:  # e.g. a file option that cannot be opened
         print(f"error: {err.format_message()}", file=sys.stderr)
         code = 2
-    except (typer.Abort, KeyboardInterrupt):
-        print("error: aborted (Ctrl-C); rerun the same command to continue", file=sys.stderr)
-        code = 130
+    except (typer.Abort, KeyboardInterrupt):  # Ctrl-C: every folder is resumable as it is
+        print(STOPPED, file=sys.stderr)
+        code = INTERRUPTED
     except ScalelabError as err:
         print(f"error: {_one_line(str(err))}", file=sys.stderr)
         code = 2

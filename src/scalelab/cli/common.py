@@ -151,12 +151,19 @@ def print_record(title: str, record: dict[str, Any]) -> None:
     print_table(title, [{"field": k, "value": v} for k, v in record.items()])
 
 
+PIPE_WIDTH = 10_000  # columns for a table printed to a file or pipe: no folding
+
+
 def print_table(title: str, rows: list[dict[str, Any]]) -> None:
-    """A rich table from a list of dicts with the same keys."""
+    """A rich table from a list of dicts with the same keys. Written to a file or a pipe, the
+    table takes its natural width: rich would otherwise fold it into 80 columns and cut its
+    headers, which a terminal's real width does not need."""
+    import sys
+
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH)
     if not rows:
         console.print(f"{title}: (no rows)")
         return

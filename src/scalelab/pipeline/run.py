@@ -83,13 +83,22 @@ def _run(
     clock = _Clock()
     created = not out.exists()
     try:
+        add_references(out, cfg, references, say)
         prep = steps.prepare(out, cfg, references, quiet=quiet, say=say)
         clock.lap("prepare")
         given = steps.measure_references(prep, say=say)
-    except ScalelabError:
+    except ScalelabError as err:
         if created and out.exists():  # refused before any training: leave nothing behind
-            outdir.release(out)
-            shutil.rmtree(out, ignore_errors=True)
+            outdir.release(out)  # but the token store of a corpus refused as too small
+            from scalelab.pipeline.store import StoreKept
+
+            if isinstance(err, StoreKept):
+                for path in out.iterdir():
+                    if path.name != "data":
+                        shutil.rmtree(path, ignore_errors=True)
+                        path.unlink(missing_ok=True)
+            else:
+                shutil.rmtree(out, ignore_errors=True)
         raise
     clock.lap("reference_models")
 
@@ -122,6 +131,28 @@ def _run(
     html, md = build_validate_report(out)
     clock.lap("report")
     return _summary(prep, data, models, fits, along, clock, html, md)
+
+
+def add_references(
+    out: Path, cfg: PipelineConfig, references: Sequence[str], say: Callable[[str], None]
+) -> None:
+    """A folder made with the same config and the first of these reference models takes the
+    others as new sources of d: pipeline.json is rewritten with them, and the rerun measures
+    only their d (the sweeps and checks are finished runs, reused) and scores the verdict
+    again. Any other change is refused by `steps.prepare` as before."""
+    from scalelab.pipeline.results import Request
+
+    path = out / steps.CONFIG
+    if not path.is_file():
+        return
+    wanted = tuple(str(Path(r).resolve()) for r in references)
+    saved = tuple(read_json(path).get("references", ()))
+    if len(wanted) <= len(saved) or wanted[: len(saved)] != saved:
+        return
+    outdir.same_config(read_json(path), Request(cfg, saved), out)  # the rest as it was
+    outdir.lock(out)
+    atomic_write_json(path, Request(cfg, wanted))
+    say(f"      {len(wanted) - len(saved)} reference model(s) added; finished runs are reused")
 
 
 def _summary(

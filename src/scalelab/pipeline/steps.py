@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from scalelab.errors import InputError
 from scalelab.io import atomic_write_json, read_json
 from scalelab.laws.regime import FitRange
 from scalelab.lm.config import GPTConfig, TrainConfig
@@ -105,12 +106,7 @@ def prepare(
     """Step 1: refuse a folder made with another config, a bad corpus or a store too small for
     the sweeps (before `out` exists); tokenize the corpus once; lock `out`; check the
     estimator on a manifold of known d."""
-    from scalelab.pipeline.store import (
-        is_token_store,
-        prepare_data,
-        refuse_small_store,
-        refuse_unreadable_corpus,
-    )
+    from scalelab.pipeline import store
     from scalelab.sweeps.data import geometric_grid
 
     out = Path(out)
@@ -118,21 +114,24 @@ def prepare(
     request = Request(cfg, tuple(str(Path(r).resolve()) for r in references))
     say(f"[1/7] corpus {cfg.corpus!r} → token store (BPE {cfg.vocab_size} unless a store)")
     if outdir.check(out, CONFIG, request) is None:  # a changed config is refused here
-        refuse_unreadable_corpus(cfg)  # missing, empty, non-UTF-8: refused before any folder exists
+        store.refuse_unreadable_corpus(cfg)  # missing, empty, non-UTF-8: before any folder
     grid = tuple(geometric_grid(cfg.min_tokens, cfg.max_tokens, cfg.points))
-    # A new store is tokenized in a temporary folder outside `out` and checked there (too few
-    # tokens or ID points is refused before `out` exists), then moved in.
+    # A new store is tokenized in a temporary folder outside `out` and checked there, then
+    # moved in; a store refused as too small is kept in OUT/data (nothing else is written).
     staging = None
-    if not is_token_store(cfg.corpus) and not (out / "data" / "meta.json").exists():
+    if not store.is_token_store(cfg.corpus) and not store.reusable_store(cfg, out):
         staging = Path(tempfile.mkdtemp(prefix="scalelab-store-"))
     try:
-        data_dir = prepare_data(cfg, staging or out, quiet=quiet)
-        refuse_small_store(data_dir, cfg, list(grid))
+        data_dir = store.prepare_data(cfg, staging or out, quiet=quiet)
+        try:
+            per_doc = store.refuse_small_store(data_dir, cfg, list(grid))
+        except InputError as err:  # a store made here is kept: the rerun does not tokenise
+            if store.is_token_store(cfg.corpus):
+                raise
+            raise store.StoreKept(f"{err}; {store.keep_store(data_dir, out)}") from None
         outdir.lock(out)  # a second process on this folder is refused from here on
         if staging is not None:
-            shutil.rmtree(out / "data", ignore_errors=True)  # an unfinished store, no meta.json
-            shutil.move(str(data_dir), str(out / "data"))
-            data_dir = out / "data"
+            data_dir = store.move_store(data_dir, out)
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
@@ -142,6 +141,8 @@ def prepare(
         f"      synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
         f"d = {syn['dimension']:.2f} (true {syn['true_dimension']})"
     )
+    if per_doc != cfg.id.per_doc:
+        say(store.per_doc_note(cfg, per_doc))
     est = estimate_config(cfg)
     from scalelab.text.floors import store_unigram_entropy
 
@@ -185,8 +186,9 @@ def _measure(
     say(
         f"      {row['label']}: d = {row['dimension']:.2f}"
         + (f" ± {se:.2f} (SE)" if se is not None else "")
-        + f", batch/K range [{lo:.2f}, {hi:.2f}] → alpha_D = {row['alpha_D']:.3f}, "
-        f"alpha_N = {row['alpha_N']:.3f}"
+        + (f" ({row['batches']})" if row.get("batches") else "")
+        + f", batch/K range [{lo:.2f}, {hi:.2f}] → "
+        f"alpha_D = {row['alpha_D']:.3f}, alpha_N = {row['alpha_N']:.3f}"
     )
     return row
 

@@ -5,7 +5,8 @@ The seed paper's protocol (Havrilla & Liao 2024, §4 and its code), every step a
 2. one random window of `context_len` tokens per document (default min(1024, model max));
    shorter documents whole;
 3. the hidden states of `layer` (default the final LayerNorm's output), `per_doc` random
-   non-special positions per window (default 32);
+   non-special positions per window (default 32; more, up to the window, where 32 give fewer
+   than two batches: `sample_for_batches`, the number taken recorded as `per_doc_taken`);
 4. all vectors shuffled together, capped at `max_points` (1,000,000), MLE (K = 20, mean of
    local estimates) on batches of `batch_size` (4096): d = batch mean ± standard error;
 5. alpha_D = 2β/(2β+d), alpha_N = 2β/d with delta-method intervals.
@@ -42,7 +43,7 @@ from scalelab.probe.sample import (
     layer_name,
     resolve_dtype,
     resolve_layer,
-    sample_protocol,
+    sample_for_batches,
     tokens_to_run,
 )
 from scalelab.runs import outdir
@@ -62,6 +63,7 @@ class ProbeInputs:
     doc_ids: np.ndarray
     context_len: int
     sample: Sample
+    per_doc: int  # positions per window taken: cfg.per_doc or more (`sample_for_batches`)
 
 
 def prepare(
@@ -109,29 +111,30 @@ def prepare(
         rng = np.random.default_rng([cfg.seed, seeds.DOCUMENTS])
         doc_ids = np.sort(rng.choice(docs.n_documents, cfg.max_documents, replace=False))
         docs = docs.select(doc_ids)
-    sample = sample_protocol(
-        docs,
-        context_len=context_len,
-        per_doc=cfg.per_doc,
-        seed=cfg.seed,
-        special_ids=model.special_ids,
-        groups=groups,
-    )
     need = cfg.batch_size
     if cfg.max_points < need:
         raise ConfigError(
             f"--max-points {cfg.max_points} is below --batch-size {need}: raise the cap or "
             "lower the batch size"
         )
+    sample, per_doc = sample_for_batches(
+        docs,
+        context_len=context_len,
+        per_doc=cfg.per_doc,
+        batch_size=need,
+        seed=cfg.seed,
+        special_ids=model.special_ids,
+        groups=groups,
+    )
     if sample.n_points < need:
         usable = int((sample.windows.length > 0).sum())
         raise InputError(
-            f"the {cfg.split} split of {tokens.info['name']!r} gives only {sample.n_points} "
-            f"points ({usable} usable documents, at most {cfg.per_doc} positions each) but "
-            f"one batch needs {need}; use a larger corpus, more --per-doc or a smaller "
-            "--batch-size"
+            f"the {cfg.split} split of {tokens.info['name']!r} gives only {sample.n_points:,} "
+            f"points ({usable} usable documents, every position of a {context_len}-token "
+            f"window each) but one batch needs {need:,}: use a corpus with more or longer "
+            f"{cfg.split} documents, or a --batch-size of at most {sample.n_points:,}"
         )
-    return ProbeInputs(model, tokens, docs, doc_ids, context_len, sample)
+    return ProbeInputs(model, tokens, docs, doc_ids, context_len, sample, per_doc)
 
 
 def embed_sample(
@@ -297,7 +300,11 @@ def estimate(
         "estimate": {k: v for k, v in result.items() if not k.startswith("alpha")},
         "layer": layer,
         "layer_name": layer_name(layer, loaded.n_states),
-        "settings": {**cfg.to_dict(), "context_len": prep.context_len},
+        "settings": {
+            **cfg.to_dict(),
+            "context_len": prep.context_len,
+            "per_doc_taken": prep.per_doc,
+        },
         "model": loaded.describe(),
         "corpus": prep.corpus.info,
         "counts": sample_counts(prep, len(emb.points)),

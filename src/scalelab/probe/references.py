@@ -36,13 +36,15 @@ class Reference:
 def parse_reference(text: str) -> Reference:
     """A scalelab run folder, a local Hugging Face folder, or a .gguf file (read through the
     folder that holds it, which must also hold its tokenizer)."""
-    from scalelab.lm.hf import is_hf_folder
+    from scalelab.lm.hf import is_hf_folder, model_label
 
     path = Path(text).expanduser()
     if path.is_file() and path.suffix == ".gguf":
         return Reference(path.stem, str(path.parent.resolve()), path.name)
-    if path.is_dir() and ((path / "config.json").is_file() or is_hf_folder(path)):
-        return Reference(path.resolve().name, str(path.resolve()))
+    if path.is_dir() and (path / "config.json").is_file() and not is_hf_folder(path):
+        return Reference(path.resolve().name, str(path.resolve()))  # a scalelab run
+    if is_hf_folder(path):
+        return Reference(model_label(path), str(path.resolve()))
     raise CheckpointError(
         f"--reference-model {text!r} is not a scalelab run folder, a Hugging Face model "
         "folder or a .gguf file; check the path"
@@ -62,10 +64,11 @@ def unique_labels(references: list[Reference]) -> list[Reference]:
 
 def sensitivity(x: np.ndarray, cfg: Any) -> list[dict[str, Any]]:
     """d at each batch size of SENSITIVITY_BATCHES (K fixed) and each K of SENSITIVITY_K
-    (batch size fixed), on the saved points `x` of one estimate."""
+    (batch size fixed), on the saved points `x` of one estimate. Where a batch size exceeds
+    the unique points, one batch of all of them is measured instead (batches are exact)."""
     from scalelab.probe.estimate import estimate_dimension
 
-    n = len(x)
+    n = len(np.unique(x, axis=0))
     batches = sorted({min(b, n) for b in SENSITIVITY_BATCHES if min(b, n) > max(SENSITIVITY_K)})
     settings = [(b, cfg.k) for b in batches]
     settings += [(min(cfg.batch_size, n), k) for k in SENSITIVITY_K if k != cfg.k]
@@ -89,7 +92,9 @@ def summarize(label: str, kind: str, doc: dict[str, Any], rows: list[dict[str, A
     range over the sensitivity settings (with the exponents that range gives)."""
     ds = [r["dimension"] for r in rows] + [doc["dimension"]]
     lo, hi = float(min(ds)), float(max(ds))
-    settings = doc.get("settings", {})
+    from scalelab.intrinsic.protocol import describe_batches
+
+    settings, est = doc.get("settings", {}), doc.get("estimate", {})
     return {
         "label": label,
         "kind": kind,
@@ -100,7 +105,15 @@ def summarize(label: str, kind: str, doc: dict[str, Any], rows: list[dict[str, A
         "dimension_se": doc.get("dimension_se"),
         "batch_size": settings.get("batch_size"),
         "k": settings.get("k"),
-        "n_points": doc.get("estimate", {}).get("n_points"),
+        "n_points": est.get("n_points"),
+        "per_doc_taken": settings.get("per_doc_taken", settings.get("per_doc")),
+        "n_batches": est.get("n_batches"),
+        "n_points_used": est.get("n_points_used"),
+        "n_points_left_out": est.get("n_points_left_out"),
+        # '2 batches of 4,096; 2,048 left out' (None in rows of folders that predate the count)
+        "batches": None
+        if est.get("n_points_left_out") is None
+        else describe_batches(est["n_batches"], est["batch_size"], est["n_points_left_out"]),
         "alpha_D": doc["alpha_D"],
         "alpha_D_ci95": doc.get("alpha_D_ci95"),
         "alpha_N": doc["alpha_N"],

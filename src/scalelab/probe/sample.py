@@ -15,6 +15,7 @@ residual stream after the last block.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -241,6 +242,51 @@ def sample_protocol(
     return Sample(windows, positions, window_tokens, window_offsets)
 
 
+def sample_for_batches(
+    docs: TokenDocuments,
+    *,
+    context_len: int,
+    per_doc: int,
+    batch_size: int,
+    seed: int,
+    special_ids: Sequence[int] = (),
+    groups: int = 1,
+) -> tuple[Sample, int]:
+    """The protocol's sample and the positions per window it took: `per_doc`, or, where that
+    gives fewer than two batches of `batch_size` points (no standard error), the fewest
+    positions per window, up to the window's length, that give two batches (one where two
+    cannot be had). A corpus of few long documents thus gets its batches from more positions
+    of each window instead of being refused; the caller records the number taken. Positions
+    are nested (`sample_positions` keeps the first keys of one stream), so the points at
+    `per_doc` are among those taken."""
+
+    def at(p: int) -> Sample:
+        return sample_protocol(
+            docs, context_len=context_len, per_doc=p, seed=seed, special_ids=special_ids,
+            groups=groups,
+        )  # fmt: skip
+
+    sample = at(per_doc)
+    if sample.n_points >= 2 * batch_size or per_doc >= context_len:
+        return sample, per_doc
+    most = at(context_len)
+    target = 2 * batch_size if most.n_points >= 2 * batch_size else batch_size
+    if sample.n_points >= target:
+        return sample, per_doc
+    if most.n_points < target:  # fewer than one batch however many: the caller refuses
+        return most, context_len
+    lo, hi = per_doc, context_len  # at(lo) < target <= at(hi): the smallest such hi
+    best = most
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        candidate = at(mid)
+        if candidate.n_points >= target:
+            hi, best = mid, candidate
+        else:
+            lo = mid
+    return best, hi
+
+
 @torch.no_grad()
 def extract(
     states_fn: StatesFn,
@@ -275,7 +321,7 @@ def extract(
     out: np.ndarray | None = None
     autocast = torch.autocast(torch.device(device).type, dtype, enabled=dtype != torch.float32)
     with progress("embedding windows", len(order), quiet=quiet) as advance, autocast:
-        i = 0
+        i, done, t0 = 0, 0, time.perf_counter()
         while i < len(order):
             t = int(run_len[order[i]])
             rows = order[i : i + max(1, batch_tokens // t)]
@@ -290,7 +336,8 @@ def extract(
                 if out is None:
                     out = np.empty((len(layers), len(pos.window), h.shape[1]), np.float32)
                 out[j, sel] = h
-            advance(len(rows), info=f"{int(run_len[rows].sum())} tokens")
+            done += int(run_len[rows].sum())
+            advance(len(rows), info=f"{done / (time.perf_counter() - t0):,.0f} tokens/s")
             i += len(rows)
     assert out is not None
     dup, rep = same_prefix_points(sample)

@@ -125,3 +125,8 @@ def dimension_figure(
     ax.set_title(title)
     ax.grid(alpha=0.3)
     return fig
+
+
+def legend_outside(ax: Axes) -> None:
+    """The legend to the right of the axes, off the data (pages save with a tight box)."""
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)

@@ -1,7 +1,8 @@
-"""The two figures of the regime analysis (`scalelab.laws.observe.analyse_regime`), drawn
-from its `to_dict()` (so a saved `--json` result draws the same): the loss curve with the
-unigram entropy and E and the fitted range shaded, and the local slopes against size with
-their bands and each prediction as a horizontal line. Drawing only: nothing is fitted here.
+"""The regime analysis (`scalelab.laws.observe.analyse_regime`) for a reader, from its
+`to_dict()` (so a saved `--json` result reads the same): two figures (the loss curve with the
+unigram entropy and E and the fitted range shaded; the local slopes against size with their
+bands and each prediction as a horizontal line) and its words (the verdict paragraph, and the
+sentence with the rerun that would decide it). Nothing is fitted here.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from matplotlib.ticker import LogFormatter
 
 from scalelab.io import atomic_write
 from scalelab.laws.excess import ESTIMATED
-from scalelab.laws.observe import outcome_of
-from scalelab.report.plots import new_figure
+from scalelab.laws.observe import outcome_of, power_words
+from scalelab.laws.regime import CURVED, MIN_POINTS, POWER_LAW, UNDECIDED
+from scalelab.report.plots import legend_outside, new_figure
 
 
 def _shade_range(ax: Any, regime: dict[str, Any]) -> None:
@@ -72,7 +74,7 @@ def loss_figure(regime: dict[str, Any], *, title: str, xlabel: str = "training t
     ax.set_ylabel("test loss (nats/token)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    legend_outside(ax)
     return fig
 
 
@@ -133,7 +135,7 @@ def slopes_figure(regime: dict[str, Any], *, title: str, xlabel: str = "training
     ax.set_ylabel("local slope −Δlog L / Δlog n")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="best", framealpha=0.8)
+    legend_outside(ax)
     return fig
 
 
@@ -150,3 +152,121 @@ def write_regime_figures(
         atomic_write(path, lambda p, fig=fig: fig.savefig(p, format="png", dpi=110))
         paths[kind] = str(path)
     return paths
+
+
+def regime_words(regime: dict[str, Any] | None) -> str:
+    """The data side's regime verdict as one paragraph: is there a power law to read?"""
+    if regime is None:
+        return "Regime: not tested (this folder predates the regime test)."
+    outcome = outcome_of(regime)
+    heads = {
+        POWER_LAW: "A power-law regime was reached: the plain slope below is an exponent",
+        CURVED: "The curve is CURVED over the fit range: the exponent changes by more than the "
+        "tolerance, so the plain slope below describes the range and is not an exponent",
+        UNDECIDED: "UNDECIDED: the sweep cannot tell a power law from a curve at its noise, so "
+        "the plain slope below is not yet an exponent (the verdict says what would decide it)",
+    }
+    head = heads.get(outcome, f"{outcome}: the plain slope below is not read as an exponent")
+    rng = regime["fit_range"]
+    ends = f"Fit range: {rng['lower_reason']}; {rng['upper_reason']}."
+    floor = regime.get("floor_nats")
+    e_text = (
+        f"E = {floor:.4f} nats ({regime['floor_source']})"
+        if floor is not None
+        else f"E from {regime['floor_source']}"
+    )
+    detail = regime["verdict"][:1].upper() + regime["verdict"][1:]
+    return (
+        f"Regime (data sweep): {head}. {detail}. {ends} Unigram entropy of the "
+        f"scored test tokens {regime['unigram_entropy_nats']:.4f} nats; {e_text}."
+        + capacity_words(regime.get("capacity"))
+    )
+
+
+# the power preset's cost, as sized (docs/benchmarks/scaling.md): where to go past a CPU plan
+POWER_PRESET = (
+    "--preset power (designed for power ≥ 0.8; 60–150 hours of 2 CPU cores per corpus: GPU or "
+    "cluster work)"
+)
+
+
+def regime_sentence(regime: dict[str, Any] | None) -> str:
+    """The regime's outcome as a sentence a newcomer can act on: the outcome over which sizes,
+    the test's power, and for UNDECIDED the rerun that would decide it (the options of the
+    regime test's plan, `laws.power.decision_plan`, as validate options)."""
+    if regime is None:
+        return "not tested (this folder predates the regime test)"
+    if not regime.get("outcome") and not regime.get("power_law"):  # before the three outcomes
+        return f"not shown: {(regime.get('curvature') or {}).get('reason') or regime['verdict']}"
+    outcome, rng = outcome_of(regime), regime["fit_range"]
+    if not rng["n_points"]:
+        return f"{outcome}: no fit range ({rng['lower_reason']}). To go on: {POWER_PRESET}."
+    over = (
+        f"over {rng['n_points']} sizes, {rng['x_lo']:,.0f} … {rng['x_hi']:,.0f} tokens "
+        f"({rng['decades']:.2f} decades)"
+    )
+    power = power_words(regime)
+    head = f"{outcome} {over}" + (f", {power}" if power else "")
+    if outcome == POWER_LAW:
+        return f"{head}: the observed slope is an exponent."
+    if outcome == CURVED:
+        return f"{head}: the slope changes across the range, so it is not an exponent."
+    if (regime.get("curvature") or {}).get("n_points", 0) < MIN_POINTS:  # too few sizes
+        more = _points_for_test(regime["sizes"], rng["x_lo"], rng["x_hi"])
+        return (
+            f"{head}: the test needs {MIN_POINTS} sizes in the fit range. To decide: rerun with "
+            f"--points {more} (the same sweep, {MIN_POINTS} of its sizes in this range), or "
+            f"{POWER_PRESET}."
+        )
+    plan = regime.get("plan") or {}
+    chosen = plan.get("chosen")
+    if not chosen:
+        target = plan.get("target", 0.8)
+        return f"{head}: no CPU rerun tried reaches power {target:.0%}; {POWER_PRESET}."
+    added = len(chosen["sizes"]) - rng["n_points"]
+    seeds_now = min((regime.get("curvature") or {}).get("runs_per_size") or [1])
+    flags = [f"--seeds-per-size {chosen['seeds']}"] if chosen["seeds"] != seeds_now else []
+    if added:
+        flags.append(f"--max-tokens {chosen['sizes'][-1]:.0f}")
+        flags.append(f"--points {len(regime['sizes']) + added}")
+    cost = chosen.get("added_cpu_s")
+    cost_words = ""
+    if cost is not None:
+        amount = f"{cost / 3600:.1f} CPU-hours" if cost >= 3600 else f"{cost / 60:.0f} CPU-minutes"
+        cost_words = f", ≈ {amount} more here"
+    return (
+        f"{head}: the sweep cannot yet tell a power law from a curve. To decide: rerun with "
+        f"{' '.join(flags)} ({chosen['seeds']} seed(s) per size, {len(chosen['sizes'])} sizes "
+        "up to "
+        f"{chosen['sizes'][-1]:,.0f} tokens: power {chosen['power']:.2f}{cost_words}), "
+        f"or {POWER_PRESET}."
+    )
+
+
+def _points_for_test(sizes: list[float], lo: float, hi: float) -> int:
+    """The fewest --points whose grid over the sweep's ends puts MIN_POINTS sizes in [lo, hi]
+    (validate's grid: `sweeps.data.geometric_grid`, evenly spaced in log)."""
+    points = len(sizes)
+    while True:
+        points += 1
+        grid = np.round(np.geomspace(sizes[0], sizes[-1], points))
+        if ((grid >= lo) & (grid <= hi)).sum() >= MIN_POINTS:
+            return points
+
+
+def capacity_words(cap: dict[str, Any] | None) -> str:
+    """Can the model at the fit range's top hold the facts the ideal learner memorises?"""
+    if cap is None:
+        return ""
+    verdict = (
+        "it can hold them"
+        if cap["holds"]
+        else "it cannot hold them, so the ideal learner is not a fair prediction there"
+    )
+    return (
+        f" Capacity at {cap['train_tokens']:,.0f} tokens: the ideal learner holds "
+        f"{cap['distinct_facts']:,.0f} distinct facts ({cap['bits_needed']:,.0f} bits), "
+        f"{cap['bits_per_param_needed']:.2f} bits per parameter of the {cap['params']:,}-"
+        f"parameter model against the {cap['bits_per_param_available']:g} a language model "
+        f"stores (Allen-Zhu & Li 2024): {verdict}."
+    )

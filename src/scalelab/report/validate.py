@@ -14,13 +14,12 @@ from typing import Any
 import pandas as pd
 
 from scalelab.io import provenance, read_json
+from scalelab.laws.excess import BOUND_FRACTION
 from scalelab.laws.fitted import PowerLawFit
-from scalelab.laws.observe import outcome_of
-from scalelab.laws.regime import CURVED, POWER_LAW, UNDECIDED
 from scalelab.laws.score import KAPLAN_ALPHA_D
 from scalelab.laws.theory import d_from_alpha_D, d_from_alpha_N
 from scalelab.report.document import Report
-from scalelab.report.regime import loss_figure, slopes_figure
+from scalelab.report.regime import loss_figure, regime_sentence, regime_words, slopes_figure
 from scalelab.report.validate_figures import along_figure, curves_figure, scaling_sources_figure
 
 SIDES = {
@@ -50,6 +49,11 @@ def _fit(doc: dict[str, Any] | None) -> PowerLawFit | None:
     return PowerLawFit(**{k: v for k, v in d.items() if k in PowerLawFit.__dataclass_fields__})
 
 
+def _estimable(E: float, min_loss: float) -> bool:
+    """E strictly inside its bounds, as `laws.excess` decides it for the regime's excess fit."""
+    return BOUND_FRACTION < E / min_loss < 1.0 - BOUND_FRACTION
+
+
 def _implied(key: str, a: float) -> float | None:
     if key == "alpha_D":
         return float(d_from_alpha_D(a)) if 0 < a < 1 else None
@@ -61,58 +65,12 @@ def _stop_counts(table: pd.DataFrame) -> str:
     return f"{n} of {len(table)} runs stopped by patience"
 
 
-def regime_words(regime: dict[str, Any] | None) -> str:
-    """The data side's regime verdict as one paragraph: is there a power law to read?"""
-    if regime is None:
-        return "Regime: not tested (this folder predates the regime test)."
-    outcome = outcome_of(regime)
-    heads = {
-        POWER_LAW: "A power-law regime was reached: the plain slope below is an exponent",
-        CURVED: "The curve is CURVED over the fit range: the exponent changes by more than the "
-        "tolerance, so the plain slope below describes the range and is not an exponent",
-        UNDECIDED: "UNDECIDED: the sweep cannot tell a power law from a curve at its noise, so "
-        "the plain slope below is not yet an exponent (the verdict says what would decide it)",
-    }
-    head = heads.get(outcome, f"{outcome}: the plain slope below is not read as an exponent")
-    rng = regime["fit_range"]
-    ends = f"Fit range: {rng['lower_reason']}; {rng['upper_reason']}."
-    floor = regime.get("floor_nats")
-    e_text = (
-        f"E = {floor:.4f} nats ({regime['floor_source']})"
-        if floor is not None
-        else f"E from {regime['floor_source']}"
-    )
-    detail = regime["verdict"][:1].upper() + regime["verdict"][1:]
-    return (
-        f"Regime (data sweep): {head}. {detail}. {ends} Unigram entropy of the "
-        f"scored test tokens {regime['unigram_entropy_nats']:.4f} nats; {e_text}."
-        + capacity_words(regime.get("capacity"))
-    )
-
-
-def capacity_words(cap: dict[str, Any] | None) -> str:
-    """Can the model at the fit range's top hold the facts the ideal learner memorises?"""
-    if cap is None:
-        return ""
-    verdict = (
-        "it can hold them"
-        if cap["holds"]
-        else "it cannot hold them, so the ideal learner is not a fair prediction there"
-    )
-    return (
-        f" Capacity at {cap['train_tokens']:,.0f} tokens: the ideal learner holds "
-        f"{cap['distinct_facts']:,.0f} distinct facts ({cap['bits_needed']:,.0f} bits), "
-        f"{cap['bits_per_param_needed']:.2f} bits per parameter of the {cap['params']:,}-"
-        f"parameter model against the {cap['bits_per_param_available']:g} a language model "
-        f"stores (Allen-Zhu & Li 2024): {verdict}."
-    )
-
-
 OWN_CAVEAT = (
     "from a tiny model trained here: not a good instrument for d (it reads a much lower d "
     "than a pretrained model on the same text); its prediction checks the pipeline, not the "
-    "theory; give a pretrained model with --reference-model"
+    "theory"
 )
+GIVE_REFERENCE = "; give a pretrained model with --reference-model"  # where none was given
 
 
 def glance_rows(fits: dict[str, Any]) -> list[dict[str, str]]:
@@ -120,19 +78,24 @@ def glance_rows(fits: dict[str, Any]) -> list[dict[str, str]]:
     regime, the observed slope, the closest prediction against the constant, the check, and
     the caveat on the own model's d."""
     regime = fits["data"].get("regime")
-    if regime is None:
-        shape = "not tested (this folder predates the regime test)"
-    elif regime.get("outcome"):
-        shape = str(regime["outcome"])
-    elif regime["power_law"]:
-        shape = "POWER LAW"
-    else:
-        shape = f"not shown: {(regime.get('curvature') or {}).get('reason') or regime['verdict']}"
-    rows = [{"question": "Is the data curve a power law over its fit range?", "answer": shape}]
+    rows = [
+        {
+            "question": "Is the data curve a power law over its fit range?",
+            "answer": regime_sentence(regime),
+        }
+    ]
     fit = fits["data"].get("power")
     if fit:
         lo, hi = fits["data"].get("x_range") or (None, None)
         over = f" over {lo:,.0f} … {hi:,.0f} tokens" if lo and hi else ""
+        rng = (regime or {}).get("fit_range") or {}
+        if rng and lo and (lo, hi) != (rng["x_lo"], rng["x_hi"]):  # the fit is not the range's
+            held = (
+                f"{rng['x_lo']:,.0f} … {rng['x_hi']:,.0f} holds {rng['n_points']}"
+                if rng["n_points"]
+                else "is empty"
+            )
+            over += f" (every size: the fit range {held}, too few to fit)"
         name = "exponent" if regime and regime.get("power_law") else "slope (not an exponent)"
         value = f"{fit['exponent']:.3f} {_ci(fit['exponent_ci95'])}{over}"
         rows.append({"question": f"Observed data {name}", "answer": value})
@@ -151,10 +114,12 @@ def glance_rows(fits: dict[str, Any]) -> list[dict[str, str]]:
         if check is not None:
             labels = ", ".join(check.get("labels") or []) or "converged within the check"
             rows.append({"question": f"Convergence check ({side} sweep)", "answer": labels})
+    given = any(not str(s["label"]).startswith("own") for s in fits["sources"])
     for s in fits["sources"]:
         if str(s["label"]).startswith("own"):
+            caveat = OWN_CAVEAT + ("" if given else GIVE_REFERENCE)
             rows.append(
-                {"question": f"d of {s['label']}", "answer": f"{s['dimension']:.2f}, {OWN_CAVEAT}"}
+                {"question": f"d of {s['label']}", "answer": f"{s['dimension']:.2f}, {caveat}"}
             )
     return rows
 
@@ -241,51 +206,60 @@ def data_limit(table: pd.DataFrame) -> str:
 
 
 def sources_table(report: Report, fits: dict[str, Any]) -> None:
-    """Predicted exponents of every source beside the observed ones and the d they imply."""
-    rows = []
+    """Every source's d and the exponents it predicts, beside the observed ones and the d they
+    imply: one table per exponent, each narrow enough for a laptop page."""
+    d_rows = []
     for s in fits["sources"]:
         se = s.get("dimension_se")
         lo, hi = s["dimension_range"]
-        rows.append(
+        d_rows.append(
             {
                 "source of d": s["label"],
                 "d ± SE": f"{s['dimension']:.2f}" + (f" ± {se:.2f}" if se is not None else ""),
+                "MLE batches": s.get("batches") or "not recorded",
                 "d batch/K range": f"[{lo:.2f}, {hi:.2f}]",
-                "alpha_D = 2/(2+d)": f"{s['alpha_D']:.3f}",
-                "alpha_D 95% (SE)": _ci(s.get("alpha_D_ci95")),
-                "alpha_D range": _ci(s["alpha_D_range"]),
-                "alpha_N = 2/d": f"{s['alpha_N']:.3f}",
-                "alpha_N 95% (SE)": _ci(s.get("alpha_N_ci95")),
-                "alpha_N range": _ci(s["alpha_N_range"]),
-            }
-        )
-    for side in ("data", "model"):
-        key = SIDES[side][3]
-        fit = (fits.get(side) or {}).get("power")
-        if not fit:
-            continue
-        implied = _implied(key, fit["exponent"])
-        rows.append(
-            {
-                "source of d": f"OBSERVED {key} ({side} sweep, log-log fit{_over(fits[side])})",
-                "d ± SE": f"implied d = {implied:.2f}" if implied else "implied d: none",
-                f"{key} = 2/(2+d)"
-                if key == "alpha_D"
-                else "alpha_N = 2/d": f"{fit['exponent']:.3f}",
-                f"{key} 95% (SE)": _ci(fit["exponent_ci95"]) + " (bootstrap)",
-                f"{key} range": _ci(
-                    (fits.get("convergence", {}).get(side) or {}).get("systematic_interval")
-                )
-                + " (systematic: convergence check)",
             }
         )
     report.table(
-        rows,
-        caption="Sources of d and the exponents they predict, beside the observed exponents. "
-        "Shown: d at the protocol's MLE batch size and K ± the SE over batches (interval "
-        "±1.96 SE); the range is d's min–max over batch sizes 2048/4096/8192 and K 10/20/40, "
-        "which the SE does not include.",
+        d_rows,
+        caption="Sources of d: d at the protocol's MLE batch size and K ± the SE over batches; "
+        "the range is d's min–max over batch sizes 2048/4096/8192 and K 10/20/40, which the SE "
+        "does not include.",
+        wrap=("source of d", "MLE batches"),
     )
+    for side, formula in (("data", "2/(2+d)"), ("model", "2/d")):
+        key = SIDES[side][3]
+        rows = [
+            {
+                "source": s["label"],
+                f"{key} = {formula}": f"{s[key]:.3f}",
+                "95% interval": _ci(s.get(f"{key}_ci95")),
+                "over d's range": _ci(s[f"{key}_range"]),
+            }
+            for s in fits["sources"]
+        ]
+        fit = (fits.get(side) or {}).get("power")
+        if fit:
+            implied = _implied(key, fit["exponent"])
+            rows.append(
+                {
+                    "source": f"OBSERVED ({side} sweep, log-log fit{_over(fits[side])}; "
+                    + (f"implied d = {implied:.2f})" if implied else "implied d: none)"),
+                    f"{key} = {formula}": f"{fit['exponent']:.3f}",
+                    "95% interval": _ci(fit["exponent_ci95"]) + " (bootstrap)",
+                    "over d's range": _ci(
+                        (fits.get("convergence", {}).get(side) or {}).get("systematic_interval")
+                    )
+                    + " (systematic: convergence check)",
+                }
+            )
+        if side == "data" or fit:
+            report.table(
+                rows,
+                caption=f"{key} predicted from each d (interval: ±1.96 SE of d), beside the "
+                f"observed {key}",
+                wrap=("source", "95% interval", "over d's range"),
+            )
 
 
 def _over(side_fits: dict[str, Any]) -> str:
@@ -299,6 +273,9 @@ def _side_figure(report: Report, side: str, fits: dict[str, Any], table: pd.Data
     t = table.sort_values(size)
     x, y = t[size].to_numpy(float), t["test_loss_nats"].to_numpy(float)
     fitted = [f for f in (_fit(fits[side].get(form)) for form in ("power", "power+E")) if f]
+    # a power+E fit with E at its bound shows no floor: not drawn (`laws.excess`'s rule)
+    dropped = [f for f in fitted if f.E is not None and not _estimable(f.E, float(y.min()))]
+    fitted = [f for f in fitted if f not in dropped]
     formula = "2/(2+d)" if key == "alpha_D" else "2/d"
     slopes = [(f"{s['label']}: {formula} = {s[key]:.3f}", s[key]) for s in fits["sources"]]
     fig_no = "Figure 2" if side == "data" else "Figure 3"
@@ -313,7 +290,13 @@ def _side_figure(report: Report, side: str, fits: dict[str, Any], table: pd.Data
         ),
         f"Test loss vs {what}, log-log: fits (solid: no E, with its 95% band; dashed: with "
         "E) and each source's predicted slope (dotted), anchored where the log-log fit passes "
-        "the geometric-mean size.",
+        "the geometric-mean size."
+        + (
+            f" The power+E fit is not drawn: its E = {dropped[0].E:.3g} lies at a bound (0 or "
+            "the smallest loss), so the curve shows no floor and E is not estimable."
+            if dropped
+            else ""
+        ),
     )
 
 
@@ -346,14 +329,46 @@ def _check_table(report: Report, side: str, check: dict[str, Any] | None) -> Non
         return
     shifts = ", ".join(f"{p} {v:+.4f}" for p, v in check["shifts"].items())
     lo, hi = check["systematic_interval"]
+    rows = [
+        {
+            "run": r["run"],
+            "perturbation": r["key"],
+            "how": r["how"],
+            "steps": f"{r['steps']} → {r['steps_perturbed']}",
+            "stopped by": f"{r['stop_reason']} → {r['stop_reason_perturbed']}",
+            "test loss (nats)": f"{r['test_loss_nats']:.4f} → {r['test_loss_nats_perturbed']:.4f}",
+        }
+        for r in check["runs"]
+    ]
     report.table(
-        check["runs"],
+        rows,
         caption=f"Convergence check ({side} sweep): exponent {check['exponent']:.4f}; shifts "
         f"{shifts} (threshold {check['threshold']}); systematic interval [{lo:.4f}, {hi:.4f}]. "
         "stricter: the stopping rule and budget made stricter, continued from the run's last "
         "checkpoint where that is exact, else trained again; cooldown: from the tested "
         "weights, the learning rate decayed to zero; seed: trained again with the next seed.",
     )
+
+
+def _run_rows(side: str, table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each run's size, how long it trained and why it stopped, and its test loss: a page-wide
+    table (runs.csv holds some 25 columns)."""
+    size = SIDES[side][2]
+    rows = []
+    for r in table.sort_values(size).to_dict("records"):
+        se = r.get("test_loss_se_nats")
+        rows.append(
+            {
+                "run": r["run"],
+                size.replace("_", " "): f"{int(r[size]):,}",
+                "steps (best)": f"{r['steps']}/{r['max_steps']} ({r['best_step']})",
+                "stopped by": r["stop_reason"],
+                "test loss (nats)": f"{r['test_loss_nats']:.4f}"
+                + (f" ± {se:.4f}" if isinstance(se, float) and math.isfinite(se) else ""),
+                "CPU s": f"{r['train_cpu_time_s']:.1f}" if "train_cpu_time_s" in r else "",
+            }
+        )
+    return rows
 
 
 def build_validate_report(out: str | Path) -> tuple[Path, Path]:
@@ -393,7 +408,17 @@ def build_validate_report(out: str | Path) -> tuple[Path, Path]:
         "positions (bars ±1 SE); the dashed trend is a named fit, not a prediction.",
     )
     report.table(
-        along["rows"],
+        [
+            {
+                "run": r["run"],
+                "train tokens": f"{r['train_tokens']:,}",
+                "test loss (nats)": f"{r['test_loss_nats']:.4f}",
+                "d ± SE": f"{r['dimension']:.3f}"
+                + (f" ± {r['dimension_se']:.3f}" if r.get("dimension_se") is not None else ""),
+                "points": f"{r['n_points']:,}",
+            }
+            for r in along["rows"]
+        ],
         caption=f"d along the sweep (positions sha256 "
         f"{along['positions_sha256'][:12]}…, {along['n_points_sampled']} points)",
     )
@@ -406,7 +431,10 @@ def build_validate_report(out: str | Path) -> tuple[Path, Path]:
         report.table(s["sensitivity"], caption=f"{s['label']}: {s['shown']}")
     report.heading("Runs")
     for side, table in tables.items():
-        report.table(table.to_dict("records"), caption=f"{SIDES[side][0]}/runs.csv")
+        report.table(
+            _run_rows(side, table),
+            caption=f"{SIDES[side][0]}/runs.csv (the main columns; the file has every one)",
+        )
     report.heading("Configuration and provenance")
     report.json(cfg)
     report.json(provenance())

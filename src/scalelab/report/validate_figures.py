@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from scalelab.laws.fitted import PowerLawFit
-from scalelab.report.plots import draw_fit, new_figure
+from scalelab.report.plots import draw_fit, legend_outside, new_figure
 
 
 def scaling_sources_figure(
@@ -42,7 +42,7 @@ def scaling_sources_figure(
     ax.set_ylabel("test loss (nats/token)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    legend_outside(ax)
     return fig
 
 

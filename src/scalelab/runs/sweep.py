@@ -138,6 +138,15 @@ def die_with_parent(parent: int, poll_s: float = 0.5) -> None:
     threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
 
 
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Ctrl-C: end the workers now instead of letting the pool start its queued runs (leaving
+    the `with` block would wait for them). A run stopped mid-way resumes from its checkpoint."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    processes = getattr(pool, "_processes", None) or {}  # private, but no public way in 3.11
+    for process in list(processes.values()):
+        process.kill()
+
+
 def finished_rows(sweep_dir: Path, specs: Sequence[RunSpec]) -> list[dict[str, Any]]:
     """One row per finished run, in spec order: the run's scalar params, then its result."""
     rows = []
@@ -207,11 +216,15 @@ def run_sweep(
                     pool.submit(run_one, worker, s, sweep_dir / "runs" / s.name, threads): s
                     for s in todo
                 }
-                for fut in as_completed(futures):
-                    try:
-                        fut.result()
-                    except BrokenProcessPool:
-                        raise ScalelabError(BROKEN_POOL) from None
-                    write_table(sweep_dir, specs)
-                    advance(1, info=futures[fut].name)
+                try:
+                    for fut in as_completed(futures):
+                        try:
+                            fut.result()
+                        except BrokenProcessPool:
+                            raise ScalelabError(BROKEN_POOL) from None
+                        write_table(sweep_dir, specs)
+                        advance(1, info=futures[fut].name)
+                except KeyboardInterrupt:
+                    stop_pool(pool)
+                    raise
     return write_table(sweep_dir, specs)

@@ -255,7 +255,14 @@ def model_limited(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     seed_change = abs(seed["test_loss_nats_perturbed"] - seed["test_loss_nats"]) if seed else 0.0
     noise = max(seed_change, 2.0 * (wide.get("test_loss_se_nats") or 0.0))
     gain = wide["test_loss_nats"] - wide["test_loss_nats_perturbed"]
-    return {"run": wide["run"], "gain_nats": gain, "noise_nats": noise, "limited": gain > noise}
+    return {
+        "run": wide["run"],
+        "gain_nats": gain,
+        "noise_nats": noise,
+        "limited": gain > noise,
+        # a wider model that trains worse beyond the noise did not converge: no reading
+        "wide_unconverged": gain < -noise,
+    }
 
 
 def _words(
@@ -281,7 +288,7 @@ def _words(
             f"a wider model lowers the largest run's test loss by "
             f"{width['gain_nats']:.4f} nats, more than the noise {width['noise_nats']:.4f}: "
             "the model, not the data, sets that loss, and a data exponent must be fitted "
-            "below it"
+            "below it (or give a wider --model)"
         )
     if labels:
         text = (
@@ -293,7 +300,14 @@ def _words(
             f"Converged within the check: the fitted exponent moves by {moves} (each at most "
             f"{threshold}). Systematic interval [{lo:.4f}, {hi:.4f}]."
         )
-    if width and not width["limited"]:
+    if width and width.get("wide_unconverged"):
+        text += (
+            f" No sign of a model limit, but no agreement either: the wider model trained "
+            f"worse, by {-width['gain_nats']:+.4f} nats, more than the noise "
+            f"{width['noise_nats']:.4f} (its run did not converge, or it over-fits sooner on "
+            "this data), so this check cannot say whether the model limits the largest run."
+        )
+    elif width and not width["limited"]:
         text += (
             f" Not model-limited: a wider model changes the largest run's test "
             f"loss by {-width['gain_nats']:+.4f} nats, within the noise {width['noise_nats']:.4f}."

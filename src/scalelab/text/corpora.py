@@ -309,6 +309,32 @@ def _load_parquet(path: Path, text_field: str) -> tuple[Document, ...]:
     )
 
 
+def _load_csv(path: Path, text_field: str) -> tuple[Document, ...]:
+    """One document per row of a .csv (or tab-separated .tsv) file, from column `text_field`:
+    a table read as one text document would be one document, and the split would then fail."""
+    import csv
+
+    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    csv.field_size_limit(2**31 - 1)  # documents longer than csv's 128 kB default
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            reader = csv.DictReader(f, delimiter=delimiter)
+            columns = reader.fieldnames or []
+            if text_field not in columns:
+                raise InputError(
+                    f"{path} has no column {text_field!r} (columns: {columns}); pass "
+                    "--text-field NAME"
+                )
+            texts = [row[text_field] for row in reader]
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise InputError(
+            f"{path} is not a readable UTF-8 CSV file ({err}); check the file"
+        ) from err
+    return tuple(
+        Document(f"{path.name}:{i}", t) for i, t in enumerate(texts) if t is not None and t.strip()
+    )
+
+
 def load_corpus(
     name_or_path: str | Path,
     *,
@@ -319,8 +345,9 @@ def load_corpus(
     """A built-in corpus by name, or a user corpus from a path.
 
     Paths: a directory (one document per file matching `glob`), a `.jsonl`/`.ndjson` file
-    (one document per line, from `text_field`), a `.parquet` file (column `text_field`),
-    or any other text file (documents separated by blank lines, or one per line).
+    (one document per line, from `text_field`), a `.parquet`, `.csv` or `.tsv` file (column
+    `text_field`), or any other text file (documents separated by blank lines, or one per
+    line).
     A built-in name wins over a same-named path: write `./shakespeare` for the folder.
     `synth:FAMILY[:name=value,...]` generates a synthetic corpus (`scalelab.text.synth`).
     """
@@ -350,6 +377,9 @@ def _load_synth(spec: str) -> Corpus:
     return Corpus(name, synth.LICENSE, synth.spec_of(cfg), docs, what)
 
 
+BLANK_LINES = "documents separated by blank lines"  # a text file's description
+
+
 def _load_path(path: Path, split_on: SplitOn, glob: str, text_field: str) -> Corpus:
     if not path.exists():
         raise InputError(
@@ -363,8 +393,10 @@ def _load_path(path: Path, split_on: SplitOn, glob: str, text_field: str) -> Cor
         docs, what = _load_jsonl(path, text_field), f"one document per JSON line ({text_field!r})"
     elif suffix in (".parquet", ".pq"):
         docs, what = _load_parquet(path, text_field), f"one document per row ({text_field!r})"
+    elif suffix in (".csv", ".tsv"):
+        docs, what = _load_csv(path, text_field), f"one document per row ({text_field!r})"
     else:
         docs = _load_text_file(path, split_on)
-        what = "documents separated by blank lines" if split_on == "blank" else "one per line"
+        what = BLANK_LINES if split_on == "blank" else "one per line"
     source = str(path.resolve())
     return Corpus(path.stem or path.name, "unknown (user-supplied)", source, docs, what)

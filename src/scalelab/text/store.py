@@ -31,7 +31,7 @@ from scalelab.errors import InputError
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.progress import progress
 from scalelab.runs import outdir
-from scalelab.text.corpora import Corpus, Document, text_sha256
+from scalelab.text.corpora import BLANK_LINES, Corpus, Document, text_sha256
 from scalelab.text.split import SPLITS, split_documents
 from scalelab.text.tokenizer import eot_id, load_tokenizer, train_bpe
 
@@ -141,11 +141,12 @@ def prepare_corpus(
     splits = split_documents(
         corpus.documents, seed=seed, val_fraction=val_fraction, test_fraction=test_fraction
     )
+    lines = " (e.g. --split-on line)" if corpus.description == BLANK_LINES else ""
     for name in SPLITS:
         if not splits[name]:
             raise InputError(
                 f"the {name} split of {corpus.name!r} is empty: {len(corpus.documents)} "
-                "document(s) are too few; give more documents (e.g. --split-on line), or a "
+                f"document(s) are too few; give more documents{lines}, or a "
                 "larger share for the split with `scalelab corpus prepare --val-fraction/"
                 "--test-fraction` (validate takes the token store it writes as --corpus)"
             )
