@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from scalelab.laws.observe import analyse_regime
-from scalelab.laws.regime import POWER_LAW
+from scalelab.laws.regime import CURVED, POWER_LAW
 from scalelab.laws.score import score_sources, verdict
 from scalelab.manifold.plan import ManifoldSweepConfig
 from scalelab.manifold.problem import Problem
@@ -218,7 +218,7 @@ def _cause(c: ExponentCheck) -> str:
     """What a CURVED curve's checks point at (empty for other outcomes): the wide model
     (model-limited), runs stopped at the step cap (optimisation), or the Bayes ratio's slope
     (the estimator falling behind, or gaining on, the ideal learner)."""
-    if c.outcome != "CURVED":
+    if c.outcome != CURVED:
         return ""
     causes = []
     if c.model_limited:
