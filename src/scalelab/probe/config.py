@@ -40,7 +40,7 @@ class EstimateConfig(Config):
     split_seed: int = 0
     batch_tokens: int = BATCH_TOKENS
     # The forward pass's dtype (auto: bf16 where native), as `TrainConfig.dtype` names it;
-    # saved as "precision", its name before, which estimate folders hold.
+    # saved under the key "precision", which estimate folders hold.
     dtype: str = dataclasses.field(default="auto", metadata=saved_as("precision"))
 
     def validate(self) -> None:
