@@ -135,6 +135,19 @@ def _ratio_cells(c: ExponentCheck) -> dict[str, str]:
     }
 
 
+def ratio_rows(summary: TheoremSummary) -> list[dict[str, str]]:
+    """Per curve and size, the Bayes ratio (geometric mean over seeds): paired (model / ideal
+    on the same sample) where the sweep has it, and raw (model / `bayes_risk(n)`)."""
+    rows = []
+    for kind, checks in (("paired", summary.paired), ("raw", summary.data)):
+        for c in checks:
+            if not c.bayes_ratios:
+                continue
+            cells = {f"{n:,.0f}": f"{r:.2f}" for n, r in zip(c.sizes, c.bayes_ratios, strict=False)}
+            rows.append({"curve": c.label, "ratio": kind, **cells})
+    return sorted(rows, key=lambda r: (r["curve"], r["ratio"]))
+
+
 def _steps_cells(c: ExponentCheck) -> dict[str, str]:
     """An online curve's tripled-steps check (none without `online_long` runs)."""
     if not c.steps_check:
@@ -169,8 +182,14 @@ def build(summary: TheoremSummary, report: Report) -> None:
                                            if summary.paired else ""),
         wrap=("local slopes", "cause or plan"),
     )  # fmt: skip
+    ratios = ratio_rows(summary)
+    if ratios:
+        report.table(ratios, "Bayes ratio per size n (geometric mean over seeds)")
     if summary.online:
-        report.table(check_rows(summary.online), "Model scaling, infinite data (α_N = 2β/d)")
+        report.table(
+            check_rows(summary.online), "Model scaling, infinite data (α_N = 2β/d)",
+            wrap=("more steps (log change)", "cause"),
+        )  # fmt: skip
     if summary.hidden:
         hidden = [{k: _f(v, 2) if isinstance(v, float) else v for k, v in r.items()}
                   for r in summary.hidden]  # fmt: skip
