@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from scalelab.errors import InputError
+from scalelab.laws.fit import chinchilla, power_law
 from scalelab.laws.regime.analysis import RegimeAnalysis, analyse_regime
 from scalelab.laws.regime.rules import RegimeConfig
 from scalelab.laws.table import numeric_columns
@@ -40,8 +41,6 @@ def fit_table(
     largest sizes, an object the JSON writer saves as its `to_dict`), for chinchilla with
     `compute` budgets `compute_optimal` (N_opt, D_opt), and for the one-variable forms
     `regime` (`scalelab.laws.regime.analysis.analyse_regime`)."""
-    from scalelab.laws.fit import chinchilla, power_law
-
     if compute and form != "chinchilla":
         raise InputError("--compute needs --form chinchilla (the joint fit gives N_opt, D_opt)")
     if form not in TABLE_FORMS:
