@@ -24,9 +24,9 @@ from scalelab.induction.size import SizeConfig
 from scalelab.induction.sweep import run_induction_sweep
 from scalelab.induction.trained_separation import TrainedSeparationConfig
 from scalelab.intrinsic.protocol import make_estimator
-from scalelab.laws.forecast_config import ForecastConfig
-from scalelab.laws.regime import RegimeConfig
-from scalelab.laws.table import RegimeInputs, fit_table
+from scalelab.laws.fit_table import RegimeInputs, fit_table
+from scalelab.laws.forecast.config import ForecastConfig
+from scalelab.laws.regime.rules import RegimeConfig
 from scalelab.laws.theory import predict_exponents
 from scalelab.lm.config import TrainConfig
 from scalelab.manifold.construction_config import ConstructConfig
