@@ -2,21 +2,21 @@
 range beside its predictions, the checks, and the verdict against a predictor that ignores d.
 
 Rules, declared before the `theorem` sweep was analysed:
-- the fit range is `laws.regime.fit_range` with the largest n flagged *model-limited* when the
-  wider model (`wide` run, same seed and data) beats the base model there by more than twice
-  the seed-to-seed noise (pooled sd of log error within a size);
-- the verdict is the curvature test's outcome (`laws.observe.analyse_regime`: POWER LAW, CURVED
-  or UNDECIDED by the rule of docs/fitting.md#three-outcomes); its power is the share of exact
-  power laws with the observed slope, sizes, seeds and noise that the same test calls POWER
-  LAW (`laws.power.regime_power`), seeded;
+- the fit range is `laws.regime.rules.fit_range` with the largest n flagged *model-limited*
+  when the wider model (`wide` run, same seed and data) beats the base model there by more
+  than twice the seed-to-seed noise (pooled sd of log error within a size);
+- the verdict is the curvature test's outcome (`laws.regime.analysis.analyse_regime`: POWER
+  LAW, CURVED or UNDECIDED by the rule of docs/fitting.md#three-outcomes); its power is the
+  share of exact power laws with the observed slope, sizes, seeds and noise that the same
+  test calls POWER LAW (`laws.regime.power.regime_power`), seeded;
 - α̂ is the plain power-law fit over the range (studentized bootstrap 95% interval);
 - predictions: 2β/(2β+d) from the true d, from the inputs' d̂ (MLE, K = 20) and from the
   trained model's hidden states' d̂; beside them the ideal learner's exponent over the same
   sizes on this very field (`TorusField.bayes_risk` plus the tail), which says what the
   finite sizes and the cap allow;
 - the verdict scores the true-d prediction (and the d̂ ones) like validate-many's
-  (`laws.score.score_sources`): against the leave-one-out mean and the other baselines that
-  ignore d, paired bootstrap interval of the margin over the (d, β) curves.
+  (`laws.compare.baselines.score_sources`): against the leave-one-out mean and the other
+  baselines that ignore d, paired bootstrap interval of the margin over the (d, β) curves.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scalelab.laws.observe import analyse_regime
-from scalelab.laws.regime import CURVED, POWER_LAW
-from scalelab.laws.score import score_sources, verdict
+from scalelab.laws.compare.baselines import score_sources, verdict
+from scalelab.laws.regime.analysis import analyse_regime
+from scalelab.laws.regime.rules import CURVED, POWER_LAW
 from scalelab.manifold.plan import ManifoldSweepConfig
 from scalelab.manifold.problem import Problem
 
@@ -138,7 +138,7 @@ def _check(
                          seed=seed, cpu_s=cpu_s)  # fmt: skip
     rng, plain = res.fit_range, res.plain
     alpha = plain.exponent if plain is not None else None
-    # the outcome and its power are the library's (laws.regime, laws.power): one rule
+    # the outcome and its power are the library's (laws.regime.rules, laws.regime.power): one rule
     power = res.power.power if res.power is not None else math.nan
     return ExponentCheck(
         d=d,
@@ -370,7 +370,8 @@ def hidden_dimensions(table: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def scored(checks: list[ExponentCheck], *, only_power_law: bool) -> dict[str, Any]:
-    """`laws.score` on the data checks: sources = the predictions, corpora = the curves."""
+    """`laws.compare.baselines` on the data checks: sources = the predictions, corpora = the
+    curves."""
     use = [c for c in checks if c.exponent is not None and (
         c.outcome == POWER_LAW or not only_power_law)]  # fmt: skip
     observed = {c.label: float(c.exponent) for c in use}

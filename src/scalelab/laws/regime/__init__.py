@@ -2,7 +2,3 @@
 its three outcomes, the fit range; `rules`), the test's power and the plan that would decide
 (`power`), the exponent of the excess loss L − E (`excess`), and all of it in one call
 (`analysis`, what `scalelab fit` and validate report)."""
-
-# Kept only for manifold/ (changed on another branch) until its imports name
-# `scalelab.laws.regime.rules`; then this goes.
-from scalelab.laws.regime.rules import CURVED, POWER_LAW  # noqa: F401
