@@ -44,7 +44,7 @@ def test_tiny_sweep_writes_resumable_folder_and_report(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="different config"):
         run_manifold_sweep(TINY.replace(noise_std=0.1), out, quiet=True)
     report = Report("manifold")
-    manifold_report.draw(analyse_sweep(out), report)
+    manifold_report.draw(analyse_sweep(out), report, out)
     _, md = report.write(tmp_path / "report")
     text = md.read_text()
     assert "Data-scaling exponents" in text and "Model-scaling exponents" in text

@@ -80,7 +80,8 @@ def test_report_scores_the_theorem_against_the_d_free_baseline(
     assert summary.hidden[0]["hidden_large_n_k20"] == pytest.approx(1.5)
     # the report prints that verdict (it draws; the numbers are the summary's)
     report = Report("theorem")
-    manifold_report.draw(analyse_sweep(_sweep(tmp_path, _table(exact))), report)
+    folder = _sweep(tmp_path, _table(exact))
+    manifold_report.draw(analyse_sweep(folder), report, folder)
     _, md = report.write(tmp_path / "report")
     text = md.read_text()
     assert "2β/(2β+d), true d: MAE" in text and "the best baseline that ignores d" in text

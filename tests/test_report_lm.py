@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from scalelab.errors import InputError
-from scalelab.io import atomic_write_json
+from scalelab.io import atomic_write_json, read_json
 from scalelab.laws.fit.power_law import fit_power_law
 from scalelab.laws.theory import predict_exponents
 from scalelab.pipeline.report import report_sweep
@@ -204,25 +204,31 @@ def test_report_uses_the_pipelines_bootstrap_settings(tmp_path: Path) -> None:
 def test_dispatcher_calls_the_section_of_the_saved_kind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """One registry (`KINDS`), one protocol: the kind's analysis runs on the folder and its
+    section draws what it returned, `draw(analysis, report, sweep_dir)`."""
     import types
 
     from scalelab.report import build as build_mod
 
     calls = []
     section = types.ModuleType("scalelab.report.toy_section")
+    analysis = types.ModuleType("toy_analysis")
 
-    def fake_build(sweep_dir: Path, report) -> None:
-        calls.append(sweep_dir)
-        report.paragraph("toy section body")
+    def draw(a: dict, report, sweep_dir: Path) -> None:
+        calls.append((a, sweep_dir))
+        report.paragraph(f"toy section body, width {a['width']}")
 
-    section.build = fake_build
+    section.draw = draw
+    analysis.analyse = lambda folder: {"width": read_json(folder / "sweep.json")["config"]["width"]}
     monkeypatch.setitem(sys.modules, "scalelab.report.toy_section", section)
-    monkeypatch.setitem(build_mod.SECTIONS, "toy", "toy_section")
+    monkeypatch.setitem(sys.modules, "toy_analysis", analysis)
+    kind = build_mod.SweepKind("toy_section", "toy_analysis:analyse")
+    monkeypatch.setitem(build_mod.KINDS, "toy", kind)
     folder = tmp_path / "toy"
     atomic_write_json(folder / "sweep.json", {"kind": "toy", "config": {"width": 7}})
     md = report_sweep(folder)[1].read_text()
-    assert calls == [folder]
-    assert "toy section body" in md and '"width": 7' in md
+    assert calls == [({"width": 7}, folder)]
+    assert "toy section body, width 7" in md and '"width": 7' in md
     assert md.index("toy section body") < md.index("Configuration and provenance")
 
 

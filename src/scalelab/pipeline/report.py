@@ -1,33 +1,31 @@
-"""`report_sweep`: a sweep folder's report page. The analysis runs here, and `report.build`
-draws the object it is handed: report/ computes nothing (bench/imports.py forbids it to
-import `sweeps.analysis` or `manifold.results` at run time)."""
+"""`report_sweep`: a sweep folder's report page. The analysis that the folder's kind names in
+`report.build.KINDS` runs here, and `report.build` draws the object it is handed: report/
+computes nothing (bench/imports.py forbids it to import `sweeps.analysis` or
+`manifold.results` at run time)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from scalelab.manifold import results as manifold_results
-from scalelab.report.build import build_report, sweep_kind
-from scalelab.sweeps import analysis as sweep_analysis
+from scalelab.report.build import KINDS, build_report, sweep_kind
 
-#: The analysis of each kind whose section draws an analysed object (`report.build.ANALYSED`).
-ANALYSES: dict[str, Callable[[Path], object]] = {
-    "data": sweep_analysis.analyse_sweep,
-    "model": sweep_analysis.analyse_sweep,
-    "manifold": manifold_results.analyse_sweep,
-}
+if TYPE_CHECKING:
+    from scalelab.manifold.results import ManifoldAnalysis
+    from scalelab.sweeps.analysis import SweepAnalysis
 
 
-def analyse(
-    sweep_dir: str | Path,
-) -> sweep_analysis.SweepAnalysis | manifold_results.ManifoldAnalysis | None:
+def analyse(sweep_dir: str | Path) -> SweepAnalysis | ManifoldAnalysis | None:
     """The analysed object that `build_report` draws for `sweep_dir`: the fits of a data or
     model sweep, the exponents and checks of a manifold sweep; None for the kinds whose
     section draws the folder's tables (induction, depth)."""
     kind, _ = sweep_kind(Path(sweep_dir))
-    analyse_kind = ANALYSES.get(kind)
-    return analyse_kind(Path(sweep_dir)) if analyse_kind else None
+    name = KINDS[kind].analyse
+    if name is None:
+        return None
+    module, function = name.split(":")
+    return getattr(importlib.import_module(module), function)(Path(sweep_dir))
 
 
 def report_sweep(sweep_dir: str | Path, out_dir: str | Path | None = None) -> tuple[Path, Path]:

@@ -1,17 +1,18 @@
 """`build_report`: one report page for a sweep folder, whatever kind of sweep made it.
 
-The folder's `sweep.json` names its kind; the section module for that kind fills the page,
-and every page ends with the sweep's config and provenance and the report's own. Nothing is
-written unless the whole page built. report/ only draws: a data, model or manifold sweep's
-section draws the analysis it is handed (`section.draw(analysis, report, ...)`), which the
-caller computed (`scalelab.pipeline.report.report_sweep` runs `sweeps.analysis` or
-`manifold.results`); induction and depth sections draw their folder's tables
-(`section.build(sweep_dir, report)`).
+The folder's `sweep.json` names its kind; `KINDS`, the one registry, says which section
+module draws that kind and which function analyses its folder. Every section has one
+protocol, `draw(analysis, report, sweep_dir)`: a data, model or manifold sweep's section draws
+the analysis it is handed, which the caller computed (`scalelab.pipeline.report.report_sweep`
+runs the kind's `analyse`; report/ computes nothing); an induction or depth section, whose
+kind has no analysis, draws its folder's tables. Every page ends with the sweep's config and
+provenance and the report's own. Nothing is written unless the whole page built.
 """
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,15 +24,26 @@ if TYPE_CHECKING:
     from scalelab.manifold.results import ManifoldAnalysis
     from scalelab.sweeps.analysis import SweepAnalysis
 
-SECTIONS = {
-    "data": "lm",
-    "model": "lm",
-    "manifold": "manifold",
-    "induction": "induction",
-    "depth": "heads",
+
+@dataclass(frozen=True)
+class SweepKind:
+    """How one kind of sweep folder becomes a page: the module of `scalelab.report` that draws
+    it, and the function ("module:name") that analyses the folder first, or None where the
+    section draws the folder's tables. The analysis is named, not imported: report/ may not
+    import it (bench/imports.py), and `scalelab.pipeline.report` runs it."""
+
+    section: str
+    analyse: str | None = None
+
+
+#: The one registry of report kinds (a new kind of sweep adds one line here).
+KINDS: dict[str, SweepKind] = {
+    "data": SweepKind("lm", "scalelab.sweeps.analysis:analyse_sweep"),
+    "model": SweepKind("lm", "scalelab.sweeps.analysis:analyse_sweep"),
+    "manifold": SweepKind("manifold", "scalelab.manifold.results:analyse_sweep"),
+    "induction": SweepKind("induction"),
+    "depth": SweepKind("heads"),
 }
-#: Kinds whose section draws an analysed object rather than the folder's tables.
-ANALYSED = {"data", "model", "manifold"}
 
 
 def sweep_kind(sweep_dir: Path) -> tuple[str, dict]:
@@ -50,9 +62,9 @@ def sweep_kind(sweep_dir: Path) -> tuple[str, dict]:
             "or run the sweep again into a new folder"
         ) from None
     kind = meta.get("kind") if isinstance(meta, dict) else None
-    if kind not in SECTIONS:
+    if kind not in KINDS:
         raise InputError(
-            f"{meta_path} has kind {kind!r}; reports exist for {', '.join(sorted(SECTIONS))}: "
+            f"{meta_path} has kind {kind!r}; reports exist for {', '.join(sorted(KINDS))}: "
             "give a folder made by one of those sweeps"
         )
     return kind, meta
@@ -69,24 +81,19 @@ def build_report(
     data, model or manifold sweep (`scalelab.pipeline.report.analyse` makes it)."""
     sweep_dir = Path(sweep_dir)
     kind, meta = sweep_kind(sweep_dir)
-    if kind in ANALYSED and analysis is None:
+    if KINDS[kind].analyse is not None and analysis is None:
         raise InputError(
             f"a {kind} sweep's report draws its analysis: pass analysis= (from "
             f"scalelab.pipeline.report.analyse({str(sweep_dir)!r})), or call "
             "scalelab.pipeline.report.report_sweep, which analyses the folder first"
         )
     try:
-        section = importlib.import_module(f"scalelab.report.{SECTIONS[kind]}")
+        section = importlib.import_module(f"scalelab.report.{KINDS[kind].section}")
     except ModuleNotFoundError:
         raise InputError(f"this scalelab has no report section for {kind!r} sweeps") from None
     where = sweep_dir.resolve()
     report = Report(f"scalelab report: {kind} sweep in {where.parent.name}/{where.name}")
-    if kind == "manifold":
-        section.draw(analysis, report)
-    elif kind in ANALYSED:
-        section.draw(analysis, report, sweep_dir)  # an LM sweep's ablations are its files
-    else:
-        section.build(sweep_dir, report)
+    section.draw(analysis, report, sweep_dir)
     report.heading("Configuration and provenance")
     report.paragraph("The sweep's config as saved in sweep.json:")
     report.json(meta.get("config", {}))

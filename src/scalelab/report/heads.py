@@ -113,8 +113,9 @@ def depth_figure(curves: dict[str, list[dict[str, Any]]], threshold: float) -> F
     return fig
 
 
-def build(sweep_dir: Path, report: Report) -> None:
-    """The report section of a compare-depth folder (`sweep.json` kind "depth")."""
+def draw(analysis: None, report: Report, sweep_dir: Path) -> None:
+    """The report section of a compare-depth folder (`sweep.json` kind "depth"; reads its
+    depth.json, the kind has no analysis)."""
     summary = read_json(sweep_dir / "depth.json")
     report.paragraph(
         "One-layer and two-layer GPTs of (nearly) equal parameter count trained on the same "

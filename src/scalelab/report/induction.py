@@ -101,8 +101,9 @@ def _figure(table: pd.DataFrame, metric_cols: tuple[tuple[str, str], ...]) -> Fi
     return fig
 
 
-def build(sweep_dir: Path, report: Report) -> None:
-    """Add the induction section for `sweep_dir` (reads its runs.csv) to `report`."""
+def draw(analysis: None, report: Report, sweep_dir: Path) -> None:
+    """Add the induction section for `sweep_dir` (reads its runs.csv; its kind has no
+    analysis) to `report`."""
     sweep_dir = Path(sweep_dir)
     try:
         table = pd.read_csv(sweep_dir / "runs.csv")

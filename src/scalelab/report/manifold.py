@@ -14,6 +14,8 @@ from scalelab.report import manifold_theorem
 from scalelab.report.document import Report
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from scalelab.manifold.results import ManifoldAnalysis
 
 
@@ -49,8 +51,16 @@ def _rounded(rows: list[dict]) -> list[dict]:
     return [{k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
 
 
-def draw(a: ManifoldAnalysis, report: Report) -> None:
-    """The section for an analysed manifold sweep (`manifold.results.analyse_sweep`)."""
+def _validation(cfg: dict) -> str:
+    """The validation set as configured: a fixed size at every n, or a share of n."""
+    if cfg.get("val_size"):
+        return f"{cfg['val_size']} points at every n"
+    return f"{cfg['val_fraction']:g}·n points"
+
+
+def draw(a: ManifoldAnalysis, report: Report, sweep_dir: Path) -> None:
+    """The section for an analysed manifold sweep (`manifold.results.analyse_sweep`; the
+    folder itself is not read here)."""
     cfg, table = a.config, a.table
     report.heading("Known-dimension benchmark (Theorem 1 on manifolds)")
     report.paragraph(
@@ -59,7 +69,7 @@ def draw(a: ManifoldAnalysis, report: Report) -> None:
         f"the Definition-1 transformer ({cfg['n_blocks']} blocks, {cfg['n_heads']} heads, "
         f"width {cfg['d_embd']}, FFN {cfg['ffn_depth']}×{cfg['ffn_width']}, "
         f"{cfg['attention']} attention) with early stopping on a validation set of "
-        f"{cfg['val_fraction']:g}·n points. Error = excess risk against the noiseless "
+        f"{_validation(cfg)}. Error = excess risk against the noiseless "
         f"target on {cfg['n_test']} fresh test points. Predicted: α_D = 2β/(2β+d)."
     )
     if a.theorem is not None:
