@@ -28,7 +28,6 @@ from scalelab.laws.forecast_config import ForecastConfig
 from scalelab.laws.regime import RegimeConfig
 from scalelab.laws.table import RegimeInputs, fit_table
 from scalelab.laws.theory import predict_exponents
-from scalelab.lm.config import TrainConfig
 from scalelab.manifold.construction_config import ConstructConfig
 from scalelab.manifold.levers import LeverConfig
 from scalelab.manifold.problem import ProblemConfig
@@ -39,9 +38,6 @@ from scalelab.pipeline.run import run_pipeline
 from scalelab.probe.depth import DepthConfig
 from scalelab.probe.dimension import dimension_and_exponents
 from scalelab.probe.heads import HeadScoreConfig
-from scalelab.sweeps.data import SizeGrid, data_sweep
-from scalelab.sweeps.model import model_sweep
-from scalelab.sweeps.schedule import EVAL_INTERVAL, Schedule
 from scalelab.text.corpora import load_corpus
 from scalelab.text.store import prepare_corpus
 from scalelab.text.synth import SynthConfig
@@ -49,9 +45,6 @@ from scalelab.text.synth import SynthConfig
 Source = Any  # a dataclass instance, a function (its keyword defaults) or a dict
 # Options that say where and how a command runs, not what it computes.
 CONTROLS = {"quiet", "json_out", "threads", "device", "backend", "ray_address", "references"}
-PRESET = {"block_size", "batch_size", "lr", "test_tokens", "dtype"}  # None: the preset's
-# The sweep's stopping rule first (`Schedule.stop`), then the rest of its configs.
-SWEEP = [Schedule().stop, Schedule(), SizeGrid(), {"eval_interval": EVAL_INTERVAL}, TrainConfig()]
 
 # command -> (where its defaults live, first match wins; option -> field where the names
 # differ, None for an option that is not the field of the same name; options whose None
@@ -66,8 +59,6 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
     "forecast": ([ForecastConfig()], {}, set()),
     "corpus prepare": ([prepare_corpus, load_corpus], {}, set()),
     "corpus synth": ([SynthConfig()], {}, set()),
-    "sweep data": ([*SWEEP, data_sweep], {}, PRESET),
-    "sweep model": ([*SWEEP, model_sweep], {"train_tokens": None}, PRESET),
     "manifold sweep": ([run_manifold_sweep], {}, set()),
     "manifold levers": ([LeverConfig()], {}, set()),
     "manifold sample": (
@@ -121,7 +112,6 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
 # Commands with no config behind their options (every option a preset override, or a
 # small check whose settings are its own).
 UNCHECKED = {
-    "train",  # every option None: the preset's value
     "report",
     "corpus list",
     "corpus info",
@@ -142,6 +132,9 @@ DERIVED = {
     "ablate positions",
     "ablate models",
     "ablate batch-size",
+    "train",
+    "sweep data",
+    "sweep model",
 }
 
 

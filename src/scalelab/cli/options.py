@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import inspect
 import json
+import re
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
@@ -54,6 +55,7 @@ class Opt:
     help: str
     retired: str | None = None
     unset: str | None = None  # what None means, shown as its default
+    required: bool = False  # given on every call (the field's default is Python's only)
 
     def typer_parameters(self) -> list[inspect.Parameter]:
         """The option (and its retired spelling, hidden) as parameters Typer reads."""
@@ -66,6 +68,7 @@ class Opt:
         flag = self.flag  # a switch can be turned off too (when a preset or file turned it on)
         flag += f"/--no-{flag[2:]}" if annotation is bool else ""
         unset = self.unset if default is None else None  # e.g. "the preset's"
+        default = ... if self.required else default
         info = typer.Option(default, flag, help=self.help, show_default=unset or True)
         out = [_kw(self.param, annotation, info)]
         if self.retired:
@@ -100,8 +103,9 @@ class From:
     """A command parameter's default: a config of class `classes[0]`, its options derived from
     the fields (`only` those, in that order, or all but `exclude`; a `FLAT` field's record
     gives its own fields); `flags` and `helps` override a field's flag and help for this
-    command. `presets` (name -> config, or a function returning one) adds `--preset NAME`;
-    `file` adds `--config FILE`.
+    command. `presets` (name -> config, or a function returning one) adds `--preset NAME`
+    (`retired_presets`: a former switch such as `--quick` -> the preset it now names, hidden,
+    with a note); `file` adds `--config FILE`.
 
     With `overrides=True` the command builds the config itself (from a preset that depends on
     its other options): the options default to None (`defaults` names those that always
@@ -116,12 +120,14 @@ class From:
         helps: Mapping[str, str] | None = None,
         presets: Mapping[str, Any] | None = None,
         preset_help: str | None = None,
+        retired_presets: Mapping[str, str] | None = None,
         file: bool = True,
         overrides: bool = False,
         defaults: Mapping[str, Any] | None = None,
     ) -> None:
         self.cls, self.presets, self.file, self.overrides = classes[0], presets, file, overrides
         self.preset_help = preset_help
+        self.retired_presets = dict(retired_presets or {})  # a former switch -> its preset
         self.defaults = dict(defaults or {})
         known = _leaf_fields(classes)
         names = list(only) if only is not None else [n for n in known if n not in set(exclude)]
@@ -168,6 +174,10 @@ class From:
         named = {o.field: o.flag for o in self.options}
         return configured(functools.partial(_replaced, base), named, **changes)
 
+    def read(self, base: Config, doc: dict[str, Any], path: Path) -> Config:
+        """`base` with a file's settings (`--config`)."""
+        return from_file(self.cls, base, doc, path)
+
     def given(self, values: dict[str, Any], doc: dict[str, Any] | None) -> Given:
         """The options given, over the file's keys: a flat file's, or those of its sections (a
         run's config.json: `model` and `train`, its other keys left)."""
@@ -177,7 +187,8 @@ class From:
         by_param = {o.param: o for o in self.options}
         fixed = {o.field: o.default for o in self.options if o.field in self.defaults}
         cli = {by_param[p].field: by_param[p].value(v) for p, v in values.items()}
-        return Given({**fixed, **from_file, **cli}, {o.field: o.flag for o in self.options})
+        flags = {o.field: o.flag for o in self.options if o.field in cli}  # named in refusals
+        return Given({**fixed, **from_file, **cli}, flags)
 
 
 def _leaf_fields(classes: Iterable[type[Config]]) -> dict[str, tuple[Any, Any, Any]]:
@@ -259,6 +270,9 @@ def derive(command: Callable[..., Any]) -> Callable[..., Any]:
             src = sources[p.name]
             if src.presets is not None:
                 params.append(_kw("preset", str | None, src.preset_option()))
+                for flag, name in src.retired_presets.items():
+                    info = typer.Option(False, flag, hidden=True, help=f"--preset {name}")
+                    params.append(_kw(_retired_preset(flag), bool, info))
             for opt in src.options:
                 params += opt.typer_parameters()
             if src.file:
@@ -281,7 +295,12 @@ def derive(command: Callable[..., Any]) -> Callable[..., Any]:
     def run(**kwargs: Any) -> Any:
         ctx = kwargs[own_ctx] if own_ctx else kwargs.pop(_CTX)
         path = kwargs.pop("config_file", None)
-        preset = kwargs.pop("preset", None)
+        preset = kwargs.pop("preset", None) if any(s.presets for s in sources.values()) else None
+        for src in sources.values():
+            for flag, name in src.retired_presets.items():
+                if kwargs.pop(_retired_preset(flag)):
+                    typer.echo(f"note: {flag} is deprecated; use --preset {name}", err=True)
+                    preset = preset or name
         doc = read_config_file(path) if path is not None else None
         for name, src in sources.items():
             given: dict[str, Any] = {}
@@ -298,7 +317,7 @@ def derive(command: Callable[..., Any]) -> Callable[..., Any]:
                 continue
             base = src.base(preset if src.presets is not None else None)
             if filed is not None:
-                base = from_file(src.cls, base, filed, path)
+                base = src.read(base, filed, path)
             kwargs[name] = src.build(given, base)
         return command(**kwargs)
 
@@ -306,6 +325,10 @@ def derive(command: Callable[..., Any]) -> Callable[..., Any]:
     run.__annotations__ = {p.name: p.annotation for p in params}
     del run.__wrapped__  # Typer reads the signature above, not the command's
     return run
+
+
+def _retired_preset(flag: str) -> str:
+    return "retired_" + flag.lstrip("-").replace("-", "_")
 
 
 def _given(ctx: Any, param: str) -> bool:
@@ -328,3 +351,87 @@ def _optional(annotation: Any) -> Any:
     args = typing.get_args(annotation)
     union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
     return annotation if union and type(None) in args else annotation | None
+
+
+class FromFlat(From):
+    """A config whose options are flat names for its parts' fields (`PipelineConfig`: `flat`
+    maps `id_batch_size` to the part `id`'s field `batch_size`; the option is
+    --id-batch-size, its help and type the field's, its default `defaults[name]`). The class
+    builds itself from flat names (`from_options(base, **flat)`), names a preset
+    (`from_preset(name)`) and reads a saved config (`from_dict`, or flat keys)."""
+
+    def __init__(
+        self,
+        cls: type[Any],
+        flat: Mapping[str, tuple[str | None, str | None]],
+        defaults: Mapping[str, Any],
+        *,
+        only: Iterable[str],
+        required: Iterable[str] = (),
+        helps: Mapping[str, str] | None = None,
+        presets: Mapping[str, Any] | None = None,
+        preset_help: str | None = None,
+    ) -> None:
+        self.cls, self.presets, self.preset_help = cls, presets, preset_help
+        self.file, self.overrides, self.retired_presets, self.defaults = True, False, {}, {}
+        self.flat = dict(flat)
+        helps = helps or {}
+        self.options = []
+        for name in only:
+            part, field = self.flat[name]
+            holder = cls if part is None else typing.get_type_hints(cls)[part]
+            f = next(g for g in dataclasses.fields(holder) if g.name == field)
+            hint = typing.get_type_hints(holder)[field]
+            retired = f.metadata.get("retired")
+            if retired and part is not None:  # --precision of the part id: --id-precision
+                retired = f"--{part.replace('_', '-')}-{retired[2:]}"
+            self.options.append(
+                Opt(
+                    field=name,
+                    param=name,
+                    flag="--" + name.replace("_", "-"),
+                    hint=hint,
+                    default=defaults[name],
+                    help=helps.get(name) or f.metadata.get("help", ""),
+                    retired=retired,
+                    required=name in set(required),
+                )
+            )
+
+    def base(self, preset: str | None) -> Any:
+        return self.cls() if preset is None else self.cls.from_preset(preset)
+
+    def build(self, values: dict[str, Any], base: Any) -> Any:
+        by_param = {o.param: o for o in self.options}
+        changes = {p: by_param[p].value(v) for p, v in values.items()}
+        flags = {o.field: o.flag for o in self.options if o.field in changes}
+        try:
+            return self.cls.from_options(base, **changes)
+        except ConfigError as err:
+            message = as_given(str(err), {o.field: o.flag for o in self.options})
+            if any(flag in message for flag in flags.values()):
+                raise ConfigError(message) from None
+        return configured(functools.partial(self.cls.from_options, base), flags, **changes)
+
+    def read(self, base: Any, doc: dict[str, Any], path: Path) -> Any:
+        """`base` with a file's settings: a saved config (nested, `to_dict`'s keys) or flat
+        names (a declaration's, `FLAT`'s)."""
+        nested = any(
+            isinstance(v, dict) and self.flat[k][1] for k, v in doc.items() if k in self.flat
+        )
+        if set(doc) <= set(self.flat) and not nested:  # a part given whole reads either way
+            try:
+                return self.cls.from_options(base, **doc)
+            except ConfigError as err:
+                raise ConfigError(f"--config {path}: {err}") from None
+        return from_file(self.cls, base, doc, path)
+
+
+def as_given(message: str, flags: Mapping[str, str]) -> str:
+    """A library message with the names a Python caller gives (`id_batch_size`) written as
+    the command's options (`--id-batch-size`): a name with an underscore wherever it stands, a
+    plain word (`points`) where the message starts with it or a number follows it."""
+    for name, flag in flags.items():
+        word = rf"(?<![\w-]){re.escape(name)}(?![\w-])"
+        message = re.sub(word if "_" in name else rf"^{word}|{word}(?= -?\d)", flag, message)
+    return message
