@@ -16,13 +16,8 @@ from typing import Any
 import pytest
 
 from scalelab.cli import COMMANDS, load_command
-from scalelab.induction.bound_trained import BoundTrainedConfig
 from scalelab.induction.config import InductionConfig, InductionSweepConfig, InductionTrainConfig
-from scalelab.induction.formation import FormationConfig
-from scalelab.induction.separation import SeparationConfig
-from scalelab.induction.size import SizeConfig
 from scalelab.induction.sweep import run_induction_sweep
-from scalelab.induction.trained_separation import TrainedSeparationConfig
 from scalelab.intrinsic.protocol import make_estimator
 from scalelab.laws.forecast_config import ForecastConfig
 from scalelab.laws.regime import RegimeConfig
@@ -35,9 +30,7 @@ from scalelab.manifold.sweep import run_manifold_sweep
 from scalelab.pipeline.config import flat_defaults
 from scalelab.pipeline.many import validate_many
 from scalelab.pipeline.run import run_pipeline
-from scalelab.probe.depth import DepthConfig
 from scalelab.probe.dimension import dimension_and_exponents
-from scalelab.probe.heads import HeadScoreConfig
 from scalelab.text.corpora import load_corpus
 from scalelab.text.store import prepare_corpus
 from scalelab.text.synth import SynthConfig
@@ -93,21 +86,6 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
         },
         set(),
     ),
-    "induction heads": (
-        [HeadScoreConfig()],
-        {"sequences": "n_sequences", "icl_from": "icl_windows_from"},
-        set(),
-    ),
-    "induction compare-depth": (
-        [DepthConfig()],
-        {"steps": "max_steps", "sequences": "n_sequences"},
-        set(),
-    ),
-    "induction separation": ([SeparationConfig()], {}, set()),
-    "induction size": ([SizeConfig()], {}, set()),
-    "induction formation": ([FormationConfig()], {}, set()),
-    "induction bound": ([BoundTrainedConfig()], {}, set()),
-    "induction trained-separation": ([TrainedSeparationConfig()], {}, set()),
 }
 # Commands with no config behind their options (every option a preset override, or a
 # small check whose settings are its own).
@@ -135,6 +113,13 @@ DERIVED = {
     "train",
     "sweep data",
     "sweep model",
+    "induction heads",
+    "induction compare-depth",
+    "induction separation",
+    "induction size",
+    "induction formation",
+    "induction bound",
+    "induction trained-separation",
 }
 
 

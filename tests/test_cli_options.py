@@ -40,7 +40,10 @@ PRESETS = {"big": Toy(width=64)}
 seen: list[Toy] = []
 
 
-def toy_command(name: str = typer.Option("x", "--name"), cfg: Toy = From(Toy, presets=PRESETS)):
+def toy_command(
+    name: str = typer.Option("x", "--name"),
+    cfg: Toy = From(Toy, presets=PRESETS, retired_presets={"--big": "big"}),
+):
     """A toy command."""
     seen.append(cfg)
 
@@ -99,6 +102,14 @@ def test_retired_spelling_sets_the_field() -> None:
     assert code == 0 and cfg.dtype == "float32" and "--precision is deprecated" in out
 
 
+def test_retired_preset_switch_chooses_its_preset() -> None:
+    code, out, cfg = run("--big", "--width", "3")
+    assert code == 0 and cfg == Toy(width=3)  # the preset, then the option given
+    assert "note: --big is deprecated; use --preset big" in out
+    assert run("--big")[2] == PRESETS["big"]
+    assert "--big" not in run("--help")[1]
+
+
 def test_a_name_given_twice_is_refused_when_the_command_is_made() -> None:
     def clash(width: int = 1, cfg: Toy = From(Toy)) -> None: ...
 
@@ -135,3 +146,4 @@ def test_estimate_reads_a_saved_config(tmp_path: Path, monkeypatch: pytest.Monke
     (tmp_path / "c.toml").write_text('k = 11\nmax_documents = 4\ndtype = "bfloat16"\n')
     got = _estimate_config(["--config", str(tmp_path / "c.toml")], monkeypatch)
     assert got == EstimateConfig(k=11, max_documents=4, dtype="bfloat16")
+
