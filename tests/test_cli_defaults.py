@@ -27,9 +27,7 @@ from scalelab.manifold.construction_config import ConstructConfig
 from scalelab.manifold.levers import LeverConfig
 from scalelab.manifold.problem import ProblemConfig
 from scalelab.manifold.sweep import run_manifold_sweep
-from scalelab.pipeline.config import flat_defaults
 from scalelab.pipeline.many import validate_many
-from scalelab.pipeline.run import run_pipeline
 from scalelab.probe.dimension import dimension_and_exponents
 from scalelab.text.corpora import load_corpus
 from scalelab.text.store import prepare_corpus
@@ -46,8 +44,6 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
     "id": ([make_estimator, dimension_and_exponents], {}, set()),
     "exponents": ([predict_exponents], {}, set()),
     "fit": ([fit_table, RegimeConfig(), RegimeInputs()], {}, set()),
-    "validate": ([flat_defaults(), run_pipeline], {}, set()),
-    "demo": ([flat_defaults(), run_pipeline], {}, set()),
     "validate-many": ([validate_many], {"inputs": None}, set()),  # positional: none given
     "forecast": ([ForecastConfig()], {}, set()),
     "corpus prepare": ([prepare_corpus, load_corpus], {}, set()),
@@ -120,6 +116,8 @@ DERIVED = {
     "induction formation",
     "induction bound",
     "induction trained-separation",
+    "validate",
+    "demo",
 }
 
 

@@ -147,3 +147,52 @@ def test_estimate_reads_a_saved_config(tmp_path: Path, monkeypatch: pytest.Monke
     got = _estimate_config(["--config", str(tmp_path / "c.toml")], monkeypatch)
     assert got == EstimateConfig(k=11, max_documents=4, dtype="bfloat16")
 
+
+def test_a_library_refusal_names_the_field_as_the_caller_gave_it() -> None:
+    """Python callers read the name they passed; the command line reads its option."""
+    from scalelab.cli.options import as_given
+    from scalelab.pipeline.config import PipelineConfig
+
+    with pytest.raises(ConfigError, match=r"^id_batch_size 5: batch size 5 must exceed K"):
+        PipelineConfig.from_options(id_batch_size=5)
+    with pytest.raises(ConfigError, match=r"^min_tokens 900, max_tokens 800: need 0 < min"):
+        PipelineConfig.from_options(min_tokens=900, max_tokens=800)
+    flags = {"id_batch_size": "--id-batch-size", "points": "--points", "model": "--model"}
+    assert as_given("id_batch_size 5: raise it", flags) == "--id-batch-size 5: raise it"
+    assert (
+        as_given("check in [0, points 9]; 3 points", flags) == "check in [0, --points 9]; 3 points"
+    )
+    assert as_given("points must be >= 3", flags) == "--points must be >= 3"
+
+
+def _validate_config(args: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+    import scalelab.pipeline.run as pipeline_run
+
+    got = []
+
+    def fake(out: Path, cfg: Any, **kw: Any) -> None:
+        got.append(cfg)
+        raise ConfigError("stop")
+
+    monkeypatch.setattr(pipeline_run, "run_pipeline", fake)
+    with pytest.raises(SystemExit):
+        main(["validate", "--corpus", "c", "--out", str(tmp_path / "o"), *args])
+    return got[0]
+
+
+def test_validate_reads_a_saved_config_or_flat_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """validate's --config reads a saved PipelineConfig (pipeline.json's nesting) or the flat
+    names of a declaration; the preset comes first, options given last."""
+    from scalelab.pipeline.config import PipelineConfig
+
+    saved = PipelineConfig.from_preset("quick", id_batch_size=512, points=4)
+    (tmp_path / "p.json").write_text(json.dumps(saved.to_dict()))
+    got = _validate_config(["--config", str(tmp_path / "p.json")], monkeypatch, tmp_path)
+    assert got == saved.replace(corpus="c")
+    (tmp_path / "f.toml").write_text("id_batch_size = 1024\npoints = 6\n")
+    args = ["--preset", "quick", "--config", str(tmp_path / "f.toml"), "--points", "5"]
+    got = _validate_config(args, monkeypatch, tmp_path)
+    want = PipelineConfig.from_preset("quick", corpus="c", id_batch_size=1024, points=5)
+    assert got == want

@@ -54,7 +54,8 @@ def option(
     """A config field that is also a command-line option: `help` is the option's help, `flag`
     its name where it is not `--field-name` (a name users have), `retired` a former spelling
     that still works with a note. Other metadata (`saved_as(...)`, `OMIT_DEFAULT`) as for any
-    field."""
+    field; for the command line, `blank` (a tuple field's value for an empty option, default
+    `()`) and `none_at` (an option value that means None, as `--target 0`: never)."""
     meta = {"help": help, **metadata}
     meta |= {"flag": flag} if flag else {}
     meta |= {"retired": retired} if retired else {}

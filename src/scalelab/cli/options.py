@@ -56,13 +56,15 @@ class Opt:
     retired: str | None = None
     unset: str | None = None  # what None means, shown as its default
     required: bool = False  # given on every call (the field's default is Python's only)
+    blank: Any = ()  # a tuple field's value for an empty option ('')
+    none_at: Any = None  # an option value that means None (`--target 0`: never)
 
     def typer_parameters(self) -> list[inspect.Parameter]:
         """The option (and its retired spelling, hidden) as parameters Typer reads."""
         default = self.default
         if _is_tuple(self.hint):  # a tuple field: comma-separated on the command line
             annotation: Any = str
-            default = ",".join(str(v) for v in default)
+            default = ",".join(str(v) for v in default if v is not None)
         else:
             annotation = self.hint
         flag = self.flag  # a switch can be turned off too (when a preset or file turned it on)
@@ -78,10 +80,12 @@ class Opt:
 
     def value(self, given: Any) -> Any:
         """The field's value from the option's (a tuple from its comma-separated text)."""
+        if self.none_at is not None and given == self.none_at:
+            return None
         if not _is_tuple(self.hint) or not isinstance(given, str):
             return given
         if not given.strip():
-            return ()
+            return self.blank
         kind = typing.get_args(self.hint)[0]
         return tuple(parse_list(given, kind if kind in (int, float) else str, self.flag))
 
@@ -149,6 +153,8 @@ class From:
                     help=helps.get(name) or f.metadata.get("help", ""),
                     retired=f.metadata.get("retired"),
                     unset="the preset's" if overrides else None,
+                    blank=f.metadata.get("blank", ()),
+                    none_at=f.metadata.get("none_at"),
                 )
             )
 
@@ -429,9 +435,10 @@ class FromFlat(From):
 
 def as_given(message: str, flags: Mapping[str, str]) -> str:
     """A library message with the names a Python caller gives (`id_batch_size`) written as
-    the command's options (`--id-batch-size`): a name with an underscore wherever it stands, a
-    plain word (`points`) where the message starts with it or a number follows it."""
+    the command's options (`--id-batch-size`): a name with an underscore wherever it stands
+    but in a comparison (`0 < min_tokens < max_tokens` reads as the rule it is), a plain word
+    (`points`) where the message starts with it or a number follows it."""
     for name, flag in flags.items():
-        word = rf"(?<![\w-]){re.escape(name)}(?![\w-])"
+        word = rf"(?<![\w-])(?<!< ){re.escape(name)}(?![\w-])"
         message = re.sub(word if "_" in name else rf"^{word}|{word}(?= -?\d)", flag, message)
     return message
