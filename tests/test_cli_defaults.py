@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from scalelab.cli import COMMANDS, load_command
-from scalelab.induction.config import InductionConfig, InductionSweepConfig, InductionTrainConfig
-from scalelab.induction.sweep import run_induction_sweep
+from scalelab.induction.config import InductionConfig, InductionTrainConfig
 from scalelab.intrinsic.protocol import make_estimator
 from scalelab.laws.forecast_config import ForecastConfig
 from scalelab.laws.regime import RegimeConfig
@@ -72,16 +71,6 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
         },
         set(),
     ),
-    "induction sweep": (
-        [InductionSweepConfig(), run_induction_sweep],
-        {
-            "alphabets": "alphabet_sizes",
-            "steps": "max_steps",
-            "steps_one_layer": "max_steps_one_layer",
-            "target": "target_acc",
-        },
-        set(),
-    ),
 }
 # Commands with no config behind their options (every option a preset override, or a
 # small check whose settings are its own).
@@ -118,6 +107,7 @@ DERIVED = {
     "induction trained-separation",
     "validate",
     "demo",
+    "induction sweep",
 }
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from scalelab.config import Config
+from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 
 MODES = ("float", "fixed")  # the readings of "p bits" (`induction.precision`)
@@ -110,24 +110,33 @@ class InductionTrainConfig(Config):
 class InductionSweepConfig(Config):
     """The grid (lists) and the shared training settings of an induction sweep."""
 
-    ns: tuple[int, ...] = (16, 32, 64, 128)
-    alphabet_sizes: tuple[int, ...] = (4, 8)
-    layers: tuple[int, ...] = (1, 2)
-    heads: tuple[int, ...] = (2,)
-    widths: tuple[int, ...] = (64,)
-    eval_bits: tuple[int, ...] = ()
-    train_bits: tuple[int | None, ...] = (None,)
-    seeds: tuple[int, ...] = (0,)
-    construction: bool = True
-    mlp: bool = False
-    precision_mode: str = "float"
-    max_steps: int = 2000
-    max_steps_one_layer: int | None = None
-    target_acc: float | None = 0.99
-    batch_size: int = 64
-    hard_fraction: float = 0.25
-    eval_samples: int = 512
-    lr: float = 1e-3
+    ns: tuple[int, ...] = option((16, 32, 64, 128), "Sequence lengths n.")
+    alphabet_sizes: tuple[int, ...] = option((4, 8), "Alphabet sizes.", flag="--alphabets")
+    layers: tuple[int, ...] = option((1, 2), "Layer counts L.")
+    heads: tuple[int, ...] = option((2,), "Head counts h.")
+    widths: tuple[int, ...] = option((64,), "Widths m.")
+    eval_bits: tuple[int, ...] = option((), "Precisions p to also evaluate at.")
+    # None: float32 training; an empty option means that (blank)
+    train_bits: tuple[int | None, ...] = option(
+        (None,), "Straight-through training precisions (grid; default: none).", blank=(None,)
+    )
+    seeds: tuple[int, ...] = option((0,), "Seeds.")
+    construction: bool = option(True, "Add the construction's runs.")
+    mlp: bool = option(False, "Give trained models an MLP.")
+    precision_mode: str = option(
+        "float", "Rounding of the precisions: float (p significant bits) | fixed."
+    )
+    max_steps: int = option(2000, "Step cap per run.", flag="--steps")
+    max_steps_one_layer: int | None = option(
+        None, "Step cap for one-layer runs (default: --steps).", flag="--steps-one-layer"
+    )
+    target_acc: float | None = option(
+        0.99, "Stop when acc_all and acc_hard reach it (0: never).", flag="--target", none_at=0
+    )
+    batch_size: int = option(64, "Sequences per step.")
+    hard_fraction: float = option(0.25, "Share of hard instances in training.")
+    eval_samples: int = option(512, "Sequences per metric.")
+    lr: float = option(1e-3, "Peak learning rate.")
 
     def validate(self) -> None:
         for name in ("ns", "alphabet_sizes", "layers", "heads", "widths", "train_bits", "seeds"):
