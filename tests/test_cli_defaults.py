@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from scalelab.cli import COMMANDS, load_command
-from scalelab.induction.config import InductionConfig, InductionTrainConfig
 from scalelab.intrinsic.protocol import make_estimator
 from scalelab.laws.forecast_config import ForecastConfig
 from scalelab.laws.regime import RegimeConfig
@@ -59,18 +58,6 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
         {"d": "dims", "beta": "betas", "trained": None, "out": None},
         {"grid"},  # None: the config's grid per d
     ),
-    "induction train": (
-        [InductionConfig(), InductionTrainConfig()],
-        {
-            "alphabet": "alphabet_size",
-            "layers": "n_layer",
-            "heads": "n_head",
-            "width": "d_model",
-            "steps": "max_steps",
-            "target": "target_acc",
-        },
-        set(),
-    ),
 }
 # Commands with no config behind their options (every option a preset override, or a
 # small check whose settings are its own).
@@ -108,6 +95,7 @@ DERIVED = {
     "validate",
     "demo",
     "induction sweep",
+    "induction train",
 }
 
 

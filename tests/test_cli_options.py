@@ -196,3 +196,27 @@ def test_validate_reads_a_saved_config_or_flat_names(
     got = _validate_config(args, monkeypatch, tmp_path)
     want = PipelineConfig.from_preset("quick", corpus="c", id_batch_size=1024, points=5)
     assert got == want
+
+
+def test_induction_train_reads_a_run_config_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One file, two configs: `induction train --config` reads a run's config.json, its
+    "model" and "train" keys; the model is built for the training length `--n`."""
+    import scalelab.induction.train as induction_train
+    from scalelab.induction.config import InductionConfig, InductionTrainConfig
+
+    got = []
+
+    def fake(model: Any, training: Any, out: Path, **kw: Any) -> None:
+        got.append((model, training))
+        raise ConfigError("stop")
+
+    monkeypatch.setattr(induction_train, "train_induction", fake)
+    model, training = InductionConfig(n_layer=1, d_model=32), InductionTrainConfig(max_steps=5)
+    run = {"model": model.to_dict(), "train": training.to_dict()}
+    (tmp_path / "config.json").write_text(json.dumps(run))
+    args = ["induction", "train", "--out", str(tmp_path / "o"), "--config"]
+    with pytest.raises(SystemExit):
+        main([*args, str(tmp_path / "config.json"), "--n", "16"])
+    assert got[0] == (model.replace(max_len=16), training.replace(n=16))

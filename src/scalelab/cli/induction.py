@@ -145,29 +145,24 @@ def generate_command(
         typer.echo(f"σ: {_fmt_tokens(s)}\nτ: {_fmt_tokens(t)}\n")
 
 
-@sub.command("train")
+# `--n` is the training length (InductionTrainConfig.n), and the model is built for it.
+MODEL = From(
+    InductionConfig,
+    only=("alphabet_size", "n_layer", "n_head", "d_model", "positions", "mlp"),
+    section="model",
+)
+TRAINING = From(
+    InductionTrainConfig,
+    only=("n", "max_steps", "target_acc", "train_bits", "hard_fraction", "lr", "seed"),
+    section="train",
+)
+
+
 def train_command(
     out: Path = typer.Option(..., help="Run folder (config.json, metrics.jsonl, model)."),
-    n: int = typer.Option(_T.n, help="Training sequence length."),
-    alphabet: int = typer.Option(_M.alphabet_size, help="Alphabet size."),
-    layers: int = typer.Option(_M.n_layer, help="Number of attention layers L."),
-    heads: int = typer.Option(_M.n_head, help="Heads per layer h."),
-    width: int = typer.Option(_M.d_model, help="Model width m."),
-    positions: str = typer.Option(_M.positions, help="learned | sinusoidal | relative."),
-    mlp: bool = typer.Option(_M.mlp, "--mlp/--no-mlp", help="Add an MLP to each block."),
-    steps: int = typer.Option(_T.max_steps, help="Step cap."),
-    target: float | None = typer.Option(
-        _T.target_acc, help="Stop when acc_all and acc_hard reach it (default, or 0: never)."
-    ),
-    train_bits: int | None = typer.Option(
-        _T.train_bits, help="Train with straight-through p-bit rounding (default, or 0: off)."
-    ),
-    hard_fraction: float = typer.Option(
-        _T.hard_fraction, help="Share of INDEX hard instances per batch."
-    ),
-    lr: float = typer.Option(_T.lr, help="Peak learning rate (AdamW)."),
+    model: InductionConfig = MODEL,
+    training: InductionTrainConfig = TRAINING,
     threads: int = threads_option(1, help="torch threads (the machine is shared)."),
-    seed: int = SEED,
     quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
@@ -175,26 +170,16 @@ def train_command(
     from scalelab.induction.train import train_induction
 
     set_threads(threads)
-    model_options = {"alphabet_size": "--alphabet", "max_len": "--n", "n_layer": "--layers",
-                     "n_head": "--heads", "d_model": "--width",
-                     "positions": "--positions"}  # fmt: skip
-    mcfg = configured(
-        InductionConfig, model_options, alphabet_size=alphabet, max_len=n, n_layer=layers,
-        n_head=heads, d_model=width, positions=positions, mlp=mlp,
-    )  # fmt: skip
-    train_options = {"n": "--n", "max_steps": "--steps", "target_acc": "--target",
-                     "train_bits": "--train-bits", "hard_fraction": "--hard-fraction",
-                     "lr": "--lr"}  # fmt: skip
-    tcfg = configured(
-        InductionTrainConfig, train_options, n=n, seed=seed, max_steps=steps,
-        target_acc=target or None, train_bits=train_bits or None, hard_fraction=hard_fraction,
-        lr=lr,
-    )  # fmt: skip
-    _, result = train_induction(mcfg, tcfg, out, quiet=quiet)
+    model = configured(model.replace, {"max_len": "--n"}, max_len=training.n)
+    _, result = train_induction(model, training, out, quiet=quiet)
     if json_out:
         print_json(result)
     else:
-        print_record(f"trained {layers}-layer model, n={n}, |Σ|={alphabet}", result)
+        n, size = training.n, model.alphabet_size
+        print_record(f"trained {model.n_layer}-layer model, n={n}, |Σ|={size}", result)
+
+
+sub.command("train")(derive(train_command))
 
 
 @sub.command("evaluate")

@@ -107,9 +107,11 @@ class From:
     """A command parameter's default: a config of class `classes[0]`, its options derived from
     the fields (`only` those, in that order, or all but `exclude`; a `FLAT` field's record
     gives its own fields); `flags` and `helps` override a field's flag and help for this
-    command. `presets` (name -> config, or a function returning one) adds `--preset NAME`
+    command; `start`, an instance whose values are this command's defaults (else the
+    class's). `presets` (name -> config, or a function returning one) adds `--preset NAME`
     (`retired_presets`: a former switch such as `--quick` -> the preset it now names, hidden,
-    with a note); `file` adds `--config FILE`.
+    with a note); `file` adds `--config FILE` (`section`: the key of the file that holds this
+    config, where a command reads two from one file).
 
     With `overrides=True` the command builds the config itself (from a preset that depends on
     its other options): the options default to None (`defaults` names those that always
@@ -128,12 +130,15 @@ class From:
         file: bool = True,
         overrides: bool = False,
         defaults: Mapping[str, Any] | None = None,
+        start: Config | None = None,
+        section: str | None = None,
     ) -> None:
         self.cls, self.presets, self.file, self.overrides = classes[0], presets, file, overrides
+        self.start, self.section = start, section
         self.preset_help = preset_help
         self.retired_presets = dict(retired_presets or {})  # a former switch -> its preset
         self.defaults = dict(defaults or {})
-        known = _leaf_fields(classes)
+        known = _leaf_fields(classes, start)
         names = list(only) if only is not None else [n for n in known if n not in set(exclude)]
         flags, helps = flags or {}, helps or {}
         self.options = []
@@ -163,9 +168,9 @@ class From:
         return typer.Option(None, "--preset", help=self.preset_help or f"Named settings: {names}.")
 
     def base(self, preset: str | None) -> Config:
-        """The defaults, or the preset's config."""
+        """The defaults (or `start`), or the preset's config."""
         if preset is None:
-            return self.cls()
+            return self.start if self.start is not None else self.cls()
         if preset not in (self.presets or {}):
             raise ConfigError(
                 f"unknown preset {preset!r} (--preset); choose one of {', '.join(self.presets)}"
@@ -197,14 +202,18 @@ class From:
         return Given({**fixed, **from_file, **cli}, flags)
 
 
-def _leaf_fields(classes: Iterable[type[Config]]) -> dict[str, tuple[Any, Any, Any]]:
+def _leaf_fields(
+    classes: Iterable[type[Config]], start: Config | None = None
+) -> dict[str, tuple[Any, Any, Any]]:
     """Field name -> (field, type, default) of `classes`, the first holding a name winning; a
-    `FLAT` field's record in its place, its fields' defaults those of the holder's default."""
+    `FLAT` field's record in its place, its fields' defaults those of the holder's default.
+    `start`: an instance of the first class whose values are the defaults."""
     out: dict[str, tuple[Any, Any, Any]] = {}
     for cls in classes:
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+            default = getattr(start, f.name) if isinstance(start, cls) else default
             if f.metadata.get("flat"):
                 inner = _leaf_fields([type(default)])
                 for name, (g, hint, _) in inner.items():
@@ -266,7 +275,7 @@ def derive(command: Callable[..., Any]) -> Callable[..., Any]:
     sig = inspect.signature(command, eval_str=True)
     sources = {p.name: p.default for p in sig.parameters.values() if isinstance(p.default, From)}
     filed = [name for name, src in sources.items() if src.file]
-    if len(filed) > 1:
+    if len(filed) > 1 and not all(sources[name].section for name in filed):
         raise TypeError(f"{command.__name__}: --config can read one config, not {filed}")
     if sum(src.presets is not None for src in sources.values()) > 1:
         raise TypeError(f"{command.__name__}: one --preset per command")
@@ -281,12 +290,9 @@ def derive(command: Callable[..., Any]) -> Callable[..., Any]:
                     params.append(_kw(_retired_preset(flag), bool, info))
             for opt in src.options:
                 params += opt.typer_parameters()
-            if src.file:
-                params.append(
-                    _kw(
-                        "config_file", Path | None, typer.Option(None, "--config", help=CONFIG_HELP)
-                    )
-                )
+            if filed and p.name == filed[-1]:  # one --config, after the configs it reads
+                info = typer.Option(None, "--config", help=CONFIG_HELP)
+                params.append(_kw("config_file", Path | None, info))
         else:
             params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
     own_ctx = next((p.name for p in params if p.annotation is typer.Context), None)
@@ -318,6 +324,8 @@ def derive(command: Callable[..., Any]) -> Callable[..., Any]:
                 elif _given(ctx, opt.param):
                     given[opt.param] = value
             filed = doc if src.file else None
+            if filed is not None and src.section:  # a run's config.json: {"model", "train"}
+                filed = filed.get(src.section, {})
             if src.overrides:
                 kwargs[name] = src.given(given, filed)
                 continue
@@ -380,6 +388,7 @@ class FromFlat(From):
     ) -> None:
         self.cls, self.presets, self.preset_help = cls, presets, preset_help
         self.file, self.overrides, self.retired_presets, self.defaults = True, False, {}, {}
+        self.start, self.section = None, None
         self.flat = dict(flat)
         helps = helps or {}
         self.options = []

@@ -18,14 +18,14 @@ POSITIONS = ("learned", "sinusoidal", "relative")
 class InductionConfig(Config):
     """Architecture of an induction model; `d_head` defaults to d_model // n_head."""
 
-    alphabet_size: int = 8
-    max_len: int = 64
-    n_layer: int = 2
-    n_head: int = 2
-    d_model: int = 64
+    alphabet_size: int = option(8, "Alphabet size.", flag="--alphabet")
+    max_len: int = option(64, "Longest sequence the model takes.")
+    n_layer: int = option(2, "Number of attention layers L.", flag="--layers")
+    n_head: int = option(2, "Heads per layer h.", flag="--heads")
+    d_model: int = option(64, "Model width m.", flag="--width")
     d_head: int | None = None
-    positions: str = "learned"
-    mlp: bool = False
+    positions: str = option("learned", "learned | sinusoidal | relative.")
+    mlp: bool = option(False, "Add an MLP to each block.")
     layer_norm: bool = True
     bos: bool = True
     bias: bool = True
@@ -67,21 +67,30 @@ class InductionConfig(Config):
 class InductionTrainConfig(Config):
     """Optimiser and data settings (defaults: the measured recipe in docs/background.md)."""
 
-    n: int = 32
-    seed: int = 0
-    max_steps: int = 2000
+    n: int = option(32, "Training sequence length.")
+    seed: int = option(0, "Random seed (recorded with the results).")
+    max_steps: int = option(2000, "Step cap.", flag="--steps")
     batch_size: int = 64
-    lr: float = 1e-3
+    lr: float = option(1e-3, "Peak learning rate (AdamW).")
     beta1: float = 0.9
     beta2: float = 0.98
     weight_decay: float = 0.0
     warmup_steps: int = 200
     grad_clip: float = 1.0
-    hard_fraction: float = 0.25
+    hard_fraction: float = option(0.25, "Share of INDEX hard instances per batch.")
     eval_interval: int = 50
     eval_samples: int = 512
-    target_acc: float | None = None  # stop once acc_all and acc_hard both reach it
-    train_bits: int | None = None  # straight-through rounding to p bits while training
+    # stop once acc_all and acc_hard both reach it
+    target_acc: float | None = option(
+        None,
+        "Stop when acc_all and acc_hard reach it (default, or 0: never).",
+        flag="--target",
+        none_at=0,
+    )
+    # straight-through rounding to p bits while training
+    train_bits: int | None = option(
+        None, "Train with straight-through p-bit rounding (default, or 0: off).", none_at=0
+    )
     precision_mode: str = "float"
     min_n: int | None = None  # each step's length uniform in [min_n, n]; evaluation at n
     last_weight: float = 0.0  # extra loss weight on the INDEX answer of the hard rows
