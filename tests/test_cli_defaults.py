@@ -1,8 +1,11 @@
-"""One default per option: every CLI option that sets a field of a config dataclass (or a
-parameter of the library function the command calls) has that field's default, so the CLI
-and a notebook user get the same run. The test walks every command of `scalelab` (the lazy
-group of scalelab.cli and its subgroups) and compares defaults by name, through a small
-table where the option's name differs from the field's."""
+"""One default per option. A command whose options are derived from its config
+(`cli.options.From`: `DERIVED`) has nothing to compare: its options are the fields. For the
+commands whose options are still written by hand (`CHECKED`), every option that sets a field
+of a config dataclass (or a parameter of the library function the command calls) has that
+field's default, so the CLI and a notebook user get the same run: the test walks every
+command of `scalelab` (the lazy group of scalelab.cli and its subgroups) and compares
+defaults by name, through a small table where the option's name differs from the field's.
+And each shared default is written as a literal once (`ONE_PLACE`)."""
 
 from __future__ import annotations
 

@@ -117,6 +117,14 @@ class From:
     its other options): the options default to None (`defaults` names those that always
     apply), may come from several classes, and the command receives a `Given`."""
 
+    # what a subclass that makes its own options (`FromFlat`) leaves as it is
+    start: Config | None = None
+    section: str | None = None
+    overrides = False
+    file = True
+    retired_presets: Mapping[str, str] = types.MappingProxyType({})
+    defaults: Mapping[str, Any] = types.MappingProxyType({})
+
     def __init__(
         self,
         *classes: type[Config],
@@ -387,8 +395,6 @@ class FromFlat(From):
         preset_help: str | None = None,
     ) -> None:
         self.cls, self.presets, self.preset_help = cls, presets, preset_help
-        self.file, self.overrides, self.retired_presets, self.defaults = True, False, {}, {}
-        self.start, self.section = None, None
         self.flat = dict(flat)
         helps = helps or {}
         self.options = []
