@@ -4,7 +4,7 @@ by which a dataclass becomes its JSON and is read back (`Record`).
 `Record.to_dict` walks the fields in order: a nested record becomes its own `to_dict` (any
 other dataclass its fields), a tuple a list. A field marked `FLAT`
 (`dataclasses.field(metadata=FLAT)`) is saved as its own keys in place of its name (a run's
-`StopRule`: run folders saved before the rule was an object still resume). A field marked
+`StopRule`, as saved run folders hold it). A field marked
 `OMIT_DEFAULT` is left out while it holds its default (so a folder saved before the field
 existed keeps its hash). A field marked `saved_as(key)` is saved under `key` in place of
 its name: the one place where the code's name for a concept meets an older on-disk key that

@@ -2,7 +2,7 @@
 prints. Each command group lives in its own module with a `register(app)` function.
 
 Why lazy: importing every command module (and with them torch, matplotlib, pandas, numba)
-took seconds before any command ran. The top-level group knows each command's module and
+takes seconds before any command runs. The top-level group knows each command's module and
 one-line help from `COMMANDS`, lists them from there, and imports a module only when its
 command runs or shows its own help (click's "lazy loading of subcommands" pattern).
 `tests/test_cli_lazy.py` checks that the one-line helps below match the commands'

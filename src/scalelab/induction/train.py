@@ -74,8 +74,7 @@ def _target_metric(metrics: dict[str, float]) -> float:
 
 def lr_at(step: int, cfg: InductionTrainConfig) -> float:
     """The shared schedule (`lm.config.warmup_cosine`): linear warm-up over `warmup_steps`,
-    then cosine decay to 10% of `lr` at the last step. (Before it was shared, the warm-up
-    here reached lr at step warmup_steps − 1 rather than at step warmup_steps.)"""
+    then cosine decay to 10% of `lr` at the last step."""
     return warmup_cosine(
         step, lr=cfg.lr, min_lr=cfg.lr / 10, warmup_steps=cfg.warmup_steps, horizon=cfg.max_steps
     )

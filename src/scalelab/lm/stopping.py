@@ -17,11 +17,11 @@ the only place the arithmetic lives.
 One owner: `StopRule` holds the rule's parameters, their defaults and their range checks;
 `TrainConfig.stop` (one run) and `Schedule.stop` (every run of a sweep) each hold one, and
 both save it as the flat keys `patience`, `patience_fraction`, `min_delta_sd` of their JSON
-(a `FLAT` field, scalelab/config.py), so run folders saved before the rule was an object
-still resume.
+(a `FLAT` field, scalelab/config.py), the keys saved run folders hold, so they resume.
 A new parameter of the rule: a field (with its check) here and its use in `StopState.stopped`
-or `stricter`; its `scalelab sweep` flag in cli/sweep.py; its old behaviour's value in
-`runs.outdir.ABSENT`, so run folders saved before it resume (docs/architecture.md).
+or `stricter` (made with `config.option`, the field is also `scalelab sweep`'s flag); its old
+behaviour's value in `runs.outdir.ABSENT`, so run folders saved before it resume
+(docs/architecture.md).
 """
 
 from __future__ import annotations

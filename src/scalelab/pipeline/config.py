@@ -79,7 +79,7 @@ class IdPart(Config):
     k: int = option(PAPER_K, "Neighbours for the MLE.")
     batch_size: int = option(PAPER_BATCH_SIZE, "Points per MLE batch.")
     # The forward pass's dtype of every model that measures d (`EstimateConfig.dtype`); saved
-    # as "precision", its name before, which pipeline.json (the folder's hash) holds.
+    # under the key "precision", which pipeline.json (the folder's hash) holds.
     dtype: str = option(
         "auto",
         "Forward-pass dtype of the models that measure d: auto|float32|bfloat16.",
@@ -217,8 +217,8 @@ class PipelineConfig(Config):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
-        """The config saved by `to_dict` (nested), or by a scalelab before the nesting
-        (flat, `FLAT_BEFORE`'s names)."""
+        """The config saved by `to_dict` (nested), or a flat one (`FLAT_BEFORE`'s names,
+        as in docs/benchmarks/cpu-hour/summary.json)."""
         if any(k in data for k in FLAT_BEFORE):
             return cls.from_options(**{FLAT_BEFORE.get(k, k): v for k, v in data.items()})
         return super().from_dict(data)
@@ -274,8 +274,8 @@ def _flat() -> dict[str, tuple[str | None, str | None]]:
 
 
 FLAT = _flat()
-# The flat names of the options a config saved before the nesting (e.g.
-# docs/benchmarks/cpu-hour/summary.json) holds, where they differ from `FLAT`'s.
+# The names a flat saved config (e.g. docs/benchmarks/cpu-hour/summary.json) holds, where
+# they differ from `FLAT`'s.
 FLAT_BEFORE = {
     "context_len": "train_block_size",
     "batch_size": "train_batch_size",

@@ -2,7 +2,7 @@
 (`Request`) and summary.json (`Summary`) as typed objects. Each is a frozen dataclass; the
 writer converts them where a file is written (pipeline.json, fits.json, summary.json), and
 `Summary.from_dict` is called only where one is read (validate-many, `Summary.load`). The
-JSON is the one earlier versions wrote, so committed folders still read. One conversion is
+JSON has the keys committed folders hold, so they read. One conversion is
 not a file's: `Fits.sides` turns the fits by side (laid out by `Sides` and `DataSide`) into
 the dict `Summary.fits` holds, as validate-many and the CLI read it, by key, from a
 summary.json of any earlier format.
@@ -126,7 +126,7 @@ class Fits:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        # fits.json's keys of before: "sources" (the reference models' d), "convergence"
+        # fits.json's keys: "sources" (the reference models' d), "convergence" (the checks)
         return {"sources": self.references, **self.sides(), "convergence": self.checks()}
 
 

@@ -139,7 +139,7 @@ def add_references(
     """A folder made with the same config and the first of these reference models takes the
     others as new sources of d: pipeline.json is rewritten with them, and the rerun measures
     only their d (the sweeps and checks are finished runs, reused) and scores the verdict
-    again. Any other change is refused by `steps.prepare` as before."""
+    again. Any other change is refused, by `steps.prepare`."""
     from scalelab.pipeline.results import Request
 
     path = out / steps.CONFIG

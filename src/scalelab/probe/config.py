@@ -51,7 +51,7 @@ class EstimateConfig(Config):
         BATCH_TOKENS, "Tokens per forward pass when embedding (memory vs speed)."
     )
     # The forward pass's dtype (auto: bf16 where native), as `TrainConfig.dtype` names it;
-    # saved as "precision", its name before, which estimate folders hold.
+    # saved under the key "precision", which estimate folders hold.
     dtype: str = option(
         "auto",
         "Forward-pass dtype: auto (bfloat16 autocast where the CPU/GPU has native bf16, about "
