@@ -28,6 +28,7 @@ class Toy(Config):
     sizes: tuple[int, ...] = option((1, 2), "Sizes, comma-separated.")
     dtype: str = option("auto", "auto or float32.", retired="--precision", **saved_as("prec"))
     fast: bool = option(False, "Go fast.")
+    bits: tuple[int | None, ...] = option((None,), "Bits (empty: none).", blank=(None,))
 
     def validate(self) -> None:
         if self.width < 1:
@@ -71,6 +72,9 @@ def test_given_options_set_the_config() -> None:
     code, _, cfg = run("--width", "3", "--docs", "5", "--sizes", "4,8", "--fast")
     assert code == 0 and cfg == Toy(width=3, n_docs=5, sizes=(4, 8), fast=True)
     assert run()[2] == Toy()
+    assert run("--bits", "4,8")[2].bits == (4, 8)  # ints, though the tuple may hold None
+    assert run("--bits", "")[2].bits == (None,)
+    assert "--bits must be comma-separated integers, got '4,x'" in run("--bits", "4,x")[1]
 
 
 def test_preset_then_file_then_options(tmp_path: Path) -> None:

@@ -86,8 +86,9 @@ class Opt:
             return given
         if not given.strip():
             return self.blank
-        kind = typing.get_args(self.hint)[0]
-        return tuple(parse_list(given, kind if kind in (int, float) else str, self.flag))
+        kind = typing.get_args(self.hint)[0]  # int, or int | None: ints
+        kind = next((k for k in (int, float) if k is kind or k in typing.get_args(kind)), str)
+        return tuple(parse_list(given, kind, self.flag))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,8 +108,7 @@ class From:
     """A command parameter's default: a config of class `classes[0]`, its options derived from
     the fields (`only` those, in that order, or all but `exclude`; a `FLAT` field's record
     gives its own fields); `flags` and `helps` override a field's flag and help for this
-    command; `start`, an instance whose values are this command's defaults (else the
-    class's). `presets` (name -> config, or a function returning one) adds `--preset NAME`
+    command. `presets` (name -> config, or a function returning one) adds `--preset NAME`
     (`retired_presets`: a former switch such as `--quick` -> the preset it now names, hidden,
     with a note); `file` adds `--config FILE` (`section`: the key of the file that holds this
     config, where a command reads two from one file).
@@ -118,7 +118,6 @@ class From:
     apply), may come from several classes, and the command receives a `Given`."""
 
     # what a subclass that makes its own options (`FromFlat`) leaves as it is
-    start: Config | None = None
     section: str | None = None
     overrides = False
     file = True
@@ -138,15 +137,14 @@ class From:
         file: bool = True,
         overrides: bool = False,
         defaults: Mapping[str, Any] | None = None,
-        start: Config | None = None,
         section: str | None = None,
     ) -> None:
         self.cls, self.presets, self.file, self.overrides = classes[0], presets, file, overrides
-        self.start, self.section = start, section
+        self.section = section
         self.preset_help = preset_help
         self.retired_presets = dict(retired_presets or {})  # a former switch -> its preset
         self.defaults = dict(defaults or {})
-        known = _leaf_fields(classes, start)
+        known = _leaf_fields(classes)
         names = list(only) if only is not None else [n for n in known if n not in set(exclude)]
         flags, helps = flags or {}, helps or {}
         self.options = []
@@ -176,9 +174,9 @@ class From:
         return typer.Option(None, "--preset", help=self.preset_help or f"Named settings: {names}.")
 
     def base(self, preset: str | None) -> Config:
-        """The defaults (or `start`), or the preset's config."""
+        """The defaults, or the preset's config."""
         if preset is None:
-            return self.start if self.start is not None else self.cls()
+            return self.cls()
         if preset not in (self.presets or {}):
             raise ConfigError(
                 f"unknown preset {preset!r} (--preset); choose one of {', '.join(self.presets)}"
@@ -210,18 +208,14 @@ class From:
         return Given({**fixed, **from_file, **cli}, flags)
 
 
-def _leaf_fields(
-    classes: Iterable[type[Config]], start: Config | None = None
-) -> dict[str, tuple[Any, Any, Any]]:
+def _leaf_fields(classes: Iterable[type[Config]]) -> dict[str, tuple[Any, Any, Any]]:
     """Field name -> (field, type, default) of `classes`, the first holding a name winning; a
-    `FLAT` field's record in its place, its fields' defaults those of the holder's default.
-    `start`: an instance of the first class whose values are the defaults."""
+    `FLAT` field's record in its place, its fields' defaults those of the holder's default."""
     out: dict[str, tuple[Any, Any, Any]] = {}
     for cls in classes:
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
-            default = getattr(start, f.name) if isinstance(start, cls) else default
             if f.metadata.get("flat"):
                 inner = _leaf_fields([type(default)])
                 for name, (g, hint, _) in inner.items():
