@@ -1,6 +1,6 @@
 """The configs of the induction-heads models, their training and their sweeps: plain
-dataclasses without torch, so the CLI reads its options' defaults without importing it (as
-`lm.config` does for the language models)."""
+dataclasses without torch, so the CLI derives its options (each field's default and help)
+without importing it (as from `lm.config` for the language models)."""
 
 from __future__ import annotations
 

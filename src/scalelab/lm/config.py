@@ -1,7 +1,8 @@
 """What defines a language-model run: the model's shape (`GPTConfig`), how to train it
 (`TrainConfig`) and the one registry of named presets that pairs them (`MODEL_PRESETS`), read by
-`scalelab train`, the sweeps and the pipeline. No torch here: the CLI reads its defaults from
-these dataclasses without paying for the import."""
+`scalelab train`, the sweeps and the pipeline. No torch here: the CLI derives its options
+(each field's default and help, `config.option`) from these dataclasses without paying for
+the import."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The options of `scalelab validate` (and `scalelab demo`, which is validate on a built-in
-corpus with these defaults). One default, one place: the CLI reads them from here.
+corpus with these defaults). One definition, one place: the CLI derives its options (each
+field's default and help, `config.option`) from here.
 
 The config is nested: `PipelineConfig` holds its parts (`train`, `schedule`, `check`,
 `regime`, `id`, `model_sweep`), each a frozen dataclass whose field names are the names of the
