@@ -23,7 +23,7 @@ import pandas as pd
 from scipy import optimize
 from scipy.special import huber, logsumexp
 
-from scalelab.laws import fit as F
+from scalelab.laws.fit import chinchilla, power_law
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "epoch_chinchilla.csv"
 
@@ -55,8 +55,8 @@ def scipy_objective(theta, ln, ld, ll, delta=1e-3):
 def bench_chinchilla(n_scipy: int) -> None:
     n, d, loss = epoch_data()
     ln, ld, ll = np.log(n), np.log(d), np.log(loss)
-    starts = F.epoch_starts()
-    fit, w_ours, c_ours = timed(lambda: F.fit_chinchilla(n, d, loss))
+    starts = chinchilla.epoch_starts()
+    fit, w_ours, c_ours = timed(lambda: chinchilla.fit_chinchilla(n, d, loss))
     pick = np.random.default_rng(0).choice(
         len(starts), size=min(n_scipy, len(starts)), replace=False
     )
@@ -70,7 +70,7 @@ def bench_chinchilla(n_scipy: int) -> None:
     res, w_sp, c_sp = timed(run_scipy)
     best_sp = min(res, key=lambda r: r.fun)
     ours_sub, w_sub, c_sub = timed(
-        lambda: F._chinchilla_solve(ln, ld, ll, np.ones((1, ln.size)), starts[pick], 1e-3)
+        lambda: chinchilla._chinchilla_solve(ln, ld, ll, np.ones((1, ln.size)), starts[pick], 1e-3)
     )
     sp_f = np.array([r.fun for r in res])
     same = np.mean(np.abs(ours_sub[1][0] - sp_f) < 1e-7)
@@ -101,15 +101,22 @@ def bench_power_e(n_boot: int, n_scipy: int) -> None:
     rng = np.random.default_rng(1)
     x = np.geomspace(1e4, 1e7, 8)
     y = 2.0 + 30 * x**-0.3 * np.exp(rng.normal(0, 0.01, x.size))
-    fit, w_ours, c_ours = timed(lambda: F.fit_power_law(x, y, form="power+E", n_boot=n_boot))
+    fit, w_ours, c_ours = timed(
+        lambda: power_law.fit_power_law(x, y, form="power+E", n_boot=n_boot)
+    )
     lx, ly = np.log(x), np.log(y)
     log_m = float(ly.min())
     theta = np.array([np.log(fit.A), np.log(fit.E / (np.exp(log_m) - fit.E)), fit.exponent])
-    fitted = F._pe_pred_jac(theta[None], lx, log_m)[0][0]
+    fitted = power_law._pe_pred_jac(theta[None], lx, log_m)[0][0]
     resid = ly - fitted
     adj = (resid - resid.mean()) * np.sqrt(x.size / (x.size - 3))
     ystar = fitted + adj[rng.integers(0, x.size, size=(n_scipy, x.size))]
-    starts = np.vstack([theta[None], F._pe_starts(lx, ly, F._PE_BOOT_ALPHAS, F._PE_BOOT_FRACTIONS)])
+    starts = np.vstack(
+        [
+            theta[None],
+            power_law._pe_starts(lx, ly, power_law._PE_BOOT_ALPHAS, power_law._PE_BOOT_FRACTIONS),
+        ]
+    )
 
     def run_scipy():
         out = []
@@ -117,7 +124,7 @@ def bench_power_e(n_boot: int, n_scipy: int) -> None:
             best = min(
                 (
                     optimize.least_squares(
-                        lambda t, row=row: row - F._pe_pred_jac(t[None], lx, log_m)[0][0],
+                        lambda t, row=row: row - power_law._pe_pred_jac(t[None], lx, log_m)[0][0],
                         s,
                         method="lm",
                     )
@@ -129,7 +136,7 @@ def bench_power_e(n_boot: int, n_scipy: int) -> None:
         return np.array(out)
 
     sp, w_sp, c_sp = timed(run_scipy)
-    ours = F._pe_solve(lx, ystar, starts, log_m)[0][:, 2]
+    ours = power_law._pe_solve(lx, ystar, starts, log_m)[0][:, 2]
     print(f"== power+E bootstrap (8 points, {len(starts)} starts per resample) ==")
     print(
         f"scalelab: fit + {n_boot} resamples: wall {w_ours:.2f} s, CPU {c_ours:.2f} s, "

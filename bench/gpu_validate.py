@@ -168,7 +168,7 @@ def train_and_measure(prep: steps.Prepared, device: str, say) -> tuple:
 
 def run(opts: argparse.Namespace, say=print) -> dict:
     """Everything but the argument parsing; returns what it writes to OUT/gpu_validate.json."""
-    from scalelab.laws.fit import fit_power_law
+    from scalelab.laws.fit.power_law import fit_power_law
     from scalelab.laws.theory import alpha_D
 
     start = time.perf_counter()

@@ -20,9 +20,9 @@ import pytest
 
 from scalelab.cli import COMMANDS, load_command
 from scalelab.intrinsic.protocol import make_estimator
-from scalelab.laws.forecast_config import ForecastConfig
-from scalelab.laws.regime import RegimeConfig
-from scalelab.laws.table import RegimeInputs, fit_table
+from scalelab.laws.fit_table import RegimeInputs, fit_table
+from scalelab.laws.forecast.config import ForecastConfig
+from scalelab.laws.regime.rules import RegimeConfig
 from scalelab.laws.theory import predict_exponents
 from scalelab.manifold.construction_config import ConstructConfig
 from scalelab.manifold.levers import LeverConfig

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from scalelab.io import to_json
-from scalelab.laws.fit import fit_power_law
-from scalelab.laws.observe import IDEAL, analyse_regime
+from scalelab.laws.fit.power_law import fit_power_law
+from scalelab.laws.regime.analysis import IDEAL, analyse_regime
 from scalelab.report.regime import loss_figure, slopes_figure
 from scalelab.text.corpora import load_corpus
 from scalelab.text.floors import facts_store_theory, store_unigram_entropy

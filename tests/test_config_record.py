@@ -12,7 +12,7 @@ import pytest
 
 from scalelab.config import FLAT, OMIT_DEFAULT, Config, saved_as
 from scalelab.errors import ConfigError
-from scalelab.laws.power import Option, Plan
+from scalelab.laws.regime.power import Option, Plan
 from scalelab.lm.config import TrainConfig
 from scalelab.lm.stopping import NEVER, StopRule
 from scalelab.pipeline.config import PipelineConfig

@@ -14,14 +14,13 @@ import pytest
 from scipy import optimize, stats
 
 from scalelab.errors import InputError
-from scalelab.laws.fit import (
+from scalelab.laws.fit.chinchilla import (
     chinchilla_extrapolation_check,
     compute_optimal,
     epoch_starts,
-    extrapolation_check,
     fit_chinchilla,
-    fit_power_law,
 )
+from scalelab.laws.fit.power_law import extrapolation_check, fit_power_law
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 HOFFMANN = {"A": 406.4, "B": 410.7, "E": 1.69, "alpha": 0.34, "beta": 0.28}
@@ -353,7 +352,7 @@ def test_cli_bad_input_in_a_real_process(tmp_path: Path) -> None:
 
 def test_batched_lbfgs_solves_independent_rosenbrock_problems() -> None:
     """Each row is its own problem: shifted Rosenbrock valleys with different minima."""
-    from scalelab.laws.batched_lbfgs import minimize_batched
+    from scalelab.laws.fit.batched_lbfgs import minimize_batched
 
     shift = np.array([[0.0, 0.0], [2.0, -1.0], [-3.0, 4.0], [0.5, 0.5]])
 

@@ -9,10 +9,15 @@ import pytest
 from scipy.optimize import minimize_scalar, nnls
 
 from scalelab.errors import InputError
-from scalelab.laws.forecast import Exponent, fit_forecast, forecast_table, nonneg_linear_fit
-from scalelab.laws.forecast_config import ForecastConfig
-from scalelab.laws.forecast_score import CorpusRuns, loo_exponent, score_corpora
-from scalelab.laws.joint_forecast import fit_joint
+from scalelab.laws.forecast.config import ForecastConfig
+from scalelab.laws.forecast.fits import (
+    Exponent,
+    fit_forecast,
+    fit_joint,
+    forecast_table,
+    nonneg_linear_fit,
+)
+from scalelab.laws.forecast.holdout import CorpusRuns, loo_exponent, score_corpora
 
 X = np.geomspace(1e3, 1e6, 7)
 E0, A0, ALPHA0 = 2.0, 20.0, 0.3

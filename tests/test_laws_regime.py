@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from scalelab.errors import ConfigError, InputError
-from scalelab.laws.excess import excess_exponent
-from scalelab.laws.fit import fit_power_law
-from scalelab.laws.observe import IDEAL, analyse_regime
-from scalelab.laws.regime import (
+from scalelab.laws.fit.power_law import fit_power_law
+from scalelab.laws.regime.analysis import IDEAL, analyse_regime
+from scalelab.laws.regime.excess import excess_exponent
+from scalelab.laws.regime.rules import (
     CURVED,
     RegimeConfig,
     curvature_test,

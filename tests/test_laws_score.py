@@ -7,8 +7,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from scalelab.errors import InputError
-from scalelab.laws.paired import paired_margin, resample_indices, rho_interval
-from scalelab.laws.score import (
+from scalelab.laws.compare.baselines import (
     CONSTANT,
     LOO,
     LOO_KIND,
@@ -20,6 +19,7 @@ from scalelab.laws.score import (
     spearman_rho,
     verdict,
 )
+from scalelab.laws.compare.bootstrap import mae_margin, resample_indices, rho_interval
 
 OBSERVED = {"A": 0.08, "B": 0.10, "C": 0.12, "D": 0.06}
 PREDICTED = {
@@ -97,11 +97,11 @@ def test_paired_interval_of_three_corpora_matches_the_enumeration():
     [min gain, max gain]. Gains -1, 2, 5 (×0.01): the mean is ≤ 0 for (-1,-1,-1) and the 3
     orders of (-1,-1,2): P = 4/27."""
     idx = resample_indices(3)
-    got = paired_margin([0.03, 0.01, 0.0], [0.02, 0.03, 0.05], idx)
+    got = mae_margin([0.03, 0.01, 0.0], [0.02, 0.03, 0.05], idx)
     assert got["margin"] == pytest.approx(0.02)
     assert got["ci95"] == pytest.approx([-0.01, 0.05])
     assert got["p_not_above_0"] == pytest.approx(4 / 27, abs=0.015)
-    up = paired_margin([0.0, 0.0, 0.0], [0.01, 0.02, 0.03], idx)
+    up = mae_margin([0.0, 0.0, 0.0], [0.01, 0.02, 0.03], idx)
     assert up["ci95"] == pytest.approx([0.01, 0.03]) and up["p_not_above_0"] == 0.0
 
 

@@ -26,10 +26,9 @@ from scalelab.lm.checkpoint import load_model, save_weights
 from scalelab.lm.config import GPTConfig, TrainConfig, lr_at, planned_steps
 from scalelab.lm.data import WindowSampler, tiling_starts, unigram_loss
 from scalelab.lm.distributed import DistContext
-from scalelab.lm.evaluate import evaluate
 from scalelab.lm.model import GPT
 from scalelab.lm.stopping import StopRule
-from scalelab.lm.train import train
+from scalelab.lm.train import evaluate, train
 from scalelab.text.corpora import Corpus, Document
 from scalelab.text.store import TokenStore, prepare_corpus
 

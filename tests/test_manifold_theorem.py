@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from scalelab.io import to_json
-from scalelab.laws.regime import POWER_LAW
+from scalelab.laws.regime.rules import POWER_LAW
 from scalelab.manifold import theorem
 from scalelab.manifold.plan import MANIFOLD_PRESETS
 from scalelab.manifold.results import analyse_sweep
@@ -22,9 +22,9 @@ CFG = MANIFOLD_PRESETS["theorem"].replace(dims=(1, 2, 3, 4), extra_problems=(), 
 
 
 def test_the_check_reads_the_librarys_outcome_and_power() -> None:
-    """One rule: the theorem's outcome and power are `analyse_regime`'s (laws.regime, .power)."""
-    from scalelab.laws.observe import analyse_regime
-    from scalelab.laws.regime import CURVED, POWER_LAW
+    """One rule: the theorem's outcome and power are `analyse_regime`'s (`laws.regime`)."""
+    from scalelab.laws.regime.analysis import analyse_regime
+    from scalelab.laws.regime.rules import CURVED, POWER_LAW
 
     x = np.repeat(SIZES, 3)
     rng = np.random.default_rng(0)

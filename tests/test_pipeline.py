@@ -105,7 +105,7 @@ def test_validate_end_to_end_then_resumes_without_training(
     # ends), and a wider model at the largest size; the refitted exponents are those of the
     # runs with the perturbed losses put in, the shifts span the systematic interval around
     # the observed exponent.
-    from scalelab.laws.fit import fit_power_law
+    from scalelab.laws.fit.power_law import fit_power_law
 
     for side, size, rows in (("data", "train_tokens", summary.runs),):
         check = summary.checks[side]
@@ -270,7 +270,7 @@ def test_forecast_range_extends_a_validation_reusing_its_runs(world: dict[str, P
     retrained), the larger size is trained and checked, and the table is forecast input."""
     import importlib.util
 
-    from scalelab.laws.forecast_inputs import load_corpora
+    from scalelab.laws.forecast.run import load_corpora
 
     path = Path(__file__).resolve().parents[1] / "bench" / "forecast_range.py"
     spec = importlib.util.spec_from_file_location("forecast_range", path)

@@ -11,7 +11,7 @@ from safetensors.numpy import save_file
 
 from scalelab.errors import InputError
 from scalelab.io import atomic_write_json, read_json
-from scalelab.laws.score import CONSTANT, LOO
+from scalelab.laws.compare.baselines import CONSTANT, LOO
 from scalelab.lm.checkpoint import save_weights
 from scalelab.lm.config import GPTConfig
 from scalelab.lm.model import GPT

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from scalelab.laws.power import TARGET_POWER, regime_power
+from scalelab.laws.regime.power import TARGET_POWER, regime_power
 from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.lm.model import GPT
 from scalelab.pipeline.config import PipelineConfig

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy.stats import t as student_t
 
-from scalelab.laws.observe import analyse_regime
-from scalelab.laws.power import decision_plan, regime_power
-from scalelab.laws.regime import (
+from scalelab.laws.regime.analysis import analyse_regime
+from scalelab.laws.regime.power import decision_plan, regime_power
+from scalelab.laws.regime.rules import (
     CURVED,
     POWER_LAW,
     UNDECIDED,
@@ -153,7 +153,7 @@ def test_the_tolerance_sets_both_sides() -> None:
 def test_the_vectorised_test_is_the_test(n_boot: int) -> None:
     """The power's simulation runs `batch_outcomes`; on one row and one seed it is
     `curvature_test`, resamples and all, on tables of each outcome and with seeds."""
-    from scalelab.laws.power import batch_outcomes
+    from scalelab.laws.regime.rules import batch_outcomes
 
     n = np.geomspace(1e3, 1e5, 9)
     u = np.log(n / n[0])

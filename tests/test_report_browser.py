@@ -20,7 +20,7 @@ import pytest
 from test_report_lm import make_sweep
 
 from scalelab.io import atomic_write_json
-from scalelab.laws.score import score_by_kind, verdict
+from scalelab.laws.compare.baselines import score_by_kind, verdict
 from scalelab.lm.stopping import StopRule
 from scalelab.manifold.sweep import MANIFOLD_PRESETS
 from scalelab.pipeline.report import report_sweep

@@ -15,7 +15,7 @@ import pytest
 
 from scalelab.errors import InputError
 from scalelab.io import atomic_write_json
-from scalelab.laws.fit import fit_power_law
+from scalelab.laws.fit.power_law import fit_power_law
 from scalelab.laws.theory import predict_exponents
 from scalelab.pipeline.report import report_sweep
 

@@ -110,7 +110,7 @@ def test_the_plan_reaches_summary_json_and_the_glance() -> None:
     regime, as summary.json holds it, and the glance turns it into validate options."""
     import numpy as np
 
-    from scalelab.laws.observe import analyse_regime
+    from scalelab.laws.regime.analysis import analyse_regime
     from scalelab.pipeline.results import Regime
 
     sizes = np.array(geometric_grid(5_000, 50_000, 5), float)  # one decade: UNDECIDED

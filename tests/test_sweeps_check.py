@@ -14,7 +14,7 @@ from test_sweeps_data import make_store
 
 from scalelab.errors import ConfigError
 from scalelab.io import read_json
-from scalelab.laws.fit import fit_power_law
+from scalelab.laws.fit.power_law import fit_power_law
 from scalelab.lm.config import lr_at
 from scalelab.lm.model import GPTConfig
 from scalelab.lm.stopping import StopRule

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from scalelab.errors import InputError
-from scalelab.laws.regime import fit_range
+from scalelab.laws.regime.rules import fit_range
 from scalelab.lm.data import tiling_starts, windows
 from scalelab.text import synth
 from scalelab.text.corpora import load_corpus
@@ -178,7 +178,7 @@ def test_the_observed_data_exponent_is_fitted_over_the_fit_range(tmp_path: Path)
 
     import pandas as pd
 
-    from scalelab.laws.fit import fit_power_law
+    from scalelab.laws.fit.power_law import fit_power_law
     from scalelab.pipeline.config import PipelineConfig
     from scalelab.pipeline.steps import fit
     from scalelab.runs.sweep import RunSpec

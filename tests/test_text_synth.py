@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from scalelab.errors import ConfigError
-from scalelab.laws.fit import fit_power_law
+from scalelab.laws.fit.power_law import fit_power_law
 from scalelab.text import synth
 from scalelab.text.corpora import load_corpus
 from scalelab.text.store import TokenStore, prepare_corpus

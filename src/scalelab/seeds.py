@@ -14,5 +14,6 @@ MANIFOLD_TEST = 7  # manifold sweep: the fixed test set of each dimension
 MANIFOLD_ID = 8  # manifold sweep: the points the dimension is estimated on
 MANIFOLD_MEMBER = 9  # manifold sweep: the inits of an ensemble's members after the first
 MANIFOLD_LEVER = 10  # manifold levers: the samples of the crossed noise design
+MANIFOLD_IDEAL = 11  # manifold analysis: the fresh samples of E log ideal-learner risk
 SYNTH_TABLES = 0x5E0  # synthetic corpora: the fixed maps (key spelling, values, transitions)
 SYNTH_SAMPLES = 0x5E1  # synthetic corpora: the drawn documents

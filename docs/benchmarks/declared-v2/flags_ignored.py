@@ -7,7 +7,7 @@ observation is left out by the declared rule), only what the flags keep out of i
 import json
 from pathlib import Path
 
-from scalelab.laws.score import fmt_interval, judged, score_by_kind
+from scalelab.laws.compare.baselines import fmt_interval, judged, score_by_kind
 from scalelab.pipeline.many import PLAIN
 
 rows = json.loads((Path(__file__).parent / "table.json").read_text())

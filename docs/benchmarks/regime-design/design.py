@@ -17,7 +17,7 @@ Inputs, each measured and none taken from any corpus's exponent:
   FLOPs per token (`GPTConfig.train_flops_per_token`); wider models by FLOPs at the
   measured FLOP rate of the widest measured.
 
-Power: `laws.power.regime_power` (the test itself, simulated, 100 draws) at exponents 0.05,
+Power: `laws.regime.power.regime_power` (the test itself, simulated, 100 draws) at exponents 0.05,
 0.10 and 0.15 (the committed sweeps' range), so the design does not rest on one corpus's
 slope. Power falls with the exponent: the tolerance is relative to it.
 """
@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from scalelab.io import atomic_write_json
-from scalelab.laws.power import regime_power
+from scalelab.laws.regime.power import regime_power
 from scalelab.lm.config import GPTConfig
 from scalelab.lm.model import GPT
 

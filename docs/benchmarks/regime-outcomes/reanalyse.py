@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from scalelab.io import atomic_write_json, to_json
-from scalelab.laws.observe import analyse_regime
+from scalelab.laws.regime.analysis import analyse_regime
 
 HERE = Path(__file__).parent
 DEFAULT = sorted((HERE.parent / "cpu-regime").glob("*/summary.json"))

@@ -139,7 +139,8 @@ def fit_command(
     curvature test, the plain and excess exponents (docs/fitting.md). The printed form is
     always named: 'power' has no irreducible term, 'power+E' and 'chinchilla' do."""
     from scalelab.io import atomic_write_json, provenance
-    from scalelab.laws.table import fit_groups, fit_table, read_table
+    from scalelab.laws.fit_table import fit_groups, fit_table
+    from scalelab.laws.table import read_table
 
     _check_inputs(table, form, x)
     check_file(out)
@@ -195,8 +196,8 @@ def _regime_inputs(opts: dict[str, Any]) -> Any:
     split's unigram entropy and, when it holds a facts corpus, the exact floor and the ideal
     learner's exponent."""
     from scalelab.errors import InputError
-    from scalelab.laws.regime import RegimeConfig
-    from scalelab.laws.table import RegimeInputs
+    from scalelab.laws.fit_table import RegimeInputs
+    from scalelab.laws.regime.rules import RegimeConfig
 
     config = RegimeConfig(
         **{k: opts[k] for k in ("tolerance", "level", "min_decades", "unigram_margin")}
@@ -282,7 +283,7 @@ def _finite(value: Any) -> bool:
 
 def _outcome_line(regime: dict[str, Any], *, excess: bool) -> str:
     """'UNDECIDED, power 0.14; to decide: ...' for one observable."""
-    from scalelab.laws.observe import outcome_of, power_words
+    from scalelab.laws.regime.analysis import outcome_of, power_words
 
     parts = [outcome_of(regime, excess=excess), power_words(regime, excess=excess)]
     plan = regime.get("excess_plan" if excess else "plan")

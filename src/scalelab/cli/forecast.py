@@ -10,7 +10,7 @@ from typing import Any
 import typer
 
 from scalelab.cli.common import JSON, SEED, parse_list, print_json, print_table
-from scalelab.laws.forecast_config import ForecastConfig
+from scalelab.laws.forecast.config import ForecastConfig
 
 _C = ForecastConfig()  # the CLI's defaults are the config's
 
@@ -69,7 +69,7 @@ def forecast_command(
     """Forecast larger runs' losses from small ones, with the exponent fixed (from d or a
     number) or free; data needed for a loss; the compute-optimal split for a budget; with
     --score, every method scored on held-out runs."""
-    from scalelab.laws.forecast_run import ExponentChoice, run_forecast
+    from scalelab.laws.forecast.run import ExponentChoice, run_forecast
 
     cfg = ForecastConfig(constant_alpha=constant, n_boot=n_boot, seed=seed)
     result = run_forecast(

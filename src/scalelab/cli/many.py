@@ -35,7 +35,7 @@ def validate_many_command(
     """Each source of d (and the second theory) scored as a predictor of alpha_D across
     corpora, beside baselines that ignore d (paired bootstrap intervals); writes a table,
     figures and a report."""
-    from scalelab.laws.score import fmt_interval
+    from scalelab.laws.compare.baselines import fmt_interval
     from scalelab.pipeline.many import validate_many
 
     set_threads(threads, workers=workers)

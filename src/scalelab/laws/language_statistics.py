@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from scalelab.errors import InputError
-from scalelab.laws.fit import fit_power_law
+from scalelab.laws.fit.power_law import fit_power_law
 
 NOISE_FACTOR = 4.0  # a distance enters the β fit when ‖C_t‖² ≥ this × its noise floor
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scalelab.laws.fit import fit_power_law
+from scalelab.laws.fit.power_law import fit_power_law
 from scalelab.laws.theory import predict_exponents
 
 TOLERANCE = 0.03

@@ -20,7 +20,7 @@ experiment's committed run): the capped field is smooth below its shortest wavel
 where the flat-topped bumps make the error fall like h² whatever β; its local slope left
 2β/d once a cell held fewer than about 4 shortest wavelengths. So sizes with G − 1 > cutoff/4
 (cutoff: K, or the multiscale target's top frequency) are flagged *limited*, and
-`laws.regime.fit_range` ends the fit below the first. At small G the error goes like
+`laws.regime.rules.fit_range` ends the fit below the first. At small G the error goes like
 (G − 1)^-2β while parameters grow like G^d, so the first sizes are steeper (a factor
 G/(G − 1) in the local slope: 1.33 at G = 4, 1.07 at 16); the regime test sees that as
 curvature.
@@ -42,8 +42,8 @@ import torch
 
 from scalelab.config import Record
 from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
-from scalelab.laws.fit import fit_power_law
-from scalelab.laws.observe import analyse_regime
+from scalelab.laws.fit.power_law import fit_power_law
+from scalelab.laws.regime.analysis import analyse_regime
 from scalelab.manifold.construction import build, evaluate, nodes, size_formulas, sizes
 from scalelab.manifold.construction_config import TARGETS, ConstructConfig
 from scalelab.manifold.field import TorusField
@@ -278,7 +278,7 @@ def dense_cost(d: int, G: int) -> float:
 
 
 def rate_checks(rows: list[RateRow], seed: int) -> list[RateCheck]:
-    """Per (d, β, target) and convention: `laws.observe.analyse_regime` on error vs params
+    """Per (d, β, target) and convention: `laws.regime.analysis.analyse_regime` on error vs params
     (floor 0: an approximation error has none), sizes beyond the expected range limited."""
     out = []
     keys = sorted({(r.d, r.beta, r.target) for r in rows})

@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from scalelab.config import OMIT_DEFAULT, Config
 from scalelab.errors import ConfigError
 from scalelab.fields import choice
@@ -60,6 +62,14 @@ class ManifoldSweepConfig(Config):
     online_dims: tuple[int, ...] = ()
     online_widths: tuple[int, ...] = ()
     online_steps: int = 2000
+    # the online runs' seeds (empty: seeds[0] alone); steps = online_steps ·
+    # (width / narrowest)^online_step_growth; online_long_factor > 1 adds, per width, a run
+    # with that many times the steps (seed online_seeds[0]): the tripled-steps check
+    online_seeds: tuple[int, ...] = dataclasses.field(default=(), metadata=OMIT_DEFAULT)
+    online_step_growth: float = dataclasses.field(default=0.0, metadata=OMIT_DEFAULT)
+    online_long_factor: int = dataclasses.field(default=0, metadata=OMIT_DEFAULT)
+    # True: only the ID and online runs (α_N alone; n_values still set the field's cap)
+    online_only: bool = dataclasses.field(default=False, metadata=OMIT_DEFAULT)
     # optimiser: "patience" (plateau LR halving, early stop) or "fixed" (ScheduleConfig)
     schedule: str = "patience"
     lr: float = 2e-3
@@ -115,6 +125,14 @@ class ManifoldSweepConfig(Config):
             raise ConfigError(
                 f"ensemble must be >= 1 (inits per run), got {self.ensemble}; use 1 for one model"
             )
+        if self.online_step_growth < 0 or self.online_long_factor < 0:
+            raise ConfigError(
+                "online_step_growth and online_long_factor must be >= 0, got "
+                f"{self.online_step_growth} and {self.online_long_factor}; use 0 to turn "
+                "either off"
+            )
+        if self.online_only and not self.online_dims:
+            raise ConfigError("online_only needs online runs: give online_dims and online_widths")
         if self.online_steps < 1:
             raise ConfigError(
                 f"online_steps (--online-steps) must be >= 1, got {self.online_steps}; "
@@ -161,10 +179,16 @@ class ManifoldSweepConfig(Config):
             patience=self.patience,
         )
 
-    def schedule_for(self, n: int | None) -> ScheduleConfig:
-        """The fixed schedule at training size n (None: the online runs' `online_steps`)."""
+    def schedule_for(
+        self, n: int | None, width: int | None = None, factor: int = 1
+    ) -> ScheduleConfig:
+        """The fixed schedule at training size n (None: an online run of this width, its
+        steps grown with width, times `factor`)."""
         if n is None:
-            steps = self.online_steps
+            steps = self.online_steps * factor
+            if width is not None and self.online_widths:
+                growth = (width / min(self.online_widths)) ** self.online_step_growth
+                steps = round(self.online_steps * growth) * factor
         else:
             steps = math.ceil(self.epochs * n / self.batch_size)
             steps = min(max(steps, self.min_steps), self.max_steps)
@@ -187,6 +211,12 @@ class ManifoldSweepConfig(Config):
             online_widths=self.online_widths if online_dims else (),
             extra_problems=tuple(p for p in self.extra_problems if p[0] in keep),
         )
+
+
+def run_rng(cfg: ManifoldSweepConfig, d: int, beta: float, n: int | None, seed: int) -> Any:
+    """The generator of one run's draws: its training sample first, then its validation set
+    (the online runs: the validation set, then a fresh batch every step)."""
+    return np.random.default_rng([cfg.problem_seed, seed, n or 0, d, int(beta * 1000)])
 
 
 def _tuples(v: Any) -> Any:
@@ -228,6 +258,16 @@ MANIFOLD_PRESETS: dict[str, ManifoldSweepConfig] = {
         batch_size=64, max_steps=50000, min_eval_steps=100, patience=12, ensemble=2,
         by_curve=True, wide_width=64, hidden_id=True, id_points=4096,
     ),
+    # α_N where d is known: online runs alone (fresh noise-free samples every step) on the
+    # theorem preset's field, 3 seeds, steps growing with width (2,000 at width 4, ∝ width),
+    # and every width again with 3x the steps: the widths where that changes the error by
+    # less than the seed noise are approximation-limited (docs/benchmarks/manifold.md).
+    "theorem-width": ManifoldSweepConfig(
+        manifold="torus", target="field", dims=(2, 4), betas=(1.0,), n_values=THEOREM_SIZES,
+        seeds=(0,), D=16, val_size=512, schedule="fixed", lr=5e-3, batch_size=64,
+        online_dims=(2, 4), online_widths=(4, 8, 16, 32, 64), online_steps=2000,
+        online_seeds=(0, 1, 2), online_step_growth=1.0, online_long_factor=3, online_only=True,
+    ),
     # The first theorem design (docs/benchmarks/manifold_theorem was run with it): one model
     # per run, a fixed schedule capped at 2000 steps, 5 sizes.
     "theorem-v1": ManifoldSweepConfig(
@@ -261,14 +301,26 @@ def specs_for(cfg: ManifoldSweepConfig) -> list[RunSpec]:
         for d in cfg.dims
     ]
     n_big = max(cfg.n_values)
+    online_seeds = cfg.online_seeds or cfg.seeds[:1]
     online = [
         RunSpec(
-            f"online_d{d}_w{width}_s{cfg.seeds[0]}",
+            f"online_d{d}_w{width}_s{seed}",
             {"task": "online", **base, "d": d, "beta": cfg.betas[0], "n": None,
-             "seed": cfg.seeds[0], "d_embd": width},
+             "seed": seed, "d_embd": width},
         )
-        for d in cfg.online_dims for width in sorted(cfg.online_widths)
+        for seed in online_seeds for d in cfg.online_dims for width in sorted(cfg.online_widths)
     ]  # fmt: skip
+    if cfg.online_long_factor > 1:
+        online += [
+            RunSpec(
+                f"online_long_d{d}_w{width}_s{online_seeds[0]}",
+                {"task": "online_long", **base, "d": d, "beta": cfg.betas[0], "n": None,
+                 "seed": online_seeds[0], "d_embd": width},
+            )
+            for d in cfg.online_dims for width in sorted(cfg.online_widths)
+        ]  # fmt: skip
+    if cfg.online_only:
+        return specs + online
     wide = [
         RunSpec(
             f"wide_d{d}_b{beta:g}_w{cfg.wide_width}_s{cfg.seeds[0]}",

@@ -52,7 +52,7 @@ def analyse_sweep(sweep_dir: str | Path) -> ManifoldAnalysis:
     cfg = meta["config"]
     summary = None
     if cfg.get("target") == "field":
-        summary = theorem.summarise(table, config_from_json(cfg))
+        summary = theorem.summarise(table, config_from_json(cfg), sweep_dir)
     cost = analysis.timing(table)
     invocations = sweep_dir / "invocations.jsonl"
     if invocations.exists():

@@ -28,6 +28,7 @@ from scalelab.manifold.plan import (
     MANIFOLD_PRESETS,
     ManifoldSweepConfig,
     config_from_json,
+    run_rng,
     specs_for,
 )
 from scalelab.manifold.problem import Problem, Sample
@@ -180,10 +181,10 @@ def _train_run(cfg: ManifoldSweepConfig, params: dict[str, Any], run_dir: Path) 
         params["task"],
     )
     problem = Problem(cfg.problem(d, beta))
-    rng = np.random.default_rng([cfg.problem_seed, seed, n or 0, d, int(beta * 1000)])
-    online = task == "online"
+    rng = run_rng(cfg, d, beta, n, seed)
+    online = task in ("online", "online_long")
     test = _test_sample(cfg, problem, run_dir)
-    width = params["d_embd"] if task in ("model", "wide", "online") else None
+    width = params["d_embd"] if task in ("model", "wide", "online", "online_long") else None
     reg_cfg = cfg.regressor(width)
     n_val = cfg.val_count(n or cfg.val_size or 512)
     ensemble = cfg.ensemble > 1 and task in ("data", "wide")
@@ -199,7 +200,14 @@ def _train_run(cfg: ManifoldSweepConfig, params: dict[str, Any], run_dir: Path) 
                 return torch.as_tensor(s.x, dtype=torch.float32), torch.as_tensor(s.f).float()
 
             summary = fit_schedule(
-                model, fresh, val.x, val.y, cfg.schedule_for(None), log=scalars.log
+                model,
+                fresh,
+                val.x,
+                val.y,
+                cfg.schedule_for(
+                    None, width, cfg.online_long_factor if task == "online_long" else 1
+                ),
+                log=scalars.log,
             )
             summary["train_mse"] = None
         else:

@@ -2,35 +2,36 @@
 range beside its predictions, the checks, and the verdict against a predictor that ignores d.
 
 Rules, declared before the `theorem` sweep was analysed:
-- the fit range is `laws.regime.fit_range` with the largest n flagged *model-limited* when the
-  wider model (`wide` run, same seed and data) beats the base model there by more than twice
-  the seed-to-seed noise (pooled sd of log error within a size);
-- the verdict is the curvature test's outcome (`laws.observe.analyse_regime`: POWER LAW, CURVED
-  or UNDECIDED by the rule of docs/fitting.md#three-outcomes); its power is the share of exact
-  power laws with the observed slope, sizes, seeds and noise that the same test calls POWER
-  LAW (`laws.power.regime_power`), seeded;
+- the fit range is `laws.regime.rules.fit_range` with the largest n flagged *model-limited*
+  when the wider model (`wide` run, same seed and data) beats the base model there by more
+  than twice the seed-to-seed noise (pooled sd of log error within a size);
+- the verdict is the curvature test's outcome (`laws.regime.analysis.analyse_regime`: POWER
+  LAW, CURVED or UNDECIDED by the rule of docs/fitting.md#three-outcomes); its power is the
+  share of exact power laws with the observed slope, sizes, seeds and noise that the same
+  test calls POWER LAW (`laws.regime.power.regime_power`), seeded;
 - α̂ is the plain power-law fit over the range (studentized bootstrap 95% interval);
 - predictions: 2β/(2β+d) from the true d, from the inputs' d̂ (MLE, K = 20) and from the
   trained model's hidden states' d̂; beside them the ideal learner's exponent over the same
   sizes on this very field (`TorusField.bayes_risk` plus the tail), which says what the
   finite sizes and the cap allow;
 - the verdict scores the true-d prediction (and the d̂ ones) like validate-many's
-  (`laws.score.score_sources`): against the leave-one-out mean and the other baselines that
-  ignore d, paired bootstrap interval of the margin over the (d, β) curves.
+  (`laws.compare.baselines.score_sources`): against the leave-one-out mean and the other
+  baselines that ignore d, paired bootstrap interval of the margin over the (d, β) curves.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from scalelab.laws.observe import analyse_regime
-from scalelab.laws.regime import CURVED, POWER_LAW
-from scalelab.laws.score import score_sources, verdict
+from scalelab.laws.compare.baselines import score_sources, verdict
+from scalelab.laws.regime.analysis import analyse_regime
+from scalelab.laws.regime.rules import CURVED, POWER_LAW
 from scalelab.manifold.plan import ManifoldSweepConfig
 from scalelab.manifold.problem import Problem
 
@@ -59,7 +60,9 @@ class ExponentCheck:
 
     d: int
     beta: float
-    kind: str  # "data" (α_D, against n) or "online" (α_N, against parameters)
+    # "data" (α_D, against n), "paired" (the same, paired with the ideal learner on each
+    # run's sample) or "online" (α_N, against parameters)
+    kind: str
     outcome: str
     power: float
     noise_log: float
@@ -90,6 +93,11 @@ class ExponentCheck:
     plan: str | None = None  # an UNDECIDED curve: the run that would decide it
     cpu_minutes: float | None = None
     at_cap: str = ""  # runs (members) that stopped at the step cap, not by patience
+    # online curves: the tripled-steps check (log change per width, seed sd) and the widths
+    # it found approximation-limited (more steps change the error by less than the noise)
+    steps_check: str = ""
+    approx_limited: list[int] | None = None
+    steps_limited: list[int] | None = None
 
     @property
     def label(self) -> str:
@@ -130,7 +138,7 @@ def _check(
                          seed=seed, cpu_s=cpu_s)  # fmt: skip
     rng, plain = res.fit_range, res.plain
     alpha = plain.exponent if plain is not None else None
-    # the outcome and its power are the library's (laws.regime, laws.power): one rule
+    # the outcome and its power are the library's (laws.regime.rules, laws.regime.power): one rule
     power = res.power.power if res.power is not None else math.nan
     return ExponentCheck(
         d=d,
@@ -194,11 +202,44 @@ def data_checks(table: pd.DataFrame, cfg: ManifoldSweepConfig) -> list[ExponentC
     return out
 
 
-def _bayes_ratios(rows: pd.DataFrame, problem: Problem, x_range: tuple) -> dict[str, Any]:
-    """Excess risk (capped field) over `bayes_risk(n)` per size, its drift and its slope."""
+def paired_checks(
+    table: pd.DataFrame, cfg: ManifoldSweepConfig, ideal: pd.DataFrame
+) -> list[ExponentCheck]:
+    """The data checks on the paired curve (`manifold.ideal`): each run's capped error times
+    exp(E log ideal(n)) / ideal(n, s), the ideal learner's risk on the run's own sample; its
+    Bayes ratios are model / ideal on the same sample. A `wide` run trains on its data run's
+    sample, so it takes the same factor."""
+    data = table[table["task"] == "data"].merge(
+        ideal[["run", "ideal_mse", "ideal_mean_log"]], on="run"
+    )
+    key = ["d", "beta", "n", "seed"]
+    factor = data.assign(factor=np.exp(data["ideal_mean_log"]) / data["ideal_mse"])
+    runs = table[table["task"].isin(["data", "wide"])].merge(factor[[*key, "factor"]], on=key)
+    tail = runs["test_mse"] - runs["test_mse_capped"]
+    runs["test_mse_capped"] = runs["test_mse_capped"] * runs["factor"]
+    runs["test_mse"] = runs["test_mse_capped"] + tail
+    ids = table[table["task"] == "id"]
+    checks = data_checks(pd.concat([runs, ids], ignore_index=True), cfg)
+    out = []
+    for c in checks:
+        rows = data[(data["d"] == c.d) & (data["beta"] == c.beta)]
+        problem = Problem(cfg.problem(c.d, c.beta))
+        ratios = _bayes_ratios(rows, problem, c.x_range, rows["ideal_mse"].to_numpy(float))
+        c = _replace(c, kind="paired", **ratios)
+        out.append(_replace(c, cause=_cause(c)))
+    return out
+
+
+def _bayes_ratios(
+    rows: pd.DataFrame, problem: Problem, x_range: tuple, ideal: np.ndarray | None = None
+) -> dict[str, Any]:
+    """Excess risk (capped field) over `bayes_risk(n)` per size (or, given `ideal`, over the
+    ideal learner's risk on each run's own sample), its drift and its slope."""
     n = rows["n"].to_numpy(float)
     capped = rows["test_mse_capped"].to_numpy(float)
-    ratio = capped / problem.target.bayes_risk(n, problem.label_noise_std)
+    if ideal is None:
+        ideal = problem.target.bayes_risk(n, problem.label_noise_std)
+    ratio = capped / ideal
     frame = pd.DataFrame({"n": n, "l": np.log(ratio)}).groupby("n")["l"].mean()
     sizes, gm = frame.index.to_numpy(float), np.exp(frame.to_numpy())
     inside = (sizes >= x_range[0]) & (sizes <= x_range[1])
@@ -223,6 +264,9 @@ def _cause(c: ExponentCheck) -> str:
     causes = []
     if c.model_limited:
         causes.append(f"model-limited (the wide model's error is {c.wide_ratio:.2f}× the base's)")
+    if c.steps_limited:
+        widths = ", ".join(str(w) for w in c.steps_limited)
+        causes.append(f"optimisation-limited at width {widths} (more steps change the error)")
     if c.at_cap and not c.at_cap.startswith("0/"):
         causes.append(f"optimisation-limited ({c.at_cap} runs stopped at the step cap)")
     if c.ratio_slope is not None and abs(c.ratio_slope) > RATIO_SLOPE_LIMIT:
@@ -260,17 +304,41 @@ def _best_at_end(rows: pd.DataFrame) -> str:
 
 def online_checks(table: pd.DataFrame) -> list[ExponentCheck]:
     """α_N per d of the `online` runs: approximation error (noise-free, fresh samples every
-    step, against the capped target the model was shown) vs parameters, beside 2β/d."""
+    step, against the capped target the model was shown) vs parameters, beside 2β/d; with
+    `online_long` runs, the tripled-steps check per width (`_steps_check`)."""
     out = []
     runs = table[table["task"] == "online"]
+    longs = table[table["task"] == "online_long"] if "task" in table else table.iloc[:0]
     for (d, beta), rows in runs.groupby(["d", "beta"]):
         d, beta = int(d), float(beta)
         x, y = rows["params"].to_numpy(float), rows["test_mse_capped"].to_numpy(float)
         if len(np.unique(x)) < 3:
             continue
         extra = {"model_limited": None, "wide_ratio": None, "best_at_end": _best_at_end(rows)}
-        out.append(_check("online", d, beta, x, y, {"true": 2 * beta / d}, extra=extra))
+        long = longs[(longs["d"] == d) & (longs["beta"] == beta)]
+        if len(long):
+            extra |= _steps_check(rows, long, seed_noise(x, y))
+        c = _check("online", d, beta, x, y, {"true": 2 * beta / d}, extra=extra)
+        out.append(_replace(c, cause=_cause(c)))
     return out
+
+
+def _steps_check(rows: pd.DataFrame, long: pd.DataFrame, noise: float) -> dict[str, Any]:
+    """Per width: log(error with k× the steps / error with the rule's steps), same seed. A
+    width is approximation-limited when more steps change its error by less than the seed
+    noise (the pooled sd of log error across seeds at a width); otherwise optimisation
+    limits it and its point on the α_N curve is not the approximation error."""
+    cells, limited, slow = [], [], []
+    for _, r in long.sort_values("d_embd").iterrows():
+        base = rows[(rows["d_embd"] == r["d_embd"]) & (rows["seed"] == r["seed"])]
+        if base.empty:
+            continue
+        change = math.log(r["test_mse_capped"] / base["test_mse_capped"].iloc[0])
+        width = int(r["d_embd"])
+        cells.append(f"w{width} {change:+.2f}")
+        (limited if math.isfinite(noise) and abs(change) < noise else slow).append(width)
+    steps = f"{', '.join(cells)} (seed sd {noise:.2f})" if cells else ""
+    return {"steps_check": steps, "approx_limited": limited, "steps_limited": slow}
 
 
 def hidden_dimensions(table: pd.DataFrame) -> list[dict[str, Any]]:
@@ -302,7 +370,8 @@ def hidden_dimensions(table: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def scored(checks: list[ExponentCheck], *, only_power_law: bool) -> dict[str, Any]:
-    """`laws.score` on the data checks: sources = the predictions, corpora = the curves."""
+    """`laws.compare.baselines` on the data checks: sources = the predictions, corpora = the
+    curves."""
     use = [c for c in checks if c.exponent is not None and (
         c.outcome == POWER_LAW or not only_power_law)]  # fmt: skip
     observed = {c.label: float(c.exponent) for c in use}
@@ -331,15 +400,32 @@ class TheoremSummary:
     hidden: list[dict[str, Any]]
     scores_power_law: dict[str, Any]
     scores_all: dict[str, Any]
+    # the same curves paired with the ideal learner on each run's sample (a torus field);
+    # where present, they decide the outcome and are the ones scored
+    paired: list[ExponentCheck] = field(default_factory=list)
 
 
-def summarise(table: pd.DataFrame, cfg: ManifoldSweepConfig) -> TheoremSummary:
-    """The checks of a `theorem`-style sweep's runs table (data, online, hidden ID, verdict)."""
+def summarise(
+    table: pd.DataFrame, cfg: ManifoldSweepConfig, folder: str | Path | None = None
+) -> TheoremSummary:
+    """The checks of a `theorem`-style sweep's runs table (data, online, hidden ID, verdict).
+    Given the sweep's `folder`, a torus field's curves are also paired with the ideal learner
+    on each run's sample (cached there, `manifold.ideal`)."""
     data = data_checks(table, cfg)
+    paired: list[ExponentCheck] = []
+    # pairing redraws each run's sample from its seed and size, so it needs the run names
+    # (a sweep's runs.csv has them; a table built by hand may not)
+    pairable = "run" in table and cfg.manifold == "torus" and cfg.target == "field"
+    if folder is not None and pairable and (table["task"] == "data").any():
+        from scalelab.manifold.ideal import paired_with_ideal
+
+        paired = paired_checks(table, cfg, paired_with_ideal(table, cfg, folder))
+    decided = paired or data
     return TheoremSummary(
         data=data,
         online=online_checks(table),
         hidden=hidden_dimensions(table),
-        scores_power_law=scored(data, only_power_law=True),
-        scores_all=scored(data, only_power_law=False),
+        scores_power_law=scored(decided, only_power_law=True),
+        scores_all=scored(decided, only_power_law=False),
+        paired=paired,
     )

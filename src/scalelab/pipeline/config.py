@@ -5,7 +5,7 @@ field's default and help, `config.option`) from here.
 The config is nested: `PipelineConfig` holds its parts (`train`, `schedule`, `check`,
 `regime`, `id`, `model_sweep`), each a frozen dataclass whose field names are the names of the
 settings they become (`TrainConfig`, `Schedule`, the convergence check, the regime rules of
-`laws.regime`, `EstimateConfig`, the model sweep),
+`laws.regime.rules`, `EstimateConfig`, the model sweep),
 so a name keeps one meaning from the CLI to the trainer. Flattening happens only at the edge:
 `FLAT` maps each command-line option (and each key of a validate-many declaration) to its
 place, `from_options` builds a config from flat options, `flat_defaults` lists them.
@@ -26,7 +26,7 @@ from scalelab.config import Config, option, saved_as
 from scalelab.errors import ConfigError
 from scalelab.fields import choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
-from scalelab.laws.regime import RegimeConfig
+from scalelab.laws.regime.rules import RegimeConfig
 from scalelab.lm.config import DTYPES
 from scalelab.sweeps.check import CheckConfig
 from scalelab.sweeps.schedule import EVAL_INTERVAL, Schedule

@@ -6,10 +6,10 @@ rerun), then collect the prediction of every predictor declared in `pipeline.pre
 size, the calibrated MLE on the same points; the second theory's γ/(2β) with its authors'
 instruments and with the earlier one). Each is scored on the observable it predicts (the plain
 slope, or the exponent of the excess loss), beside baselines computed on that observable.
-Scores (`laws.score`) put each source beside four baselines that ignore d (the constant 0.095,
-the leave-one-out mean, its mean within the corpus's kind, the leave-one-out median) with
-paired bootstrap intervals over corpora, on all corpora and on real and synthetic corpora
-apart. Writes OUT/table.csv and .json (one row per corpus and source), OUT/scores.json,
+Scores (`laws.compare.baselines`) put each source beside four baselines that ignore d (the
+constant 0.095, the leave-one-out mean, its mean within the corpus's kind, the leave-one-out
+median) with paired bootstrap intervals over corpora, on all corpora and on real and synthetic
+corpora apart. Writes OUT/table.csv and .json (one row per corpus and source), OUT/scores.json,
 OUT/report/report.html and .md; the slower derived numbers (calibrated d, statistics) are
 cached per corpus under OUT/cache/. A new source of d: docs/sources.md.
 """
@@ -26,7 +26,7 @@ from typing import Any
 from scalelab.errors import InputError, ScalelabError
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
-from scalelab.laws import score as scoring
+from scalelab.laws.compare import baselines as scoring
 from scalelab.pipeline.declaration import (
     CONFIG,
     SUMMARY,
@@ -189,8 +189,8 @@ def excluded_because(summary: Summary, *, excess: bool = False) -> str:
     power), or a convergence check that flags it. `excess`: the outcome of the excess loss
     L − E, the second theory's observable (where it was tested; else the plain one's). A folder
     from before the regime test has none to fail and is scored (its rows say so)."""
-    from scalelab.laws.observe import outcome_of, power_words
-    from scalelab.laws.regime import POWER_LAW
+    from scalelab.laws.regime.analysis import outcome_of, power_words
+    from scalelab.laws.regime.rules import POWER_LAW
 
     regime = summary.fits["data"].get("regime")
     check = summary.checks.get("data") or {}

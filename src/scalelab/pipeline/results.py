@@ -7,7 +7,7 @@ not a file's: `Fits.sides` turns the fits by side (laid out by `Sides` and `Data
 the dict `Summary.fits` holds, as validate-many and the CLI read it, by key, from a
 summary.json of any earlier format.
 
-The fit range (`laws.regime.FitRange`) is computed once per validation, when the data
+The fit range (`laws.regime.rules.FitRange`) is computed once per validation, when the data
 sweep's check is known (`steps.check`): `Check.fit_range` is the range the
 check's refits, the observed exponent (`Fits`) and the regime analysis all use.
 """
@@ -24,9 +24,9 @@ from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.declaration import SUMMARY
 
 if TYPE_CHECKING:
-    from scalelab.laws.fit import PowerLawFit
-    from scalelab.laws.observe import RegimeAnalysis
-    from scalelab.laws.regime import FitRange
+    from scalelab.laws.fit.fitted import PowerLawFit
+    from scalelab.laws.regime.analysis import RegimeAnalysis
+    from scalelab.laws.regime.rules import FitRange
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +71,7 @@ class SideFit(Record):
 
 @dataclasses.dataclass(frozen=True)
 class Regime(Record):
-    """The data sweep's regime analysis (`laws.observe.analyse_regime`) over the one fit
+    """The data sweep's regime analysis (`laws.regime.analysis.analyse_regime`) over the one fit
     range, with where its unigram entropy and floor E came from, the runs the range stops
     below and, on a facts corpus, the capacity at the range's top."""
 

@@ -12,7 +12,7 @@ notebook can run them one by one (docs/python.md) and `run_pipeline` composes th
 Nothing is shared but what a step returns (the dataclasses of `pipeline.results`); every
 step leaves a finished artefact under `prep.out` that a re-run finds and skips.
 
-A new fit-range rule: the rule is `laws.regime.fit_range` (its ends and reasons, constants in
+A new fit-range rule: the rule is `laws.regime.rules.fit_range` (its ends and reasons, constants in
 `RegimeConfig`); its inputs are gathered once here, in `data_fit_range`; the constant's old
 value goes in `runs.outdir.ABSENT`. The check's refits, the fit and the report read the one
 `FitRange` it returns (docs/architecture.md).
@@ -31,7 +31,7 @@ import numpy as np
 
 from scalelab.errors import InputError
 from scalelab.io import atomic_write_json, read_json
-from scalelab.laws.regime import FitRange
+from scalelab.laws.regime.rules import FitRange
 from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.results import Along, Check, Fits, Regime, Request, SideFit
@@ -298,11 +298,11 @@ def check(prep: Prepared, sweep: SweepResult, pool: Pool = Pool(), *, say: Say =
 def data_fit_range(
     prep: Prepared, data: SweepResult, width: dict[str, Any] | None = None
 ) -> FitRange:
-    """The data sweep's fit range by rule (`laws.regime.fit_range`), computed once: from the
+    """The data sweep's fit range by rule (`laws.regime.rules.fit_range`), computed once: from the
     first size below the unigram entropy of the scored test tokens, up to below the first
     run that is budget- or model-limited (`limited_runs`; `width`: the check's wider-model
     reading, `sweeps.check.model_limited`)."""
-    from scalelab.laws.regime import fit_range
+    from scalelab.laws.regime.rules import fit_range
 
     x, y = data.curve()
     limited = limited_runs(data, width)
@@ -313,10 +313,10 @@ def data_fit_range(
 
 def from_range_start(prep: Prepared, data: SweepResult) -> SweepResult:
     """The data sweep from the fit range's lower end on (the first run below the unigram
-    entropy by the declared margin, `laws.regime.fit_range`), so that the check perturbs the
+    entropy by the declared margin, `laws.regime.rules.fit_range`), so that the check perturbs the
     smallest run of the fitted range; the whole sweep where no run is below (the range is
     empty and the regime verdict says so)."""
-    from scalelab.laws.regime import fit_range
+    from scalelab.laws.regime.rules import fit_range
 
     x, y = data.curve()
     margin = prep.cfg.regime.unigram_margin
@@ -387,7 +387,7 @@ def fit(
     every reference model's d, and the data side's regime (`regime`) over the same range: the one
     `data_check.fit_range` (computed here, without the check's wider model, when there is no
     check)."""
-    from scalelab.laws.fit import fit_power_law
+    from scalelab.laws.fit.power_law import fit_power_law
 
     cfg = prep.cfg
     rng = data_check.fit_range if data_check is not None else None
@@ -454,7 +454,7 @@ def regime(
     without a check), with the unigram entropy, the floor E and how each was obtained. E:
     the exact floor for a synthetic facts corpus (per token of this store's tokens), else the
     power+E fit's over the fitted range. `limited`: the runs the range stops below."""
-    from scalelab.laws.observe import analyse_regime
+    from scalelab.laws.regime.analysis import analyse_regime
     from scalelab.text.floors import facts_floor
 
     cfg = prep.cfg

@@ -10,8 +10,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter
 
-from scalelab.laws.forecast_config import ForecastConfig
-from scalelab.laws.forecast_score import CorpusRuns, Fan, corpus_table
+from scalelab.laws.forecast.config import ForecastConfig
+from scalelab.laws.forecast.holdout import CorpusRuns, Fan, corpus_table
 from scalelab.report.document import Report
 from scalelab.report.plots import new_figure
 
@@ -44,7 +44,7 @@ def write_forecast_report(
     result: dict[str, Any], fans: list[Fan], cfg: ForecastConfig, out_dir: str | Path
 ) -> tuple[Path, Path]:
     """report.html and report.md (figures beside the Markdown) for a scoring result and the
-    forecast fan of each corpus (`laws.forecast_score.forecast_fans`)."""
+    forecast fan of each corpus (`laws.forecast.holdout.forecast_fans`)."""
     rep = Report("Forecasts scored on held-out runs")
     rep.paragraph(
         "Each method is fitted on a corpus's k smallest runs and forecasts every larger run. "

@@ -20,8 +20,8 @@ from scalelab.report.document import Report
 from scalelab.report.plots import PredictedSlope, dimension_figure, scaling_figure
 
 if TYPE_CHECKING:
-    from scalelab.laws.fit import Extrapolation
-    from scalelab.laws.fitted import PowerLawFit
+    from scalelab.laws.fit.fitted import PowerLawFit
+    from scalelab.laws.fit.power_law import Extrapolation
     from scalelab.sweeps.analysis import SweepAnalysis
 
 RUN_COLUMNS = (

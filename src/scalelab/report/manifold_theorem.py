@@ -37,11 +37,12 @@ def exponent_figure(summary: TheoremSummary) -> Figure:
     fig = Figure(figsize=(11, 4.3))
     ax_d, ax_n = fig.subplots(1, 2)
     dims = np.linspace(0.8, 8.5, 200)
-    for i, beta in enumerate(sorted({c.beta for c in summary.data}, reverse=True)):
+    decided = summary.paired or summary.data
+    for i, beta in enumerate(sorted({c.beta for c in decided}, reverse=True)):
         color = f"C{i}"
         ax_d.plot(dims, 2 * beta / (2 * beta + dims), "-", color=color, lw=1,
                   label=f"2β/(2β+d), β={beta:g}")  # fmt: skip
-        mine = [c for c in summary.data if c.beta == beta]
+        mine = [c for c in decided if c.beta == beta]
         _errorbar(ax_d, mine, color, f"observed α̂_D, β={beta:g}", dx=0.1 * i)
         ideal = [(c.d, c.predicted_ideal) for c in mine if c.predicted_ideal is not None]
         if ideal:
@@ -114,6 +115,7 @@ def check_rows(checks: list[ExponentCheck]) -> list[dict[str, Any]]:
             "train/noise": _f(c.train_over_noise, 2),
             "local slopes": ", ".join(f"{s:.2f}" for s in c.local_slopes),
             **_ratio_cells(c),
+            **_steps_cells(c),
         })  # fmt: skip
     return rows
 
@@ -133,22 +135,61 @@ def _ratio_cells(c: ExponentCheck) -> dict[str, str]:
     }
 
 
+def ratio_rows(summary: TheoremSummary) -> list[dict[str, str]]:
+    """Per curve and size, the Bayes ratio (geometric mean over seeds): paired (model / ideal
+    on the same sample) where the sweep has it, and raw (model / `bayes_risk(n)`)."""
+    rows = []
+    for kind, checks in (("paired", summary.paired), ("raw", summary.data)):
+        for c in checks:
+            if not c.bayes_ratios:
+                continue
+            cells = {f"{n:,.0f}": f"{r:.2f}" for n, r in zip(c.sizes, c.bayes_ratios, strict=False)}
+            rows.append({"curve": c.label, "ratio": kind, **cells})
+    return sorted(rows, key=lambda r: (r["curve"], r["ratio"]))
+
+
+def _steps_cells(c: ExponentCheck) -> dict[str, str]:
+    """An online curve's tripled-steps check (none without `online_long` runs)."""
+    if not c.steps_check:
+        return {}
+    widths = ", ".join(str(w) for w in c.approx_limited or []) or "none"
+    return {"more steps (log change)": c.steps_check, "approximation-limited widths": widths,
+            "cause": c.cause}  # fmt: skip
+
+
 def build(summary: TheoremSummary, report: Report) -> None:
     """Add the theorem section to `report`."""
     report.heading("Theorem 1 where d is known (Gaussian field on T^d)")
     report.figure(
         exponent_figure(summary),
-        "Observed exponents against d. Error bars: 95% bootstrap intervals over the fit "
-        "range; filled circles: the regime test said POWER LAW, open squares: it did not; "
-        "crosses: the ideal learner's exponent on the same field and sizes.",
+        "Observed exponents against d (the paired curves where the sweep has them). Error "
+        "bars: 95% bootstrap intervals over the fit range; filled circles: the regime test "
+        "said POWER LAW, open squares: it did not; crosses: the ideal learner's exponent on "
+        "the same field and sizes.",
     )
     report.figure(curves_figure(summary), "Error curves (geometric mean over seeds).")
+    if summary.paired:
+        report.table(
+            check_rows(summary.paired),
+            "Data scaling per (d, β), paired with the ideal learner on each run's own sample "
+            "(these decide): error × exp(E log ideal(n)) / ideal(n, s); Bayes ratio = model / "
+            "ideal on the same sample",
+            wrap=("local slopes", "cause or plan"),
+        )
     report.table(
-        check_rows(summary.data), "Data scaling per (d, β)",
+        check_rows(summary.data),
+        "Data scaling per (d, β), raw" + (" (Bayes ratio against bayes_risk(n))"
+                                           if summary.paired else ""),
         wrap=("local slopes", "cause or plan"),
     )  # fmt: skip
+    ratios = ratio_rows(summary)
+    if ratios:
+        report.table(ratios, "Bayes ratio per size n (geometric mean over seeds)")
     if summary.online:
-        report.table(check_rows(summary.online), "Model scaling, infinite data (α_N = 2β/d)")
+        report.table(
+            check_rows(summary.online), "Model scaling, infinite data (α_N = 2β/d)",
+            wrap=("more steps (log change)", "cause"),
+        )  # fmt: skip
     if summary.hidden:
         hidden = [{k: _f(v, 2) if isinstance(v, float) else v for k, v in r.items()}
                   for r in summary.hidden]  # fmt: skip

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from scalelab.laws.score import (
+from scalelab.laws.compare.baselines import (
     BASELINES,
     CONSTANT,
     KINDS,

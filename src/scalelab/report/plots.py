@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
 from scalelab.io import format_interval
-from scalelab.laws.fitted import PowerLawFit
+from scalelab.laws.fit.fitted import PowerLawFit
 
 FIT_STYLE = {"power": ("C0", "-"), "power+E": ("C2", "--")}
 

@@ -1,4 +1,4 @@
-"""The regime analysis (`scalelab.laws.observe.analyse_regime`) for a reader, from its
+"""The regime analysis (`scalelab.laws.regime.analysis.analyse_regime`) for a reader, from its
 `to_dict()` (so a saved `--json` result reads the same): two figures (the loss curve with the
 unigram entropy and E and the fitted range shaded; the local slopes against size with their
 bands and each prediction as a horizontal line) and its words (the verdict paragraph, and the
@@ -16,9 +16,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
 from scalelab.io import atomic_write
-from scalelab.laws.excess import ESTIMATED
-from scalelab.laws.observe import outcome_of, power_words
-from scalelab.laws.regime import CURVED, MIN_POINTS, POWER_LAW, UNDECIDED
+from scalelab.laws.regime.analysis import outcome_of, power_words
+from scalelab.laws.regime.excess import ESTIMATED
+from scalelab.laws.regime.rules import CURVED, MIN_POINTS, POWER_LAW, UNDECIDED
 from scalelab.report.plots import legend_outside, new_figure
 
 
@@ -193,7 +193,7 @@ POWER_PRESET = (
 def regime_sentence(regime: dict[str, Any] | None) -> str:
     """The regime's outcome as a sentence a newcomer can act on: the outcome over which sizes,
     the test's power, and for UNDECIDED the rerun that would decide it (the options of the
-    regime test's plan, `laws.power.decision_plan`, as validate options)."""
+    regime test's plan, `laws.regime.power.decision_plan`, as validate options)."""
     if regime is None:
         return "not tested (this folder predates the regime test)"
     if not regime.get("outcome") and not regime.get("power_law"):  # before the three outcomes

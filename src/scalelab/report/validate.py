@@ -14,9 +14,9 @@ from typing import Any
 import pandas as pd
 
 from scalelab.io import provenance, read_json
-from scalelab.laws.excess import BOUND_FRACTION
-from scalelab.laws.fitted import PowerLawFit
-from scalelab.laws.score import KAPLAN_ALPHA_D
+from scalelab.laws.compare.baselines import KAPLAN_ALPHA_D
+from scalelab.laws.fit.fitted import PowerLawFit
+from scalelab.laws.regime.excess import BOUND_FRACTION
 from scalelab.laws.theory import d_from_alpha_D, d_from_alpha_N
 from scalelab.report.document import Report
 from scalelab.report.regime import loss_figure, regime_sentence, regime_words, slopes_figure
@@ -50,7 +50,8 @@ def _fit(doc: dict[str, Any] | None) -> PowerLawFit | None:
 
 
 def _estimable(E: float, min_loss: float) -> bool:
-    """E strictly inside its bounds, as `laws.excess` decides it for the regime's excess fit."""
+    """E strictly inside its bounds, as `laws.regime.excess` decides it for the regime's excess
+    fit."""
     return BOUND_FRACTION < E / min_loss < 1.0 - BOUND_FRACTION
 
 
@@ -273,7 +274,7 @@ def _side_figure(report: Report, side: str, fits: dict[str, Any], table: pd.Data
     t = table.sort_values(size)
     x, y = t[size].to_numpy(float), t["test_loss_nats"].to_numpy(float)
     fitted = [f for f in (_fit(fits[side].get(form)) for form in ("power", "power+E")) if f]
-    # a power+E fit with E at its bound shows no floor: not drawn (`laws.excess`'s rule)
+    # a power+E fit with E at its bound shows no floor: not drawn (`laws.regime.excess`'s rule)
     dropped = [f for f in fitted if f.E is not None and not _estimable(f.E, float(y.min()))]
     fitted = [f for f in fitted if f not in dropped]
     formula = "2/(2+d)" if key == "alpha_D" else "2/d"

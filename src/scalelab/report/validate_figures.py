@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from scalelab.laws.fitted import PowerLawFit
+from scalelab.laws.fit.fitted import PowerLawFit
 from scalelab.report.plots import draw_fit, legend_outside, new_figure
 
 

@@ -14,7 +14,8 @@ import pandas as pd
 
 from scalelab.errors import InputError, ScalelabError
 from scalelab.io import read_json
-from scalelab.laws.fit import Extrapolation, PowerLawFit, extrapolation_check, fit_power_law
+from scalelab.laws.fit.fitted import PowerLawFit
+from scalelab.laws.fit.power_law import Extrapolation, extrapolation_check, fit_power_law
 
 N_BOOT = 1000
 SEED = 0

@@ -49,7 +49,7 @@ from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 from scalelab.fields import positive_int
 from scalelab.io import atomic_write_json, read_json
-from scalelab.laws.regime import FitRange, fit_range
+from scalelab.laws.regime.rules import FitRange, fit_range
 from scalelab.sweeps.schedule import cooled
 
 if TYPE_CHECKING:  # torch and pandas come with these: `CheckConfig` is read without them
@@ -382,14 +382,15 @@ def verdict(
 
 
 def exponent(x: Sequence[float], y: Sequence[float]) -> float:
-    """The plain log-log slope the check moves (`laws.fit.fit_power_law`, form `power`)."""
-    from scalelab.laws.fit import fit_power_law
+    """The plain log-log slope the check moves (`laws.fit.power_law.fit_power_law`, form
+    `power`)."""
+    from scalelab.laws.fit.power_law import fit_power_law
 
     return fit_power_law(x, y, form="power", n_boot=0).exponent
 
 
 def below_model_limited(sweep: SweepResult, rows: list[dict[str, Any]]) -> FitRange:
-    """The fit range of `sweep` by the one rule (`laws.regime.fit_range`) when the check is
+    """The fit range of `sweep` by the one rule (`laws.regime.rules.fit_range`) when the check is
     all that is known: every size, up to below a model-limited run."""
     width = model_limited(rows)
     flags = [bool(width and width["limited"] and n == width["run"]) for n in sweep.names]

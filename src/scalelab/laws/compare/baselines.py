@@ -16,8 +16,9 @@ corpora as four predictors that ignore d:
   from the pooled mean).
 
 The *best* baseline is the one with the lowest MAE on the source's corpora. A source counts as
-*informative* only where the paired bootstrap 95% interval (`laws.paired`, over corpora) of
-its margin MAE_best − MAE_source lies entirely above 0, on at least `MIN_CORPORA` corpora.
+*informative* only where the paired bootstrap 95% interval (`laws.compare.bootstrap`, over
+corpora) of its margin MAE_best − MAE_source lies entirely above 0, on at least `MIN_CORPORA`
+corpora.
 Scores: MAE (and its interval), the slope (and intercept) of observed on predicted by least
 squares (1 for a calibrated predictor), Spearman's rho (and its interval: does it order the
 corpora?), and the count within ±`band` of the observation. Pure: arrays and dicts in,
@@ -33,8 +34,8 @@ import numpy as np
 from scipy.stats import rankdata
 
 from scalelab.errors import InputError
-from scalelab.laws import paired
-from scalelab.laws.paired import N_BOOT, SEED
+from scalelab.laws.compare import bootstrap
+from scalelab.laws.compare.bootstrap import N_BOOT, SEED
 
 KAPLAN_ALPHA_D = 0.095  # Kaplan et al. 2020, L(D) ∝ D^-0.095
 BAND = 0.02
@@ -132,11 +133,11 @@ def _intervals(row: dict, p: np.ndarray, o: np.ndarray, base: dict, idx: np.ndar
     """Add the bootstrap intervals (same resamples `idx` for the source and every baseline)
     and the verdict to a source's row."""
     err = np.abs(p - o)
-    row["mae_ci95"] = paired.mae_interval(err, idx)
-    rho = paired.rho_interval(p, o, idx)
+    row["mae_ci95"] = bootstrap.mae_interval(err, idx)
+    rho = bootstrap.rho_interval(p, o, idx)
     row["rho_ci95"], row["rho_undefined_share"] = rho["ci95"], rho["undefined_share"]
     for name, v in base.items():
-        row["baselines"][name]["margin"] = paired.paired_margin(err, np.abs(v - o), idx)
+        row["baselines"][name]["margin"] = bootstrap.mae_margin(err, np.abs(v - o), idx)
     best = min(BASELINES, key=lambda b: row["baselines"][b]["mae"])
     m = row["baselines"][best]["margin"]
     row["best_baseline"] = best
@@ -177,7 +178,7 @@ def score_sources(
         row = score(p, o, band)
         row["corpora"] = [corpora[i] for i in have]
         row["baselines"] = {name: score(v[have], o, band) for name, v in base.items()}
-        idx = paired.resample_indices(len(have), n_boot, seed)
+        idx = bootstrap.resample_indices(len(have), n_boot, seed)
         _intervals(row, p, o, {k: v[have] for k, v in base.items()}, idx)
         out[source] = row
     return out

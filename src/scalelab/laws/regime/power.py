@@ -4,7 +4,7 @@ an UNDECIDED one.
 Why: a test that passes rarely even on a perfect power law reads "not shown" where the data
 cannot decide. Its power at the sweep's own sizes, runs per size, slope and noise is the
 number that says which it is. Computed by simulation through the same test, seeded
-(`batch_outcomes`: `laws.regime.curvature_test`'s arithmetic vectorised over draws):
+(`laws.regime.rules.batch_outcomes`: `curvature_test`'s arithmetic vectorised over draws):
 `L_i = (n_i / n_mid)^-α · exp(ε_i)`, ε_i ~ N(0, σ²) independently per run, σ the test's own
 residual sd per run (seed-to-seed scatter and misfit pooled, or the scatter of the means about
 the quadratic where each size has one run).
@@ -20,21 +20,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-from scipy.stats import t as student_t
 
 from scalelab.config import Record
 from scalelab.errors import InputError
-from scalelab.laws.regime import (
-    CURVED,
-    DECADES_SLACK,
-    MIN_POINTS,
+from scalelab.laws.regime.rules import (
     POWER_LAW,
-    UNDECIDED,
     RegimeConfig,
-    quadratic_fit,
+    batch_outcomes,
 )
 
 #: Power an option must reach to be called deciding: the usual 80%.
@@ -188,62 +182,3 @@ def cost_model(sizes: Sequence[float], cpu_s: Sequence[float]) -> Callable[[floa
         return lambda _size: mean
     b, a = np.polyfit(np.log(x[ok]), np.log(c[ok]), 1)
     return lambda size: float(math.exp(a + b * math.log(size)))
-
-
-def batch_outcomes(
-    x: Any,
-    log_losses: np.ndarray,
-    *,
-    config: RegimeConfig = RegimeConfig(),
-    n_boot: int = 1000,
-    seed: int = 0,
-) -> np.ndarray:
-    """`curvature_test`'s outcome on each row of `log_losses` [S, runs] at the sizes `x`
-    (one per run, ascending), vectorised over the rows: the same arithmetic, so that a power
-    simulates the test itself. With one row and the same seed it draws the same resamples
-    (tests/test_regime_outcomes.py checks the outcomes equal)."""
-    xa = np.asarray(x, dtype=np.float64)
-    ly = np.atleast_2d(np.asarray(log_losses, dtype=np.float64))
-    sizes = np.unique(xa)
-    out = np.full(ly.shape[0], UNDECIDED, dtype=object)
-    if sizes.size < MIN_POINTS:
-        return out
-    decades = float((np.log(sizes).max() - np.log(sizes).min()) / math.log(10))
-    lx = np.log(xa)
-    u = lx - 0.5 * (lx.min() + lx.max())
-    span = float(u.max() - u.min())
-    n = u.size
-    coef, fitted, resid = quadratic_fit(u, ly)
-    alpha, change = -coef[:, 1], -2.0 * coef[:, 2] * span
-    design = np.stack([np.ones_like(u), u, u * u], axis=1)
-    se_of = 2.0 * span * math.sqrt(np.linalg.inv(design.T @ design)[2, 2])
-    se = np.sqrt((resid * resid).sum(-1) / (n - 3)) * se_of
-    q = (1.0 - config.level) / 2.0
-    if n_boot <= 0:
-        t_q = float(student_t.ppf(1.0 - q, n - 3))
-        lo, hi = change - t_q * se, change + t_q * se
-    else:
-        hat = design @ np.linalg.pinv(design)
-        adj = resid / np.sqrt(np.clip(1.0 - np.diag(hat), 1e-12, None))
-        adj = adj - adj.mean(-1, keepdims=True)
-        idx = np.random.default_rng(seed).integers(0, n, size=(ly.shape[0], n_boot, n))
-        draws = fitted[:, None, :] + np.take_along_axis(adj[:, None, :], idx, axis=-1)
-        c_star, _, r_star = quadratic_fit(u, draws)
-        d_star = -2.0 * c_star[..., 2] * span
-        se_star = np.sqrt((r_star * r_star).sum(-1) / (n - 3)) * se_of
-        t = np.where(
-            se_star > 0, (d_star - change[:, None]) / np.where(se_star > 0, se_star, 1), np.nan
-        )
-        t_lo, t_hi = np.nanquantile(t, [q, 1.0 - q], axis=1)
-        lo, hi = change - t_hi * se, change - t_lo * se
-    lo, hi = np.where(se == 0, change, lo), np.where(se == 0, change, hi)
-    falls = alpha > 0
-    rel_lo, rel_hi = lo / np.where(falls, alpha, 1), hi / np.where(falls, alpha, 1)
-    tol = config.tolerance
-    inside = (-tol < rel_lo) & (rel_hi < tol) & falls
-    beyond = ((rel_lo > tol) | (rel_hi < -tol)) & falls
-    if decades < config.min_decades - DECADES_SLACK:
-        inside[:] = False
-    out[inside] = POWER_LAW
-    out[beyond] = CURVED
-    return out

@@ -41,7 +41,7 @@ def _interval(values: np.ndarray, level: float = LEVEL) -> list[float] | None:
     return [float(v) for v in np.percentile(values, [tail, 100 - tail])]
 
 
-def paired_margin(
+def mae_margin(
     source_abs_err: Any, baseline_abs_err: Any, idx: np.ndarray, level: float = LEVEL
 ) -> dict[str, Any]:
     """MAE_baseline − MAE_source (> 0: the source is better) on the corpora as given, its

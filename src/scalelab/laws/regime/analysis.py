@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 
 from scalelab.config import Record
-from scalelab.laws.excess import ExcessFit, excess_exponent
-from scalelab.laws.fit import PowerLawFit, fit_power_law
-from scalelab.laws.power import N_SIM, Plan, Power, cost_model, decision_plan, regime_power
-from scalelab.laws.regime import (
+from scalelab.laws.fit.fitted import PowerLawFit
+from scalelab.laws.fit.power_law import fit_power_law
+from scalelab.laws.regime.excess import ExcessFit, excess_exponent
+from scalelab.laws.regime.power import N_SIM, Plan, Power, cost_model, decision_plan, regime_power
+from scalelab.laws.regime.rules import (
     CURVED,
     POWER_LAW,
     UNDECIDED,
@@ -36,9 +37,7 @@ from scalelab.laws.regime import (
     curvature_test_over_floor,
     local_slopes,
 )
-from scalelab.laws.regime import (
-    fit_range as find_range,
-)
+from scalelab.laws.regime.rules import fit_range as find_range
 
 #: The label of the ideal learner's exponent over the fitted range among the predictions.
 IDEAL = "ideal learner, excess loss over the fitted range"

@@ -25,7 +25,7 @@ to any committed sweep):
   one-sided 5%): the exponent is shown to change by more than the tolerance. A wider range
   would only change it more, so this needs `MIN_POINTS` sizes but not `min_decades`.
 - UNDECIDED: neither. The data cannot tell a power law from a curve; its power
-  (`laws.power`) says how often an exact power law would have passed, and what would decide.
+  (`laws.regime.power`) says how often an exact power law would have passed, and what would decide.
 
 Seeds: where some size has several runs, the quadratic is fitted to every run (the same
 coefficients as a fit of the per-size means in log when each size has as many runs) and the
@@ -391,6 +391,67 @@ def _change_interval(
     t = (d_star[ok] - change) / se_star[ok]
     t_lo, t_hi = np.quantile(t, [q, 1.0 - q])
     return float(change - t_hi * se), float(change - t_lo * se)
+
+
+def batch_outcomes(
+    x: Any,
+    log_losses: np.ndarray,
+    *,
+    config: RegimeConfig = RegimeConfig(),
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> np.ndarray:
+    """`curvature_test`'s outcome on each row of `log_losses` [S, runs] at the sizes `x`
+    (one per run, ascending), vectorised over the rows: the same arithmetic, so that a power
+    simulates the test itself. With one row and the same seed it draws the same resamples
+    (tests/test_regime_outcomes.py checks the outcomes equal)."""
+    xa = np.asarray(x, dtype=np.float64)
+    ly = np.atleast_2d(np.asarray(log_losses, dtype=np.float64))
+    sizes = np.unique(xa)
+    out = np.full(ly.shape[0], UNDECIDED, dtype=object)
+    if sizes.size < MIN_POINTS:
+        return out
+    decades = float((np.log(sizes).max() - np.log(sizes).min()) / math.log(10))
+    lx = np.log(xa)
+    u = lx - 0.5 * (lx.min() + lx.max())
+    span = float(u.max() - u.min())
+    n = u.size
+    coef, fitted, resid = quadratic_fit(u, ly)
+    alpha, change = -coef[:, 1], -2.0 * coef[:, 2] * span
+    design = np.stack([np.ones_like(u), u, u * u], axis=1)
+    se_of = 2.0 * span * math.sqrt(np.linalg.inv(design.T @ design)[2, 2])
+    se = np.sqrt((resid * resid).sum(-1) / (n - 3)) * se_of
+    q = (1.0 - config.level) / 2.0
+    if n_boot <= 0:
+        from scipy.stats import t as student_t  # scipy.stats takes 0.8 s to import
+
+        t_q = float(student_t.ppf(1.0 - q, n - 3))
+        lo, hi = change - t_q * se, change + t_q * se
+    else:
+        hat = design @ np.linalg.pinv(design)
+        adj = resid / np.sqrt(np.clip(1.0 - np.diag(hat), 1e-12, None))
+        adj = adj - adj.mean(-1, keepdims=True)
+        idx = np.random.default_rng(seed).integers(0, n, size=(ly.shape[0], n_boot, n))
+        draws = fitted[:, None, :] + np.take_along_axis(adj[:, None, :], idx, axis=-1)
+        c_star, _, r_star = quadratic_fit(u, draws)
+        d_star = -2.0 * c_star[..., 2] * span
+        se_star = np.sqrt((r_star * r_star).sum(-1) / (n - 3)) * se_of
+        t = np.where(
+            se_star > 0, (d_star - change[:, None]) / np.where(se_star > 0, se_star, 1), np.nan
+        )
+        t_lo, t_hi = np.nanquantile(t, [q, 1.0 - q], axis=1)
+        lo, hi = change - t_hi * se, change - t_lo * se
+    lo, hi = np.where(se == 0, change, lo), np.where(se == 0, change, hi)
+    falls = alpha > 0
+    rel_lo, rel_hi = lo / np.where(falls, alpha, 1), hi / np.where(falls, alpha, 1)
+    tol = config.tolerance
+    inside = (-tol < rel_lo) & (rel_hi < tol) & falls
+    beyond = ((rel_lo > tol) | (rel_hi < -tol)) & falls
+    if decades < config.min_decades - DECADES_SLACK:
+        inside[:] = False
+    out[inside] = POWER_LAW
+    out[beyond] = CURVED
+    return out
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from scalelab.errors import InputError
-from scalelab.laws.forecast import Exponent, PowerForecast, fit_forecast
-from scalelab.laws.forecast_config import ForecastConfig
+from scalelab.laws.forecast.config import ForecastConfig
+from scalelab.laws.forecast.fits import Exponent, PowerForecast, fit_forecast
 
 LOGLOG, FREE, CONSTANT, LOO = "log-log free", "E+A free", "constant", "LOO mean"
 

@@ -18,12 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
 
 from scalelab.config import Record
 from scalelab.errors import InputError
-from scalelab.laws import fit as laws_fit
-from scalelab.laws.regime import by_size
+from scalelab.laws.fit.power_law import fit_power_law, power_e_intervals
+from scalelab.laws.regime.rules import by_size
 
 #: How an estimated E is labelled (`ExcessFit.E_source`).
 ESTIMATED = "power+E fit over the fitted range (percentile residual bootstrap)"
@@ -64,7 +63,7 @@ def excess_exponent(
                 f"floor E = {floor} is not below every loss (min {loss.min():.4g}); "
                 "give the corpus's irreducible loss in the same units as the losses"
             )
-        fit = laws_fit.fit_power_law(sizes, loss - floor, n_boot=n_boot, seed=seed)
+        fit = fit_power_law(sizes, loss - floor, n_boot=n_boot, seed=seed)
         return ExcessFit(
             exponent=fit.exponent,
             exponent_ci95=fit.exponent_ci95,
@@ -76,8 +75,8 @@ def excess_exponent(
             x_range=x_range,
             text=f"exponent of L − E with E = {floor:.4f} ({floor_source}): {fit.exponent:.3f}",
         )
-    fit = laws_fit.fit_power_law(sizes, loss, form="power+E", n_boot=0, seed=seed)
-    alpha_ci, e_ci = _power_e_intervals(sizes, loss, n_boot, seed)
+    fit = fit_power_law(sizes, loss, form="power+E", n_boot=0, seed=seed)
+    alpha_ci, e_ci = power_e_intervals(sizes, loss, n_boot, seed)
     lo_bound, hi_bound = BOUND_FRACTION, 1.0 - BOUND_FRACTION
     at_bound = not lo_bound < fit.E / loss.min() < hi_bound
     text = (
@@ -99,29 +98,3 @@ def excess_exponent(
         x_range=x_range,
         text=text,
     )
-
-
-def _power_e_intervals(
-    x: np.ndarray, y: np.ndarray, n_boot: int, seed: int
-) -> tuple[tuple[float, float], tuple[float, float]]:
-    """95% percentile intervals of the power+E exponent and floor from one residual
-    bootstrap: the resamples `fit_power_law(form="power+E")` draws with the same seed, so
-    the exponent's interval is the one that function reports."""
-    lx, ly = np.log(x), np.log(y)
-    n, log_m = lx.size, float(ly.min())
-    starts = laws_fit._pe_starts(lx, ly, laws_fit._PE_ALPHAS, laws_fit._PE_FRACTIONS)
-    theta = laws_fit._pe_solve(lx, ly[None, :], starts, log_m)[0][0]
-    fitted = laws_fit._pe_pred_jac(theta[None, :], lx, log_m)[0][0]
-    resid = ly - fitted
-    e_hat = float(math.exp(log_m) * expit(theta[1]))
-    if n_boot <= 0 or not np.any(np.abs(resid) > 0):
-        return (float(theta[2]), float(theta[2])), (e_hat, e_hat)
-    rng = np.random.default_rng(seed)
-    adj = (resid - resid.mean()) * math.sqrt(n / (n - 3))
-    ystar = fitted + adj[rng.integers(0, n, size=(n_boot, n))]
-    coarse = laws_fit._pe_starts(lx, ly, laws_fit._PE_BOOT_ALPHAS, laws_fit._PE_BOOT_FRACTIONS)
-    bt, _ = laws_fit._pe_solve(lx, ystar, np.vstack([theta[None, :], coarse]), log_m)
-    bt = bt[np.isfinite(bt[:, 2])]
-    a_lo, a_hi = np.quantile(bt[:, 2], [0.025, 0.975])
-    e_lo, e_hi = np.quantile(math.exp(log_m) * expit(bt[:, 1]), [0.025, 0.975])
-    return (float(a_lo), float(a_hi)), (float(e_lo), float(e_hi))

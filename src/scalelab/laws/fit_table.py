@@ -1,0 +1,185 @@
+"""The fits of a results table's columns and the regime analysis of its loss-vs-size curve:
+what `scalelab fit` prints (`fit_table`; `fit_groups` fits each value of a column apart)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scalelab.errors import InputError
+from scalelab.laws.fit import chinchilla, power_law
+from scalelab.laws.regime.analysis import RegimeAnalysis, analyse_regime
+from scalelab.laws.regime.rules import RegimeConfig
+from scalelab.laws.table import numeric_columns
+
+#: The forms `scalelab fit --form` takes: the one-variable ones and the joint law.
+TABLE_FORMS = ("power", "power+E", "chinchilla")
+
+
+def fit_table(
+    df: pd.DataFrame,
+    y: str,
+    *,
+    form: str = "power",
+    x: str | None = None,
+    n_col: str | None = None,
+    d_col: str | None = None,
+    c_col: str | None = None,
+    holdout: int = 0,
+    compute: list[float] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    name: str = "table",
+    regime: RegimeInputs | None = None,
+) -> dict[str, Any]:
+    """A scaling law fitted to columns of a tidy table (what `scalelab fit` prints): `fit`
+    (the fit's `to_dict`), `holdout` (the `laws.fit.power_law.Extrapolation` without the `holdout`
+    largest sizes, an object the JSON writer saves as its `to_dict`), for chinchilla with
+    `compute` budgets `compute_optimal` (N_opt, D_opt), and for the one-variable forms
+    `regime` (`scalelab.laws.regime.analysis.analyse_regime`)."""
+    if compute and form != "chinchilla":
+        raise InputError("--compute needs --form chinchilla (the joint fit gives N_opt, D_opt)")
+    if form not in TABLE_FORMS:
+        raise InputError(f"unknown --form {form!r}; choose one of {', '.join(TABLE_FORMS)}")
+    if holdout < 0:
+        raise InputError(f"--holdout must be >= 0, got {holdout}")
+    result: dict[str, Any] = {"table": name, "form": form}
+    if form == "chinchilla":
+        if n_col is None or (d_col is None) == (c_col is None):
+            raise InputError("--form chinchilla needs --n-col and one of --d-col or --c-col")
+        cols = numeric_columns(df, [y, n_col, d_col or c_col], name)
+        n = cols[n_col]
+        d = cols[d_col] if d_col else cols[c_col] / (6.0 * n)
+        fit = chinchilla.fit_chinchilla(n, d, cols[y], n_boot=n_boot, seed=seed)
+        result["fit"] = fit.to_dict()
+        if compute:
+            if any(not c > 0 for c in compute):
+                raise InputError(f"--compute values must be positive numbers, got {compute}")
+            n_opt, d_opt = fit.compute_optimal(compute)
+            result["compute_optimal"] = [
+                {"C": c, "N_opt": float(a), "D_opt": float(b), "tokens_per_param": float(b / a)}
+                for c, a, b in zip(compute, n_opt, d_opt, strict=True)
+            ]
+        if holdout:
+            result["holdout"] = chinchilla.chinchilla_extrapolation_check(
+                n, d, cols[y], holdout=holdout
+            )
+        return result
+    if x is None:
+        raise InputError(f"--form {form} needs --x COLUMN (the size column)")
+    cols = numeric_columns(df, [x, y], name)
+    fit = power_law.fit_power_law(cols[x], cols[y], form=form, n_boot=n_boot, seed=seed)
+    result["fit"] = fit.to_dict()
+    if holdout:
+        result["holdout"] = power_law.extrapolation_check(
+            cols[x], cols[y], form=form, holdout=holdout, n_boot=0
+        )
+    result["regime"] = table_regime(
+        df, x, y, regime or RegimeInputs(), n_boot=n_boot, seed=seed, name=name
+    ).to_dict()
+    return result
+
+
+@dataclass(frozen=True)
+class RegimeInputs:
+    """What the regime rules read besides sizes and losses (`scalelab fit` options).
+
+    `unigram_col`/`floor_col`: columns holding the unigram entropy / the floor E (one value
+    per table or group) instead of one number. `limited_col`: a column true for budget- or
+    model-limited runs; `limited`: names of such runs in `run_col`. `ideal_exponent(lo, hi)`:
+    a theory's exponent over the fitted range (the facts family's ideal learner), drawn and
+    printed beside the observation."""
+
+    config: RegimeConfig = field(default_factory=RegimeConfig)
+    unigram_entropy: float | None = None
+    unigram_col: str | None = None
+    floor: float | None = None
+    floor_col: str | None = None
+    floor_source: str = "given"
+    limited_col: str | None = None
+    limited: tuple[str, ...] | None = None
+    run_col: str = "run"
+    predictions: dict[str, float] = field(default_factory=dict)
+    ideal_exponent: Callable[[float, float], float] | None = None
+
+
+def _limited_flags(df: pd.DataFrame, inputs: RegimeInputs, name: str) -> np.ndarray:
+    flags = np.zeros(len(df), bool)
+    if inputs.limited_col is not None:
+        if inputs.limited_col not in df.columns:
+            raise InputError(f"{name} has no column {inputs.limited_col!r} (--limited-col)")
+        col = df[inputs.limited_col].astype(str).str.strip().str.lower()
+        flags |= col.isin(("true", "1", "yes", "1.0")).to_numpy()
+    if inputs.limited:
+        if inputs.run_col not in df.columns:
+            raise InputError(f"{name} has no column {inputs.run_col!r} to match --limited names")
+        runs = df[inputs.run_col].astype(str)
+        unknown = sorted(set(inputs.limited) - set(runs))
+        if unknown:
+            raise InputError(f"no run named {unknown} in {name}; runs are {sorted(set(runs))}")
+        flags |= runs.isin(inputs.limited).to_numpy()
+    return flags
+
+
+def _one_value(df: pd.DataFrame, col: str | None, value: float | None, name: str) -> float | None:
+    """The single value of `col` (a per-corpus constant) or `value` when no column is named."""
+    if col is None:
+        return value
+    values = np.unique(numeric_columns(df, [col], name)[col])
+    if values.size != 1:
+        raise InputError(
+            f"column {col!r} of {name} holds {values.size} different values; it must hold one "
+            "per table (use --group to fit each corpus apart)"
+        )
+    return float(values[0])
+
+
+def table_regime(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    inputs: RegimeInputs,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    name: str = "table",
+) -> RegimeAnalysis:
+    """`analyse_regime` on two columns of a table, the limited runs named by `inputs`."""
+    cols = numeric_columns(df, [x, y], name)
+    return analyse_regime(
+        cols[x],
+        cols[y],
+        unigram_entropy=_one_value(df, inputs.unigram_col, inputs.unigram_entropy, name),
+        limited=_limited_flags(df, inputs, name),
+        floor=_one_value(df, inputs.floor_col, inputs.floor, name),
+        floor_source=inputs.floor_source,
+        predictions=inputs.predictions,
+        ideal_exponent=inputs.ideal_exponent,
+        config=inputs.config,
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+def fit_groups(df: pd.DataFrame, y: str, group: str, **kwargs: Any) -> dict[str, Any]:
+    """`fit_table` on each value of the `group` column (e.g. one fit per corpus); limited
+    run names are checked against the whole table, then each group gets its own."""
+    if group not in df.columns:
+        raise InputError(
+            f"no column {group!r} to group by; available: {list(map(str, df.columns))}"
+        )
+    name = kwargs.pop("name", "table")
+    inputs: RegimeInputs = kwargs.pop("regime", None) or RegimeInputs()
+    flags = _limited_flags(df, replace(inputs, limited_col=None), name)
+    named = set(df[inputs.run_col].astype(str)[flags]) if inputs.limited else set()
+    groups = {}
+    for key, part in df.groupby(group, sort=False):
+        mine = tuple(r for r in part[inputs.run_col].astype(str) if r in named) if named else None
+        groups[str(key)] = fit_table(
+            part, y, name=f"{name} [{group}={key}]", regime=replace(inputs, limited=mine), **kwargs
+        )
+    return {"table": name, "group": group, "groups": groups}

@@ -1,0 +1,103 @@
+"""The ideal learner on a run's own sample (`manifold.ideal`) against independent truth: a
+reference ridge solver, a test-point Monte Carlo of its risk, the closed-form average
+`TorusField.bayes_risk`, and the paired curve's definition."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.linear_model import Ridge
+
+from scalelab.manifold import ideal
+from scalelab.manifold.plan import MANIFOLD_PRESETS, run_rng
+from scalelab.manifold.problem import Problem
+from scalelab.manifold.theorem import paired_checks
+
+CFG = MANIFOLD_PRESETS["theorem-quick"].replace(n_values=(60, 100, 160, 250, 400))
+
+
+@pytest.fixture(scope="module")
+def problem() -> Problem:
+    return Problem(CFG.problem(2, 1.0))
+
+
+@pytest.mark.parametrize("n", [40, 3000])  # the dual (n < 2M) and the primal system
+def test_posterior_mean_is_ridge_on_prior_scaled_features(problem: Problem, n: int) -> None:
+    field, sigma = problem.target, problem.label_noise_std
+    s = problem.sample(n, np.random.default_rng(n))
+    scale = np.sqrt(np.concatenate([field.variance, field.variance]))
+    ref = Ridge(alpha=sigma**2, fit_intercept=False, solver="cholesky")
+    ref.fit(ideal.features(field, s.x) * scale, s.y)
+    w = ideal.posterior_mean(field, s.x, s.y, sigma)
+    np.testing.assert_allclose(w, ref.coef_ * scale, rtol=1e-6, atol=1e-9)
+
+
+def test_exact_risk_equals_test_point_mean_square(problem: Problem) -> None:
+    field, sigma = problem.target, problem.label_noise_std
+    s = problem.sample(200, np.random.default_rng(1))
+    w = ideal.posterior_mean(field, s.x, s.y, sigma)
+    rng = np.random.default_rng(2)
+    squares = []
+    for _ in range(10):  # 200,000 test points in chunks
+        test = problem.sample(20_000, rng, noise=False)
+        squares.append(np.mean((ideal.features(field, test.x) @ w - test.f) ** 2))
+    assert ideal.posterior_risk(field, s.x, s.y, sigma) == pytest.approx(np.mean(squares), rel=0.02)
+    np.testing.assert_allclose(ideal.features(field, test.x[:50]) @ ideal.coefficients(field),
+                               test.f[:50], atol=1e-9)  # fmt: skip
+
+
+def test_average_over_samples_is_the_closed_form_bayes_risk(problem: Problem) -> None:
+    """bayes_risk is the Gaussian sequence model's posterior variance: with uniform random
+    inputs the realised ideal learner's risk averages to it within a few percent once n
+    exceeds the modes it resolves."""
+    n = 2000
+    risks = [
+        ideal.posterior_risk(problem.target, s.x, s.y, problem.label_noise_std)
+        for s in (problem.sample(n, np.random.default_rng([n, i])) for i in range(40))
+    ]
+    closed = float(problem.target.bayes_risk(n, problem.label_noise_std))
+    assert np.mean(risks) == pytest.approx(closed, rel=0.1)
+
+
+def test_run_risk_uses_the_sweeps_training_sample(problem: Problem) -> None:
+    s = problem.sample(100, run_rng(CFG, 2, 1.0, 100, 3))
+    direct = ideal.posterior_risk(problem.target, s.x, s.y, problem.label_noise_std)
+    assert ideal.run_risk(CFG, problem, 100, 3) == direct
+    assert ideal.run_risk(CFG, problem, 100, 4) != direct
+
+
+def _table(problem: Problem, luck: float) -> pd.DataFrame:
+    """Runs whose error is an exact power law times each sample's ideal-learner luck."""
+    rows = []
+    for n in CFG.n_values:
+        for seed in (0, 1, 2):
+            risk = ideal.run_risk(CFG, problem, n, seed)
+            capped = 3.0 * n**-0.5 * (risk / problem.target.bayes_risk(n, 0.5)) ** luck
+            rows.append({"run": f"data_d2_b1_n{n}_s{seed}", "task": "data", "d": 2,
+                         "beta": 1.0, "n": n, "seed": seed, "test_mse_capped": capped,
+                         "test_mse": capped, "cpu_time_s": 1.0, "stop_reason": "patience",
+                         "steps": 10, "best_step": 5})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_paired_curve_removes_the_samples_luck(problem: Problem, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(ideal, "MAX_DRAWS", 16)  # E log ideal(n) to ±0.05: enough here
+    table = _table(problem, luck=1.0)
+    cfg = CFG.replace(dims=(2,))
+    pairs = ideal.paired_with_ideal(table, cfg, tmp_path, quiet=True)
+    (check,) = paired_checks(table, cfg, pairs)
+    # the error divided by its own sample's ideal risk is 3 n^-0.5 / bayes_risk(n) exactly:
+    # the paired ratio has no seed spread, and the paired curve's slope is the power law's
+    # up to E log ideal(n) − log bayes_risk(n)
+    assert check.noise_log < 0.05
+    ratio = table["test_mse_capped"] / pairs["ideal_mse"]
+    want = 3.0 * table["n"] ** -0.5 / problem.target.bayes_risk(table["n"].to_numpy(float), 0.5)
+    np.testing.assert_allclose(ratio, want, rtol=1e-9)
+    # cached: a second call computes nothing
+    ideal.posterior_risk, saved = None, ideal.posterior_risk  # type: ignore[assignment]
+    try:
+        again = ideal.paired_with_ideal(table, cfg, tmp_path, quiet=True)
+    finally:
+        ideal.posterior_risk = saved
+    pd.testing.assert_frame_equal(again, pairs)
