@@ -637,7 +637,7 @@ CASES: dict[str, tuple[list[str], str]] = {
         "steps",
     ),
     "induction-separation-out-is-sweep": (
-        ["induction", "separation", "--out", "{data_sweep}", "--quick"],
+        ["induction", "separation", "--out", "{data_sweep}", "--preset", "quick"],
         "sweep",
     ),
     # --- validate

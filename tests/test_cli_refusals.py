@@ -34,7 +34,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (("manifold", "sweep", "--n-values", "4,100"), "error: --n-values 4,100: every n"),
         (("manifold", "sweep", "--dims", "2", "--betas", "1.5"), "error: --betas 1.5: beta"),
         (("manifold", "sweep", "--noise-std", "-1"), "error: --noise-std -1: noise_std"),
-        (("induction", "train", "--n", "0"), "error: --n 0: max_len must be >= 1"),
+        (("induction", "train", "--n", "0"), "error: --n 0: n must be >= 1"),
         (("induction", "train", "--steps", "0"), "error: --steps 0: max_steps must be >= 1"),
         (("induction", "train", "--width", "30", "--heads", "4"), "error: --heads 4, --width 30:"),
         (("validate", "--corpus", "shakespeare", "--vocab-size", "10"), "error: --vocab-size 10:"),

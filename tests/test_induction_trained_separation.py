@@ -80,10 +80,10 @@ def test_the_default_size_is_one_the_bound_forbids() -> None:
 
 
 def test_small_version_two_layers_beat_one_and_resume(tmp_path, run_cli) -> None:
-    """`scalelab induction trained-separation --quick`: the two-layer model beats the
+    """`scalelab induction trained-separation --preset quick`: the two-layer model beats the
     one-layer model of the same size on the same hard instances; a second run resumes."""
-    res = run_cli("induction", "trained-separation", "--out", tmp_path, "--quick", "--quiet",
-                  "--json")  # fmt: skip
+    res = run_cli("induction", "trained-separation", "--out", tmp_path, "--preset", "quick",
+                  "--quiet", "--json")  # fmt: skip
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     acc = {r["n_layer"]: r["acc_hard"] for r in doc["rows"] if r["kind"] == "trained-relative"}

@@ -12,6 +12,11 @@ must not change (saved keys feed folder hashes, so old folders still resume). `f
 reads that JSON back by the field types: nested records from dicts, tuples from lists, flat
 keys into their field, a `saved_as` key into its field. A subclass overrides
 either only to add what its fields do not say.
+
+A field made with `option(default, help)` is also a command-line option: its help is in the
+field's metadata, and `scalelab.cli.options` derives the option (`--field-name`, or the
+`flag` the metadata names; its type and default the field's) from it, so a setting is
+defined once, here, for Python callers and the command line alike.
 """
 
 from __future__ import annotations
@@ -35,6 +40,28 @@ OMIT_DEFAULT = {"omit_default": True}
 def saved_as(key: str) -> dict[str, str]:
     """Field metadata: save the field under `key` (an on-disk name older than the field's)."""
     return {"saved_as": key}
+
+
+def option(
+    default: Any = dataclasses.MISSING,
+    help: str = "",
+    *,
+    flag: str | None = None,
+    retired: str | None = None,
+    default_factory: Any = dataclasses.MISSING,
+    **metadata: Any,
+) -> Any:
+    """A config field that is also a command-line option: `help` is the option's help, `flag`
+    its name where it is not `--field-name` (a name users have), `retired` a former spelling
+    that still works with a note. Other metadata (`saved_as(...)`, `OMIT_DEFAULT`) as for any
+    field; for the command line, `blank` (a tuple field's value for an empty option, default
+    `()`) and `none_at` (an option value that means None, as `--target 0`: never)."""
+    meta = {"help": help, **metadata}
+    meta |= {"flag": flag} if flag else {}
+    meta |= {"retired": retired} if retired else {}
+    if default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
 
 
 def saved_key(f: dataclasses.Field) -> str:

@@ -91,11 +91,6 @@ def configured(make: Callable[..., T], options: dict[str, str], **fields: Any) -
         raise ConfigError(f"{shown}: {err}" if shown else str(err)) from None
 
 
-def as_options(fields: Any) -> dict[str, str]:
-    """Each field's option where the option is the field's name: `max_steps` -> --max-steps."""
-    return {f: "--" + f.replace("_", "-") for f in fields}
-
-
 def _accepts(make: Callable[..., Any], field: str, value: Any) -> bool:
     try:
         make(**{field: value})

@@ -16,26 +16,18 @@ from scalelab.cli.common import (
     RAY_ADDRESS,
     RUN_CPUS,
     RUN_GPUS,
-    SEED,
     backend_from,
-    either,
     parse_list,
     print_json,
     print_table,
-    renamed_option,
     set_threads,
     threads_option,
 )
+from scalelab.cli.options import From, derive
 from scalelab.fields import positive_int
 from scalelab.io import format_interval
-from scalelab.probe.config import (
-    DEFAULT_BATCH_SIZES,
-    PAPER_CONTEXT,
-    POSITION_GROUPS,
-    EstimateConfig,
-)
+from scalelab.probe.config import DEFAULT_BATCH_SIZES, POSITION_GROUPS, EstimateConfig
 
-_D = EstimateConfig()  # the CLI's defaults are the config's
 MODEL = typer.Option(
     ..., "--model", help="A scalelab run folder, or a local Hugging Face model folder."
 )
@@ -45,44 +37,6 @@ CORPUS = typer.Option(
     help="A built-in corpus name (python-stdlib, shakespeare), a text file/folder, or a "
     "prepared token store. Default for a scalelab run: the run's own token store.",
 )
-LAYER = typer.Option(
-    _D.layer,
-    "--layer",
-    help="Hidden state: 'final' (after the final LayerNorm, default), 'final-pre-ln' "
-    "(residual after the last block), 'embeddings', or an index 0..n_layer+1 (negative "
-    "counts from the end).",
-)
-CONTEXT = typer.Option(
-    None,
-    "--context-len",
-    help=f"Window length in tokens (default: min({PAPER_CONTEXT}, model maximum)).",
-)
-PER_DOC = typer.Option(_D.per_doc, "--per-doc", help="Random positions kept per document.")
-BATCH = typer.Option(_D.batch_size, "--batch-size", help="Points per MLE batch.")
-MAX_DOCS = typer.Option(
-    None, "--max-docs", help="Use a seeded random subset of this many documents (default: all)."
-)
-MAX_POINTS = typer.Option(_D.max_points, "--max-points", help="Cap on the points kept.")
-K = typer.Option(_D.k, "--k", help="Neighbours for the MLE.")
-AGGREGATE = typer.Option(_D.aggregate, "--aggregate", help="'mean' (paper) or 'harmonic'.")
-METRIC = typer.Option(_D.metric, "--metric", help="euclidean, cosine or angular.")
-BETA = typer.Option(_D.beta, "--beta", help="Hölder smoothness β in the predicted exponents.")
-SPLIT = typer.Option(_D.split, "--split", help="Corpus split: test (paper), val, train or all.")
-SPLIT_SEED = typer.Option(
-    _D.split_seed, "--split-seed", help="Seed of the train/val/test split of a text corpus."
-)
-BATCH_TOKENS = typer.Option(
-    _D.batch_tokens,
-    "--batch-tokens",
-    help="Tokens per forward pass when embedding (memory vs speed).",
-)
-DTYPE = typer.Option(
-    _D.dtype,
-    "--dtype",
-    help="Forward-pass dtype: auto (bfloat16 autocast where the CPU/GPU has native bf16, "
-    "about 2x faster, d within 1%), float32 or bfloat16.",
-)
-RETIRED_DTYPE = renamed_option("--precision", "--dtype")
 DEVICE = typer.Option("auto", "--device", help="auto (CUDA if present), cpu, cuda, cuda:1 ...")
 THREADS = threads_option()
 WEIGHTS = typer.Option(
@@ -93,11 +47,6 @@ WEIGHTS = typer.Option(
     "measured on), 'latest' (state.pt) or a .safetensors file in the run folder; for an HF "
     "folder a .gguf file name (default: its weights, or its only .gguf).",
 )
-
-
-def _config(**kwargs: Any) -> EstimateConfig:
-    layer = kwargs.pop("layer")
-    return EstimateConfig(layer=str(layer), **kwargs)
 
 
 def _interval(ci: list[float] | None) -> str:
@@ -118,22 +67,7 @@ def _default_out(kind: str, model: str, corpus: str | None) -> Path:
 def estimate_command(
     model: str = MODEL,
     corpus: str | None = CORPUS,
-    layer: str = LAYER,
-    context_len: int | None = CONTEXT,
-    per_doc: int = PER_DOC,
-    batch_size: int = BATCH,
-    max_docs: int | None = MAX_DOCS,
-    max_points: int = MAX_POINTS,
-    k: int = K,
-    aggregate: str = AGGREGATE,
-    metric: str = METRIC,
-    beta: float = BETA,
-    split: str = SPLIT,
-    split_seed: int = SPLIT_SEED,
-    seed: int = SEED,
-    batch_tokens: int = BATCH_TOKENS,
-    dtype: str = DTYPE,
-    retired_dtype: str | None = RETIRED_DTYPE,
+    cfg: EstimateConfig = From(EstimateConfig),
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -150,23 +84,6 @@ def estimate_command(
     `scalelab id`). Example: scalelab estimate --model runs/shk --corpus shakespeare
     """
     set_threads(threads)
-    cfg = _config(
-        layer=layer,
-        context_len=context_len,
-        per_doc=per_doc,
-        batch_size=batch_size,
-        max_documents=max_docs,
-        max_points=max_points,
-        k=k,
-        aggregate=aggregate,
-        metric=metric,
-        beta=beta,
-        split=split,
-        split_seed=split_seed,
-        seed=seed,
-        batch_tokens=batch_tokens,
-        dtype=either(dtype, retired_dtype),
-    )
     from scalelab.probe.estimate import EMBEDDINGS, estimate
 
     out = out or _default_out("estimates", model, corpus)
@@ -224,25 +141,13 @@ def _print_rows(doc: dict[str, Any], json_out: bool, out: Path) -> None:
     )
 
 
-@ablate_app.command("layers")
 def layers_command(
     model: str = MODEL,
     corpus: str | None = CORPUS,
     layers: str | None = typer.Option(
         None, "--layers", help="Comma-separated layers (indices or aliases) (default: all)."
     ),
-    context_len: int | None = CONTEXT,
-    per_doc: int = PER_DOC,
-    batch_size: int = BATCH,
-    max_docs: int | None = MAX_DOCS,
-    max_points: int = MAX_POINTS,
-    k: int = K,
-    metric: str = METRIC,
-    split: str = SPLIT,
-    seed: int = SEED,
-    batch_tokens: int = BATCH_TOKENS,
-    dtype: str = DTYPE,
-    retired_dtype: str | None = RETIRED_DTYPE,
+    cfg: EstimateConfig = From(EstimateConfig, exclude=("layer",)),
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -252,20 +157,6 @@ def layers_command(
 ) -> None:
     """d at every hidden state of one model, on the same sampled positions."""
     set_threads(threads)
-    cfg = _config(
-        layer="final",
-        context_len=context_len,
-        per_doc=per_doc,
-        batch_size=batch_size,
-        max_documents=max_docs,
-        max_points=max_points,
-        k=k,
-        metric=metric,
-        split=split,
-        seed=seed,
-        batch_tokens=batch_tokens,
-        dtype=either(dtype, retired_dtype),
-    )
     wanted = parse_list(layers, str, "--layers") if layers else None
     out = out or _default_out("ablations/layers", model, corpus)
     from scalelab.probe.ablations import ablate_along
@@ -286,26 +177,15 @@ def layers_command(
     _print_rows(doc, json_out, out)
 
 
-@ablate_app.command("positions")
 def positions_command(
     model: str = MODEL,
     corpus: str | None = CORPUS,
     groups: int = typer.Option(
         POSITION_GROUPS, "--groups", help="Equal position ranges of the window."
     ),
-    layer: str = LAYER,
-    context_len: int | None = CONTEXT,
-    per_doc: int = typer.Option(_D.per_doc, "--per-doc", help="Positions per document and range."),
-    batch_size: int = BATCH,
-    max_docs: int | None = MAX_DOCS,
-    max_points: int = MAX_POINTS,
-    k: int = K,
-    metric: str = METRIC,
-    split: str = SPLIT,
-    seed: int = SEED,
-    batch_tokens: int = BATCH_TOKENS,
-    dtype: str = DTYPE,
-    retired_dtype: str | None = RETIRED_DTYPE,
+    cfg: EstimateConfig = From(
+        EstimateConfig, helps={"per_doc": "Positions per document and range."}
+    ),
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -316,20 +196,6 @@ def positions_command(
     """d per context-position range (the window cut into G equal ranges)."""
     set_threads(threads)
     positive_int(groups, "--groups")
-    cfg = _config(
-        layer=layer,
-        context_len=context_len,
-        per_doc=per_doc,
-        batch_size=batch_size,
-        max_documents=max_docs,
-        max_points=max_points,
-        k=k,
-        metric=metric,
-        split=split,
-        seed=seed,
-        batch_tokens=batch_tokens,
-        dtype=either(dtype, retired_dtype),
-    )
     out = out or _default_out("ablations/positions", model, corpus)
     from scalelab.probe.ablations import ablate_along
     from scalelab.report.ablations import positions_figure
@@ -349,25 +215,12 @@ def positions_command(
     _print_rows(doc, json_out, out)
 
 
-@ablate_app.command("models")
 def models_command(
     model: list[str] = typer.Option(
         ..., "--model", help="A run or HF folder; repeat for each model of the comparison."
     ),
     corpus: str | None = CORPUS,
-    layer: str = LAYER,
-    context_len: int | None = CONTEXT,
-    per_doc: int = PER_DOC,
-    batch_size: int = BATCH,
-    max_docs: int | None = MAX_DOCS,
-    max_points: int = MAX_POINTS,
-    k: int = K,
-    metric: str = METRIC,
-    split: str = SPLIT,
-    seed: int = SEED,
-    batch_tokens: int = BATCH_TOKENS,
-    dtype: str = DTYPE,
-    retired_dtype: str | None = RETIRED_DTYPE,
+    cfg: EstimateConfig = From(EstimateConfig),
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -382,20 +235,6 @@ def models_command(
     """d for a list of models on one corpus: against model size and against width.
     Resumable: each model's estimate lives in OUT/runs/<model>/."""
     set_threads(threads)
-    cfg = _config(
-        layer=layer,
-        context_len=context_len,
-        per_doc=per_doc,
-        batch_size=batch_size,
-        max_documents=max_docs,
-        max_points=max_points,
-        k=k,
-        metric=metric,
-        split=split,
-        seed=seed,
-        batch_tokens=batch_tokens,
-        dtype=either(dtype, retired_dtype),
-    )
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
     from scalelab.probe.ablations import ablate_models
     from scalelab.report.ablations import models_figure
@@ -421,7 +260,6 @@ def _batch_size_out(embeddings: Path | None, model: str | None, corpus: str | No
     return _default_out("ablations/batch-size", model or ".", corpus)
 
 
-@ablate_app.command("batch-size")
 def batch_size_command(
     embeddings: Path | None = typer.Option(
         None, "--embeddings", help="An embeddings.safetensors written by `scalelab estimate`."
@@ -435,9 +273,7 @@ def batch_size_command(
         "--batch-sizes",
         help="Comma-separated batch sizes.",
     ),
-    k: int = K,
-    metric: str = METRIC,
-    seed: int = SEED,
+    cfg: EstimateConfig = From(EstimateConfig, only=("k", "metric", "seed")),
     device: str = DEVICE,
     weights: str | None = WEIGHTS,
     threads: int | None = THREADS,
@@ -451,7 +287,7 @@ def batch_size_command(
 
     sizes = parse_list(batch_sizes, int, "--batch-sizes")
     set_threads(threads)
-    cfg = _config(layer="final", k=k, metric=metric, seed=seed, batch_size=max(k + 1, min(sizes)))
+    cfg = cfg.replace(batch_size=max(cfg.k + 1, min(sizes)))
     out = out or _batch_size_out(embeddings, model, corpus)
     doc = ablate_batch_size(
         embeddings,
@@ -468,7 +304,16 @@ def batch_size_command(
     _print_rows(doc, json_out, out)
 
 
+for _name, _command in {
+    "layers": layers_command,
+    "positions": positions_command,
+    "models": models_command,
+    "batch-size": batch_size_command,
+}.items():
+    ablate_app.command(_name)(derive(_command))
+
+
 def register(app: typer.Typer) -> None:
     """Add `estimate` and the `ablate` group to the top-level app."""
-    app.command("estimate")(estimate_command)
+    app.command("estimate")(derive(estimate_command))
     app.add_typer(ablate_app, name="ablate")

@@ -16,7 +16,6 @@ from scalelab.cli.common import (
     RUN_CPUS,
     RUN_GPUS,
     SEED,
-    as_options,
     backend_from,
     configured,
     parse_list,
@@ -26,11 +25,12 @@ from scalelab.cli.common import (
     set_threads,
     threads_option,
 )
+from scalelab.cli.options import From, derive
 from scalelab.errors import ConfigError, InputError
 from scalelab.induction.config import InductionConfig, InductionSweepConfig, InductionTrainConfig
 
 # The CLI's defaults are the configs'.
-_M, _T, _S = InductionConfig(), InductionTrainConfig(), InductionSweepConfig()
+_M, _T = InductionConfig(), InductionTrainConfig()
 
 # The experiments of `cli.induction_heads` (their configs import torch) with their helps'
 # first lines, listed from here and imported when one runs (`tests/test_cli_lazy.py` checks
@@ -145,29 +145,24 @@ def generate_command(
         typer.echo(f"σ: {_fmt_tokens(s)}\nτ: {_fmt_tokens(t)}\n")
 
 
-@sub.command("train")
+# `--n` is the training length (InductionTrainConfig.n), and the model is built for it.
+MODEL = From(
+    InductionConfig,
+    only=("alphabet_size", "n_layer", "n_head", "d_model", "positions", "mlp"),
+    section="model",
+)
+TRAINING = From(
+    InductionTrainConfig,
+    only=("n", "max_steps", "target_acc", "train_bits", "hard_fraction", "lr", "seed"),
+    section="train",
+)
+
+
 def train_command(
     out: Path = typer.Option(..., help="Run folder (config.json, metrics.jsonl, model)."),
-    n: int = typer.Option(_T.n, help="Training sequence length."),
-    alphabet: int = typer.Option(_M.alphabet_size, help="Alphabet size."),
-    layers: int = typer.Option(_M.n_layer, help="Number of attention layers L."),
-    heads: int = typer.Option(_M.n_head, help="Heads per layer h."),
-    width: int = typer.Option(_M.d_model, help="Model width m."),
-    positions: str = typer.Option(_M.positions, help="learned | sinusoidal | relative."),
-    mlp: bool = typer.Option(_M.mlp, "--mlp/--no-mlp", help="Add an MLP to each block."),
-    steps: int = typer.Option(_T.max_steps, help="Step cap."),
-    target: float | None = typer.Option(
-        _T.target_acc, help="Stop when acc_all and acc_hard reach it (default, or 0: never)."
-    ),
-    train_bits: int | None = typer.Option(
-        _T.train_bits, help="Train with straight-through p-bit rounding (default, or 0: off)."
-    ),
-    hard_fraction: float = typer.Option(
-        _T.hard_fraction, help="Share of INDEX hard instances per batch."
-    ),
-    lr: float = typer.Option(_T.lr, help="Peak learning rate (AdamW)."),
+    model: InductionConfig = MODEL,
+    training: InductionTrainConfig = TRAINING,
     threads: int = threads_option(1, help="torch threads (the machine is shared)."),
-    seed: int = SEED,
     quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
@@ -175,26 +170,16 @@ def train_command(
     from scalelab.induction.train import train_induction
 
     set_threads(threads)
-    model_options = {"alphabet_size": "--alphabet", "max_len": "--n", "n_layer": "--layers",
-                     "n_head": "--heads", "d_model": "--width",
-                     "positions": "--positions"}  # fmt: skip
-    mcfg = configured(
-        InductionConfig, model_options, alphabet_size=alphabet, max_len=n, n_layer=layers,
-        n_head=heads, d_model=width, positions=positions, mlp=mlp,
-    )  # fmt: skip
-    train_options = {"n": "--n", "max_steps": "--steps", "target_acc": "--target",
-                     "train_bits": "--train-bits", "hard_fraction": "--hard-fraction",
-                     "lr": "--lr"}  # fmt: skip
-    tcfg = configured(
-        InductionTrainConfig, train_options, n=n, seed=seed, max_steps=steps,
-        target_acc=target or None, train_bits=train_bits or None, hard_fraction=hard_fraction,
-        lr=lr,
-    )  # fmt: skip
-    _, result = train_induction(mcfg, tcfg, out, quiet=quiet)
+    model = configured(model.replace, {"max_len": "--n"}, max_len=training.n)
+    _, result = train_induction(model, training, out, quiet=quiet)
     if json_out:
         print_json(result)
     else:
-        print_record(f"trained {layers}-layer model, n={n}, |Σ|={alphabet}", result)
+        n, size = training.n, model.alphabet_size
+        print_record(f"trained {model.n_layer}-layer model, n={n}, |Σ|={size}", result)
+
+
+sub.command("train")(derive(train_command))
 
 
 @sub.command("evaluate")
@@ -339,33 +324,9 @@ def protocol_command(
         print_table("INDEX protocol on a one-layer model (INDEX needs k bits)", table)
 
 
-@sub.command("sweep")
 def sweep_command(
     out: Path = typer.Option(..., help="Sweep folder (resumable; rerun to continue)."),
-    ns: str = typer.Option(_csv(_S.ns), help="Sequence lengths n."),
-    alphabets: str = typer.Option(_csv(_S.alphabet_sizes), help="Alphabet sizes."),
-    layers: str = typer.Option(_csv(_S.layers), help="Layer counts L."),
-    heads: str = typer.Option(_csv(_S.heads), help="Head counts h."),
-    widths: str = typer.Option(_csv(_S.widths), help="Widths m."),
-    eval_bits: str = typer.Option(_csv(_S.eval_bits), help="Precisions p to also evaluate at."),
-    train_bits: str = typer.Option(
-        "", help="Straight-through training precisions (grid; default: none)."
-    ),
-    steps: int = typer.Option(_S.max_steps, help="Step cap per run."),
-    steps_one_layer: int | None = typer.Option(
-        _S.max_steps_one_layer, help="Step cap for one-layer runs (default: --steps)."
-    ),
-    target: float | None = typer.Option(
-        _S.target_acc, help="Stop when acc_all and acc_hard reach it (0: never)."
-    ),
-    construction: bool = typer.Option(
-        _S.construction, "--construction/--no-construction", help="Add the construction's runs."
-    ),
-    seeds: str = typer.Option(_csv(_S.seeds), help="Seeds."),
-    mlp: bool = typer.Option(_S.mlp, "--mlp/--no-mlp", help="Give trained models an MLP."),
-    hard_fraction: float = typer.Option(
-        _S.hard_fraction, help="Share of hard instances in training."
-    ),
+    cfg: InductionSweepConfig = From(InductionSweepConfig),
     workers: int = typer.Option(1, help="Parallel worker processes."),
     backend: str = BACKEND,
     ray_address: str | None = RAY_ADDRESS,
@@ -379,34 +340,14 @@ def sweep_command(
     from scalelab.induction.sweep import run_induction_sweep
 
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
-    sweep_options = {**as_options(("ns", "layers", "heads", "widths", "eval_bits", "train_bits",
-                                   "seeds", "construction", "hard_fraction")),
-                     "alphabet_sizes": "--alphabets", "max_steps": "--steps",
-                     "max_steps_one_layer": "--steps-one-layer",
-                     "target_acc": "--target"}  # fmt: skip
-    cfg = configured(
-        InductionSweepConfig,
-        sweep_options,
-        ns=tuple(_ints(ns, "--ns")),
-        alphabet_sizes=tuple(_ints(alphabets, "--alphabets")),
-        layers=tuple(_ints(layers, "--layers")),
-        heads=tuple(_ints(heads, "--heads")),
-        widths=tuple(_ints(widths, "--widths")),
-        eval_bits=tuple(_ints(eval_bits, "--eval-bits")) if eval_bits else (),
-        train_bits=tuple(_ints(train_bits, "--train-bits")) if train_bits else (None,),
-        seeds=tuple(_ints(seeds, "--seeds")),
-        construction=construction,
-        mlp=mlp,
-        hard_fraction=hard_fraction,
-        max_steps=steps,
-        max_steps_one_layer=steps_one_layer,
-        target_acc=target or None,
-    )
     if workers <= 1:
         torch.set_num_threads(1)
     table = run_induction_sweep(out, cfg, workers=workers, backend=where, quiet=quiet)
     cols = [c for c in ("run", "acc_all", "acc_last", "acc_hard", "steps") if c in table]
     print_table(f"induction sweep {out}", table[cols].to_dict("records"))
+
+
+sub.command("sweep")(derive(sweep_command))
 
 
 def register(app: typer.Typer) -> None:

@@ -16,13 +16,13 @@ from scalelab.cli.common import (
     JSON,
     QUIET,
     SEED,
-    parse_list,
     print_json,
     print_record,
     print_table,
     set_threads,
     threads_option,
 )
+from scalelab.cli.options import From, derive
 from scalelab.errors import ConfigError
 from scalelab.induction.bound_trained import BoundTrainedConfig
 from scalelab.induction.formation import FormationConfig
@@ -32,13 +32,18 @@ from scalelab.induction.trained_separation import TrainedSeparationConfig
 from scalelab.probe.depth import DepthConfig
 from scalelab.probe.heads import HeadScoreConfig
 
-# The CLI's defaults are the configs'.
-_H, _DEP, _SEP, _SZ = HeadScoreConfig(), DepthConfig(), SeparationConfig(), SizeConfig()
-_F, _B, _TS = FormationConfig(), BoundTrainedConfig(), TrainedSeparationConfig()
+_SMALL_GRID = "a small grid of the same kinds of rows (seconds; for trying it out)"
+_SMALL = "a small version (seconds; for trying it out)"
 
 
-def _csv(values: tuple) -> str:
-    return ",".join(str(v) for v in values)
+def quick_preset(cls: type, what: str) -> dict:
+    """`--preset quick` (the config's `quick()`), the one way an experiment's small version
+    is chosen; `--quick`, the switch that chose it before, still works with a note."""
+    return {
+        "presets": {"quick": lambda: cls().quick()},
+        "preset_help": f"quick: {what}; options given here override it.",
+        "retired_presets": {"--quick": "quick"},
+    }
 
 
 def _check_out(out: Path | None) -> None:
@@ -101,36 +106,17 @@ def heads_command(
         None, help="Corpus for the ICL score: built-in name, text path or token store."
     ),
     out: Path | None = typer.Option(None, help="Folder for heads.json and the report."),
-    half_len: int | None = typer.Option(None, help="Length of each copy (default ≤ 64)."),
-    sequences: int = typer.Option(_H.n_sequences, help="Repeated random sequences."),
-    batch_size: int = typer.Option(_H.batch_size, help="Sequences per forward pass."),
-    icl_windows: int = typer.Option(_H.icl_windows, help="Corpus windows for the ICL score."),
-    icl_early: int | None = typer.Option(None, help="Early position (default late / 10)."),
-    icl_late: int | None = typer.Option(None, help="Late position (default min(500, ctx-1))."),
-    icl_from: str = typer.Option(
-        _H.icl_windows_from, help="ICL windows: documents (starts of long documents) | stream."
-    ),
+    cfg: HeadScoreConfig = From(HeadScoreConfig),
     bos: bool | None = typer.Option(
         None, "--bos/--no-bos", help="Prepend BOS (default: HF models yes, scalelab runs no)."
     ),
     threads: int = threads_option(1, help="torch threads."),
-    seed: int = SEED,
     json_out: bool = JSON,
 ) -> None:
     """Induction and previous-token score of every head; in-context-learning score."""
     from scalelab.probe.heads import run_heads
     from scalelab.report.heads import write_heads_report
 
-    cfg = HeadScoreConfig(
-        half_len=half_len,
-        n_sequences=sequences,
-        batch_size=batch_size,
-        icl_windows=icl_windows,
-        icl_early=icl_early,
-        icl_late=icl_late,
-        icl_windows_from=icl_from,
-        seed=seed,
-    )
     _check_out(out)
     set_threads(threads)
     result = run_heads(model, cfg, corpus, out, bos=bos)
@@ -164,23 +150,7 @@ def heads_command(
 def compare_depth_command(
     data: Path = typer.Option(..., help="Token store (scalelab corpus prepare)."),
     out: Path = typer.Option(..., help="Output folder (resumable: rerun to continue)."),
-    block_size: int = typer.Option(_DEP.block_size, help="Context length."),
-    width: int = typer.Option(_DEP.width, help="Width of the two-layer model (one layer: ≈ √2×)."),
-    n_head: int = typer.Option(_DEP.n_head, help="Heads per layer."),
-    steps: int = typer.Option(_DEP.max_steps, help="Training steps per model."),
-    eval_interval: int = typer.Option(
-        _DEP.eval_interval, help="Steps between evaluations (and scores)."
-    ),
-    batch_size: int = typer.Option(_DEP.batch_size, help="Windows per step."),
-    lr: float = typer.Option(_DEP.lr, help="Peak learning rate (cosine to lr/10)."),
-    threshold: float = typer.Option(
-        _DEP.threshold, help="Induction score that counts as a head formed."
-    ),
-    sequences: int = typer.Option(
-        _DEP.n_sequences, help="Repeated random sequences per evaluation."
-    ),
-    icl_windows: int = typer.Option(_DEP.icl_windows, help="Validation windows for the ICL score."),
-    seed: int = SEED,
+    cfg: DepthConfig = From(DepthConfig),
     quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
@@ -188,19 +158,6 @@ def compare_depth_command(
     from scalelab.probe.depth import compare_depth
     from scalelab.report.heads import write_depth_figure
 
-    cfg = DepthConfig(
-        block_size=block_size,
-        width=width,
-        n_head=n_head,
-        max_steps=steps,
-        eval_interval=eval_interval,
-        batch_size=batch_size,
-        lr=lr,
-        seed=seed,
-        threshold=threshold,
-        n_sequences=sequences,
-        icl_windows=icl_windows,
-    )
     _check_out(out)
     torch.set_num_threads(1)
     summary = compare_depth(data, out, cfg, quiet=quiet)
@@ -223,19 +180,13 @@ def compare_depth_command(
 
 def separation_command(
     out: Path = typer.Option(..., help="Folder for separation.csv/.png and trained runs."),
-    mode: str = typer.Option(_SEP.mode, help="Rounding: fixed (the paper's appendix) | float."),
-    steps: int = typer.Option(_SEP.steps, help="Training step cap per trained model."),
-    quick: bool = typer.Option(False, help="A small grid (seconds; for trying it out)."),
-    seed: int = SEED,
+    cfg: SeparationConfig = From(SeparationConfig, **quick_preset(SeparationConfig, _SMALL_GRID)),
     json_out: bool = JSON,
 ) -> None:
     """Accuracy on hard instances vs h·m·p/n: 1 vs 2 layers, constructed and trained."""
     from scalelab.induction.separation import run_separation
     from scalelab.report.separation import write_separation_figure
 
-    cfg = SeparationConfig(mode=mode, steps=steps, seed=seed)
-    if quick:
-        cfg = cfg.quick()
     torch.set_num_threads(1)
     rows = run_separation(cfg, out)
     write_separation_figure(rows, out)
@@ -243,23 +194,12 @@ def separation_command(
         print_json(rows)
     else:
         keys = ("kind", "n_layer", "n", "h", "m", "p", "hmp_over_n", "acc_hard")
-        print_table(f"separation ({mode} point)", [{k: r[k] for k in keys} for r in rows])
+        print_table(f"separation ({cfg.mode} point)", [{k: r[k] for k in keys} for r in rows])
 
 
 def size_command(
     out: Path = typer.Option(..., help="Folder for size.csv/.json and size.png."),
-    ns: str = typer.Option(_csv(_SZ.ns), help="Sequence lengths n."),
-    alphabets: str = typer.Option(_csv(_SZ.alphabets), help="Alphabet rules: 3, sqrt, n."),
-    n_random: int = typer.Option(_SZ.n_random, help="Uniform instances checked per (n, |Σ|)."),
-    n_hard: int = typer.Option(_SZ.n_hard, help="Hard instances checked per (n, |Σ|)."),
-    positions: int = typer.Option(
-        _SZ.positions, help="Most positions checked per precision (fewer instances at large n)."
-    ),
-    mode: str = typer.Option(_SZ.mode, help="Rounding: float (p significant bits) | fixed."),
-    gather_check_up_to: int = typer.Option(
-        _SZ.gather_check_up_to, help="Check the gather construction up to this n."
-    ),
-    seed: int = SEED,
+    cfg: SizeConfig = From(SizeConfig),
     json_out: bool = JSON,
 ) -> None:
     """h·m·p against n: the constant-width two-layer construction (least exact p), the
@@ -267,9 +207,6 @@ def size_command(
     from scalelab.induction.size import run_size
     from scalelab.report.separation import write_size_figure
 
-    grid = tuple(parse_list(ns, int, "--ns"))
-    rules = tuple(parse_list(alphabets, str, "--alphabets"))
-    cfg = SizeConfig(grid, rules, n_random, n_hard, positions, mode, gather_check_up_to, seed)
     _check_out(out)
     torch.set_num_threads(1)
     rows = run_size(cfg, out)
@@ -283,33 +220,13 @@ def size_command(
 
 def formation_command(
     out: Path = typer.Option(..., help="Folder for formation.json/.png and the runs."),
-    n: int = typer.Option(_F.n, help="Sequence length."),
-    alphabet_size: int = typer.Option(_F.alphabet_size, help="Alphabet size."),
-    width: int = typer.Option(_F.width, help="Two-layer width (one layer: equal parameters)."),
-    n_head: int = typer.Option(_F.n_head, help="Heads per layer."),
-    max_steps: int = typer.Option(_F.max_steps, help="Training steps per model."),
-    eval_interval: int = typer.Option(_F.eval_interval, help="Steps between scorings."),
-    lr: float = typer.Option(_F.lr, help="Peak learning rate."),
-    seeds: str = typer.Option(_csv(_F.seeds), help="Seeds (comma-separated)."),
-    threshold: float = typer.Option(_F.threshold, help="Induction score that marks formation."),
+    cfg: FormationConfig = From(FormationConfig, **quick_preset(FormationConfig, _SMALL)),
     json_out: bool = JSON,
 ) -> None:
     """Attention-only 1- vs 2-layer models: head scores, hard accuracy and loss by step."""
     from scalelab.induction.formation import run_formation
     from scalelab.report.induction import write_formation_figure
 
-    seed_list = tuple(parse_list(seeds, int, "--seeds"))
-    cfg = _F.replace(
-        n=n,
-        alphabet_size=alphabet_size,
-        width=width,
-        n_head=n_head,
-        max_steps=max_steps,
-        eval_interval=eval_interval,
-        lr=lr,
-        seeds=seed_list,
-        threshold=threshold,
-    )
     _check_out(out)
     torch.set_num_threads(1)
     doc = run_formation(cfg, out)
@@ -324,20 +241,13 @@ def formation_command(
 
 def bound_command(
     out: Path = typer.Option(..., help="Folder for bound.csv/.json/.png and trained runs."),
-    ns: str = typer.Option(_csv(_B.ns), help="Sequence lengths n."),
-    widths: str = typer.Option(_csv(_B.widths), help="Widths m (h = 1)."),
-    bits: int = typer.Option(_B.bits, help="One-layer training and evaluation precision p."),
-    mode: str = typer.Option(_B.mode, help="Rounding: fixed (the paper's appendix) | float."),
-    steps: int = typer.Option(_B.steps, help="Training step cap per model."),
-    seed: int = SEED,
+    cfg: BoundTrainedConfig = From(BoundTrainedConfig),
     json_out: bool = JSON,
 ) -> None:
     """Trained 1-layer models below the bound (p-bit training) vs 2 layers: hard accuracy."""
     from scalelab.induction.bound_trained import run_bound_trained
     from scalelab.report.separation import write_bound_figure
 
-    grid, ms = tuple(parse_list(ns, int, "--ns")), tuple(parse_list(widths, int, "--widths"))
-    cfg = _B.replace(ns=grid, widths=ms, bits=bits, mode=mode, steps=steps, seed=seed)
     _check_out(out)
     torch.set_num_threads(1)
     rows = run_bound_trained(cfg, out)
@@ -351,17 +261,9 @@ def bound_command(
 
 def trained_separation_command(
     out: Path = typer.Option(..., help="Folder for trained-separation.csv/.json/.png and runs."),
-    n: int = typer.Option(_TS.n, help="Target length n (where the models are tested)."),
-    width: int = typer.Option(_TS.width, help="Width m (both depths)."),
-    bits: int = typer.Option(_TS.bits, help="Precision p (training and test, both depths)."),
-    train_n: int = typer.Option(_TS.train_n, help="Longest training length."),
-    min_train_n: int = typer.Option(_TS.min_train_n, help="Shortest training length."),
-    steps: int = typer.Option(_TS.steps, help="Training steps per model."),
-    hard_fraction: float = typer.Option(_TS.hard_fraction, help="Share of INDEX rows in training."),
-    last_weight: float = typer.Option(_TS.last_weight, help="Extra loss weight on their answer."),
-    rel_scale: float = typer.Option(_TS.rel_scale, help="Multiplier of the position bias."),
-    seeds: str = typer.Option(_csv(_TS.seeds), help="Seeds (comma-separated)."),
-    quick: bool = typer.Option(False, help="A small version (seconds; the bound does not bite)."),
+    cfg: TrainedSeparationConfig = From(
+        TrainedSeparationConfig, **quick_preset(TrainedSeparationConfig, _SMALL)
+    ),
     quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
@@ -369,13 +271,6 @@ def trained_separation_command(
     from scalelab.induction.trained_separation import plan, run_trained_separation
     from scalelab.report.separation import write_trained_separation_figure
 
-    seed_list = tuple(parse_list(seeds, int, "--seeds"))
-    cfg = _TS.replace(
-        n=n, width=width, bits=bits, train_n=train_n, min_train_n=min_train_n, steps=steps,
-        hard_fraction=hard_fraction, last_weight=last_weight, rel_scale=rel_scale,
-        seeds=seed_list,
-    )  # fmt: skip
-    cfg = cfg.quick() if quick else cfg
     _check_out(out)
     if not json_out:
         print_record("size and bound (before training)", plan(cfg))
@@ -396,10 +291,10 @@ def trained_separation_command(
 def register(group: typer.Typer) -> None:
     """Add these commands to the `induction` group."""
     group.command("gather")(gather_command)
-    group.command("heads")(heads_command)
-    group.command("compare-depth")(compare_depth_command)
-    group.command("separation")(separation_command)
-    group.command("size")(size_command)
-    group.command("formation")(formation_command)
-    group.command("bound")(bound_command)
-    group.command("trained-separation")(trained_separation_command)
+    group.command("heads")(derive(heads_command))
+    group.command("compare-depth")(derive(compare_depth_command))
+    group.command("separation")(derive(separation_command))
+    group.command("size")(derive(size_command))
+    group.command("formation")(derive(formation_command))
+    group.command("bound")(derive(bound_command))
+    group.command("trained-separation")(derive(trained_separation_command))

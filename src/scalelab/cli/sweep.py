@@ -16,21 +16,19 @@ from scalelab.cli.common import (
     RAY_ADDRESS,
     RUN_CPUS,
     RUN_GPUS,
-    as_options,
     backend_from,
-    configured,
-    either,
     parse_list,
     print_json,
     print_table,
-    renamed_option,
     set_threads,
     threads_option,
 )
+from scalelab.cli.options import From, Given, derive
 from scalelab.errors import ConfigError
 from scalelab.lm.config import MODEL_PRESETS, GPTConfig, TrainConfig, configs_for_preset
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps import model as model_sweep
+from scalelab.sweeps.data import SizeGrid
 from scalelab.sweeps.schedule import EVAL_INTERVAL, Schedule
 
 if TYPE_CHECKING:
@@ -43,65 +41,35 @@ sweep_app = typer.Typer(
 
 DATA = typer.Option(..., "--data", help="Token store from `scalelab corpus prepare`.")
 OUT = typer.Option(..., "--out", help="Sweep folder (created, or resumed with the same options).")
-_S = Schedule()  # the CLI's defaults are the configs'
-_G = data_sweep.SizeGrid()
-_T = TrainConfig()
 PRESET = typer.Option(
     "tiny", "--preset", help=f"Model + training defaults: {', '.join(MODEL_PRESETS)}."
 )
-POLICY = typer.Option(
-    _S.policy,
-    "--policy",
-    help="Training length: converge (early stopping on validation loss, step budget growing "
-    "with data), epochs (fixed passes over each run's data), tokens (fixed token budget).",
+# How long each run trains: the schedule's fields (its stopping rule's too); --config reads
+# them, as sweep.json's "schedule" holds them.
+SCHEDULE = From(Schedule)
+# The preset's training and model settings the sweep sets (None: the preset's).
+TRAINING = From(
+    TrainConfig,
+    GPTConfig,
+    only=(
+        "eval_interval",
+        "eval_batches",
+        "block_size",
+        "batch_size",
+        "lr",
+        "test_tokens",
+        "dtype",
+        "seed",
+    ),
+    helps={"seed": "Training seed of every run (weights, data order)."},
+    overrides=True,
+    defaults={
+        "eval_interval": EVAL_INTERVAL,
+        "eval_batches": TrainConfig().eval_batches,
+        "seed": 0,
+    },
+    file=False,
 )
-PATIENCE = typer.Option(
-    _S.stop.patience, "--patience", help="converge: validations without improvement."
-)
-PATIENCE_FRACTION = typer.Option(
-    _S.stop.patience_fraction,
-    "--patience-fraction",
-    help="converge: or this share of the validations so far, whichever is longer (a wait "
-    "that grows with the run, so slow late progress is not cut off by noise).",
-)
-MIN_DELTA_SD = typer.Option(
-    _S.stop.min_delta_sd,
-    "--min-delta-sd",
-    help="converge: an improvement resets the patience only when larger than this many "
-    "validation standard errors.",
-)
-MAX_EPOCHS = typer.Option(
-    _S.max_epochs, "--max-epochs", help="converge: step budget as passes over the run's tokens."
-)
-MIN_STEPS = typer.Option(_S.min_steps, "--min-steps", help="converge: smallest step budget.")
-STEP_CAP = typer.Option(_S.step_cap, "--step-cap", help="converge: largest step budget.")
-DECAY_EPOCHS = typer.Option(
-    _S.decay_epochs,
-    "--decay-epochs",
-    help="converge: learning-rate decay over this many passes, then flat (default: over the "
-    "step budget). Makes the schedule independent of the budget.",
-)
-EPOCHS = typer.Option(_S.epochs, "--epochs", help="epochs: passes over each run's tokens.")
-COOLDOWN = typer.Option(
-    _S.cooldown_fraction,
-    "--cooldown-fraction",
-    help="converge: after each run stops, anneal from its best step to lr 0 over this share "
-    "of the steps to it, and test that (default: off; docs/sweeps.md).",
-)
-TOKEN_BUDGET = typer.Option(
-    _S.token_budget, "--token-budget", help="tokens: training tokens per run."
-)
-EVAL_EVERY = typer.Option(EVAL_INTERVAL, "--eval-interval", help="Steps between validations.")
-EVAL_BATCHES = typer.Option(
-    _T.eval_batches, "--eval-batches", help="Validation batches per evaluation."
-)
-CONTEXT = typer.Option(None, "--block-size", help="Context length (default: the preset's).")
-RETIRED_CONTEXT = renamed_option("--context-len", "--block-size")
-BATCH = typer.Option(None, "--batch-size", help="Windows per step (default: the preset's).")
-LR = typer.Option(None, "--lr", help="Peak learning rate (default: the preset's).")
-TEST_TOKENS = typer.Option(None, "--test-tokens", help="Score at most N test tokens (all).")
-DTYPE = typer.Option(None, "--dtype", help="auto, float32 or bfloat16 (default auto).")
-SEED = typer.Option(_T.seed, "--seed", help="Training seed of every run (weights, data order).")
 WORKERS = typer.Option(1, "--workers", help="Runs in parallel (processes; threads split).")
 THREADS = threads_option(help="Torch CPU threads when --workers is 1.")
 ONLY = typer.Option(
@@ -114,22 +82,6 @@ SHAPE = typer.Option(
     None, "--model", help="Shape LAYERSxWIDTH[xHEADS] instead of the preset's, e.g. 4x128."
 )
 PLAN = typer.Option(False, "--plan", help="Print the runs (name, tokens, step budget) and stop.")
-
-
-def _schedule(ctx: typer.Context) -> Schedule:
-    """The Schedule the command's options describe (they carry its field names)."""
-    return Schedule.from_dict({name: ctx.params[name] for name in Schedule().to_dict()})
-
-
-def _configs(ctx: typer.Context) -> tuple[GPTConfig, TrainConfig]:
-    """The preset's model and training configs with the command's training options on top
-    (None: the preset's), the same for both sweep commands."""
-    o = ctx.params
-    names = ("block_size", "batch_size", "lr", "seed", "eval_interval", "eval_batches")
-    overrides = {k: o[k] for k in (*names, "test_tokens", "dtype")}
-    overrides["block_size"] = either(o["block_size"], o["retired_block_size"])
-    make = functools.partial(configs_for_preset, o["preset"], o["data"])
-    return configured(make, as_options(overrides), **overrides)
 
 
 def _plan(specs: list, json_out: bool) -> None:
@@ -160,7 +112,6 @@ def _show(out: Path, table: pd.DataFrame, json_out: bool, extra: list[str]) -> N
 
 
 def data_command(
-    ctx: typer.Context,
     data: Path = DATA,
     out: Path = OUT,
     preset: str = PRESET,
@@ -168,33 +119,9 @@ def data_command(
     sizes: str | None = typer.Option(
         None, "--sizes", help="Comma-separated training-token counts, strictly increasing."
     ),
-    min_tokens: int | None = typer.Option(
-        None, "--min-tokens", help="Smallest size (default: largest / 100, two decades)."
-    ),
-    max_tokens: int | None = typer.Option(
-        None, "--max-tokens", help="Largest size (default: the whole train split)."
-    ),
-    points: int = typer.Option(_G.points, "--points", help="Sizes in the geometric grid."),
-    policy: str = POLICY,
-    patience: int = PATIENCE,
-    patience_fraction: float = PATIENCE_FRACTION,
-    min_delta_sd: float = MIN_DELTA_SD,
-    max_epochs: float = MAX_EPOCHS,
-    min_steps: int = MIN_STEPS,
-    step_cap: int = STEP_CAP,
-    decay_epochs: float | None = DECAY_EPOCHS,
-    epochs: float = EPOCHS,
-    token_budget: int | None = TOKEN_BUDGET,
-    cooldown_fraction: float | None = COOLDOWN,
-    eval_interval: int = EVAL_EVERY,
-    eval_batches: int = EVAL_BATCHES,
-    block_size: int | None = CONTEXT,
-    retired_block_size: int | None = RETIRED_CONTEXT,
-    batch_size: int | None = BATCH,
-    lr: float | None = LR,
-    test_tokens: int | None = TEST_TOKENS,
-    dtype: str | None = DTYPE,
-    seed: int = SEED,
+    grid: SizeGrid = From(SizeGrid, file=False),
+    schedule: Schedule = SCHEDULE,
+    training: Given = TRAINING,
     workers: int = WORKERS,
     threads: int | None = THREADS,
     backend: str = BACKEND,
@@ -211,19 +138,14 @@ def data_command(
     never redone. Example: scalelab sweep data --data data/shk --out sweeps/shk --points 7"""
     set_threads(threads, workers=workers)
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
-    model_cfg, train_cfg = _configs(ctx)
+    model_cfg, train_cfg = training.apply(functools.partial(configs_for_preset, preset, data))
     if model is not None:
         model_cfg = model_sweep.parse_model(model, model_cfg)[1]
     if sizes is not None:
-        grid = parse_list(sizes, lambda s: int(float(s)), "--sizes", "integers")
+        chosen = parse_list(sizes, lambda s: int(float(s)), "--sizes", "integers")
     else:
-        grid_options = as_options(("points", "min_tokens", "max_tokens"))
-        size_grid = configured(
-            data_sweep.SizeGrid, grid_options, points=points, min_tokens=min_tokens,
-            max_tokens=max_tokens,
-        )  # fmt: skip
-        grid = size_grid.sizes(data)
-    cfg = data_sweep.make_config(data, model_cfg, train_cfg, _schedule(ctx), grid)
+        chosen = grid.sizes(data)
+    cfg = data_sweep.make_config(data, model_cfg, train_cfg, schedule, chosen)
     if plan:
         _plan(data_sweep.specs(cfg), json_out)
         return
@@ -232,7 +154,6 @@ def data_command(
 
 
 def model_command(
-    ctx: typer.Context,
     data: Path = DATA,
     out: Path = OUT,
     models: str = typer.Option(
@@ -245,26 +166,8 @@ def model_command(
     train_tokens: int | None = typer.Option(
         None, "--train-tokens", help="Training tokens for every model (default: all)."
     ),
-    policy: str = POLICY,
-    patience: int = PATIENCE,
-    patience_fraction: float = PATIENCE_FRACTION,
-    min_delta_sd: float = MIN_DELTA_SD,
-    max_epochs: float = MAX_EPOCHS,
-    min_steps: int = MIN_STEPS,
-    step_cap: int = STEP_CAP,
-    decay_epochs: float | None = DECAY_EPOCHS,
-    epochs: float = EPOCHS,
-    token_budget: int | None = TOKEN_BUDGET,
-    cooldown_fraction: float | None = COOLDOWN,
-    eval_interval: int = EVAL_EVERY,
-    eval_batches: int = EVAL_BATCHES,
-    block_size: int | None = CONTEXT,
-    retired_block_size: int | None = RETIRED_CONTEXT,
-    batch_size: int | None = BATCH,
-    lr: float | None = LR,
-    test_tokens: int | None = TEST_TOKENS,
-    dtype: str | None = DTYPE,
-    seed: int = SEED,
+    schedule: Schedule = SCHEDULE,
+    training: Given = TRAINING,
     workers: int = WORKERS,
     threads: int | None = THREADS,
     backend: str = BACKEND,
@@ -281,14 +184,14 @@ def model_command(
     Example: scalelab sweep model --data data/shk --out sweeps/shk-models --models 2x64,4x128"""
     set_threads(threads, workers=workers)
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
-    base, train_cfg = _configs(ctx)
+    base, train_cfg = training.apply(functools.partial(configs_for_preset, preset, data))
     names = parse_list(models, str, "--models")
-    if cooldown_fraction is not None:
+    if schedule.cooldown_fraction is not None:
         raise ConfigError(
-            f"--cooldown-fraction {cooldown_fraction}: annealing is implemented for data sweeps "
-            "only; drop it here, or use `scalelab sweep data`"
+            f"--cooldown-fraction {schedule.cooldown_fraction}: annealing is implemented for "
+            "data sweeps only; drop it here, or use `scalelab sweep data`"
         )
-    cfg = model_sweep.make_config(data, names, base, train_cfg, _schedule(ctx), train_tokens)
+    cfg = model_sweep.make_config(data, names, base, train_cfg, schedule, train_tokens)
     if plan:
         _plan(model_sweep.specs(cfg), json_out)
         return
@@ -300,6 +203,6 @@ def model_command(
 
 def register(app: typer.Typer) -> None:
     """Add `scalelab sweep data|model` to the top-level app."""
-    sweep_app.command("data")(data_command)
-    sweep_app.command("model")(model_command)
+    sweep_app.command("data")(derive(data_command))
+    sweep_app.command("model")(derive(model_command))
     app.add_typer(sweep_app, name="sweep")

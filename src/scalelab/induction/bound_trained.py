@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from scalelab.config import Config
+from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 from scalelab.induction.config import MODES
 from scalelab.induction.precision import Precision
@@ -37,13 +37,13 @@ CONFIG = "bound-config.json"
 class BoundTrainedConfig(Config):
     """The grid: lengths, widths, the one-layer training precision and the step cap."""
 
-    ns: tuple[int, ...] = (17, 33, 65, 129, 257)
-    widths: tuple[int, ...] = (2, 4, 8)
-    bits: int = 3
-    mode: str = "fixed"
-    steps: int = 1500
-    eval_instances: int = 512
-    seed: int = 0
+    ns: tuple[int, ...] = option((17, 33, 65, 129, 257), "Sequence lengths n.")
+    widths: tuple[int, ...] = option((2, 4, 8), "Widths m (h = 1).")
+    bits: int = option(3, "One-layer training and evaluation precision p.")
+    mode: str = option("fixed", "Rounding: fixed (the paper's appendix) | float.")
+    steps: int = option(1500, "Training step cap per model.")
+    eval_instances: int = option(512, "Hard instances each accuracy is measured on.")
+    seed: int = option(0, "Random seed (recorded with the results).")
 
     def validate(self) -> None:
         if not self.ns or min(self.ns) < 3:

@@ -1,13 +1,13 @@
 """The configs of the induction-heads models, their training and their sweeps: plain
-dataclasses without torch, so the CLI reads its options' defaults without importing it (as
-`lm.config` does for the language models)."""
+dataclasses without torch, so the CLI derives its options (each field's default and help)
+without importing it (as from `lm.config` for the language models)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from scalelab.config import Config
+from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 
 MODES = ("float", "fixed")  # the readings of "p bits" (`induction.precision`)
@@ -18,14 +18,14 @@ POSITIONS = ("learned", "sinusoidal", "relative")
 class InductionConfig(Config):
     """Architecture of an induction model; `d_head` defaults to d_model // n_head."""
 
-    alphabet_size: int = 8
-    max_len: int = 64
-    n_layer: int = 2
-    n_head: int = 2
-    d_model: int = 64
+    alphabet_size: int = option(8, "Alphabet size.", flag="--alphabet")
+    max_len: int = option(64, "Longest sequence the model takes.")
+    n_layer: int = option(2, "Number of attention layers L.", flag="--layers")
+    n_head: int = option(2, "Heads per layer h.", flag="--heads")
+    d_model: int = option(64, "Model width m.", flag="--width")
     d_head: int | None = None
-    positions: str = "learned"
-    mlp: bool = False
+    positions: str = option("learned", "learned | sinusoidal | relative.")
+    mlp: bool = option(False, "Add an MLP to each block.")
     layer_norm: bool = True
     bos: bool = True
     bias: bool = True
@@ -67,21 +67,30 @@ class InductionConfig(Config):
 class InductionTrainConfig(Config):
     """Optimiser and data settings (defaults: the measured recipe in docs/background.md)."""
 
-    n: int = 32
-    seed: int = 0
-    max_steps: int = 2000
+    n: int = option(32, "Training sequence length.")
+    seed: int = option(0, "Random seed (recorded with the results).")
+    max_steps: int = option(2000, "Step cap.", flag="--steps")
     batch_size: int = 64
-    lr: float = 1e-3
+    lr: float = option(1e-3, "Peak learning rate (AdamW).")
     beta1: float = 0.9
     beta2: float = 0.98
     weight_decay: float = 0.0
     warmup_steps: int = 200
     grad_clip: float = 1.0
-    hard_fraction: float = 0.25
+    hard_fraction: float = option(0.25, "Share of INDEX hard instances per batch.")
     eval_interval: int = 50
     eval_samples: int = 512
-    target_acc: float | None = None  # stop once acc_all and acc_hard both reach it
-    train_bits: int | None = None  # straight-through rounding to p bits while training
+    # stop once acc_all and acc_hard both reach it
+    target_acc: float | None = option(
+        None,
+        "Stop when acc_all and acc_hard reach it (default, or 0: never).",
+        flag="--target",
+        none_at=0,
+    )
+    # straight-through rounding to p bits while training
+    train_bits: int | None = option(
+        None, "Train with straight-through p-bit rounding (default, or 0: off).", none_at=0
+    )
     precision_mode: str = "float"
     min_n: int | None = None  # each step's length uniform in [min_n, n]; evaluation at n
     last_weight: float = 0.0  # extra loss weight on the INDEX answer of the hard rows
@@ -110,24 +119,33 @@ class InductionTrainConfig(Config):
 class InductionSweepConfig(Config):
     """The grid (lists) and the shared training settings of an induction sweep."""
 
-    ns: tuple[int, ...] = (16, 32, 64, 128)
-    alphabet_sizes: tuple[int, ...] = (4, 8)
-    layers: tuple[int, ...] = (1, 2)
-    heads: tuple[int, ...] = (2,)
-    widths: tuple[int, ...] = (64,)
-    eval_bits: tuple[int, ...] = ()
-    train_bits: tuple[int | None, ...] = (None,)
-    seeds: tuple[int, ...] = (0,)
-    construction: bool = True
-    mlp: bool = False
-    precision_mode: str = "float"
-    max_steps: int = 2000
-    max_steps_one_layer: int | None = None
-    target_acc: float | None = 0.99
-    batch_size: int = 64
-    hard_fraction: float = 0.25
-    eval_samples: int = 512
-    lr: float = 1e-3
+    ns: tuple[int, ...] = option((16, 32, 64, 128), "Sequence lengths n.")
+    alphabet_sizes: tuple[int, ...] = option((4, 8), "Alphabet sizes.", flag="--alphabets")
+    layers: tuple[int, ...] = option((1, 2), "Layer counts L.")
+    heads: tuple[int, ...] = option((2,), "Head counts h.")
+    widths: tuple[int, ...] = option((64,), "Widths m.")
+    eval_bits: tuple[int, ...] = option((), "Precisions p to also evaluate at.")
+    # None: float32 training; an empty option means that (blank)
+    train_bits: tuple[int | None, ...] = option(
+        (None,), "Straight-through training precisions (grid; default: none).", blank=(None,)
+    )
+    seeds: tuple[int, ...] = option((0,), "Seeds.")
+    construction: bool = option(True, "Add the construction's runs.")
+    mlp: bool = option(False, "Give trained models an MLP.")
+    precision_mode: str = option(
+        "float", "Rounding of the precisions: float (p significant bits) | fixed."
+    )
+    max_steps: int = option(2000, "Step cap per run.", flag="--steps")
+    max_steps_one_layer: int | None = option(
+        None, "Step cap for one-layer runs (default: --steps).", flag="--steps-one-layer"
+    )
+    target_acc: float | None = option(
+        0.99, "Stop when acc_all and acc_hard reach it (0: never).", flag="--target", none_at=0
+    )
+    batch_size: int = option(64, "Sequences per step.")
+    hard_fraction: float = option(0.25, "Share of hard instances in training.")
+    eval_samples: int = option(512, "Sequences per metric.")
+    lr: float = option(1e-3, "Peak learning rate.")
 
     def validate(self) -> None:
         for name in ("ns", "alphabet_sizes", "layers", "heads", "widths", "train_bits", "seeds"):

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from scalelab.config import Config
+from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 from scalelab.induction.config import InductionConfig, InductionTrainConfig
 from scalelab.induction.model import InductionTransformer, loss_fn
@@ -45,19 +45,19 @@ class FormationConfig(Config):
     """The task, the two-layer model (width `width`, `n_head` heads per layer; the one-layer
     model gets the width that matches its parameter count), training and scoring."""
 
-    n: int = 32
-    alphabet_size: int = 8
-    width: int = 32
-    n_head: int = 2
-    max_steps: int = 800
-    eval_interval: int = 20
-    batch_size: int = 64
-    lr: float = 1e-3
-    hard_fraction: float = 0.25
-    seeds: tuple[int, ...] = (0, 1, 2)
-    score_samples: int = 128
-    eval_samples: int = 256
-    threshold: float = 0.4
+    n: int = option(32, "Sequence length.")
+    alphabet_size: int = option(8, "Alphabet size.")
+    width: int = option(32, "Two-layer width (one layer: equal parameters).")
+    n_head: int = option(2, "Heads per layer.")
+    max_steps: int = option(800, "Training steps per model.")
+    eval_interval: int = option(20, "Steps between scorings.")
+    batch_size: int = option(64, "Sequences per step.")
+    lr: float = option(1e-3, "Peak learning rate.")
+    hard_fraction: float = option(0.25, "Share of INDEX hard instances in training.")
+    seeds: tuple[int, ...] = option((0, 1, 2), "Seeds (comma-separated).")
+    score_samples: int = option(128, "Sequences each head score is measured on.")
+    eval_samples: int = option(256, "Instances each accuracy and loss is measured on.")
+    threshold: float = option(0.4, "Induction score that marks formation.")
 
     def validate(self) -> None:
         for name in ("n", "width", "n_head", "max_steps", "eval_interval", "score_samples"):
@@ -71,6 +71,11 @@ class FormationConfig(Config):
             raise ConfigError("give at least one seed")
         if not 0.0 < self.threshold < 1.0:
             raise ConfigError(f"threshold must lie in (0, 1), got {self.threshold}")
+
+    def quick(self) -> FormationConfig:
+        """A small version (seconds; for trying it out): one seed, 100 steps, fewer samples
+        scored; heads need not form in it."""
+        return self.replace(max_steps=100, seeds=(0,), score_samples=32, eval_samples=64)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in super().to_dict().items()}

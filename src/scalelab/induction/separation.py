@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from scalelab.config import Config
+from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 from scalelab.induction.config import MODES, InductionConfig, InductionTrainConfig
 from scalelab.induction.construction import CircleConstants, two_layer_construction
@@ -63,18 +63,28 @@ class SeparationConfig(Config):
     the read-out can be nonlinear), the usual mixture for two layers; straight-through
     rounding to `train_bits` while training, evaluated at the same p."""
 
-    mode: str = "fixed"
-    gather_ns: tuple[int, ...] = (17, 65, 257)
-    two_layer_ns: tuple[int, ...] = (65, 257, 1025, 4097)
-    one_layer_ns: tuple[int, ...] = (9, 17, 33, 65)
-    one_layer_widths: tuple[int, ...] = (4, 16, 64)
-    one_layer_bits: int = 4
-    two_layer_ns_trained: tuple[int, ...] = (17, 65)
-    two_layer_width: int = 32
-    two_layer_bits: int = 8
-    steps: int = 1500
-    eval_instances: int = 512
-    seed: int = 0
+    mode: str = option("fixed", "Rounding: fixed (the paper's appendix) | float.")
+    gather_ns: tuple[int, ...] = option(
+        (17, 65, 257), "Lengths n of the one-layer gather construction."
+    )
+    two_layer_ns: tuple[int, ...] = option(
+        (65, 257, 1025, 4097), "Lengths n of the two-layer construction."
+    )
+    one_layer_ns: tuple[int, ...] = option(
+        (9, 17, 33, 65), "Lengths n of the trained one-layer models."
+    )
+    one_layer_widths: tuple[int, ...] = option(
+        (4, 16, 64), "Widths m of the trained one-layer models."
+    )
+    one_layer_bits: int = option(4, "Precision p of the trained one-layer models.")
+    two_layer_ns_trained: tuple[int, ...] = option(
+        (17, 65), "Lengths n of the trained two-layer models."
+    )
+    two_layer_width: int = option(32, "Width of the trained two-layer models.")
+    two_layer_bits: int = option(8, "Precision p of the trained two-layer models.")
+    steps: int = option(1500, "Training step cap per trained model.")
+    eval_instances: int = option(512, "Hard instances each accuracy is measured on.")
+    seed: int = option(0, "Random seed (recorded with the results).")
 
     def validate(self) -> None:
         if self.mode not in MODES:

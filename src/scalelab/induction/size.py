@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from scalelab.config import Config
+from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 from scalelab.induction.config import MODES
 from scalelab.induction.construction import CircleConstants, smallest_exact_bits
@@ -60,14 +60,16 @@ class SizeConfig(Config):
     up to `n_random` uniform and `n_hard` hard instances each, fewer at large n so that at
     most `positions` positions are checked per precision (CPU time grows like n²)."""
 
-    ns: tuple[int, ...] = (16, 64, 256, 1024, 4096, 16384)
-    alphabets: tuple[str, ...] = ALPHABETS
-    n_random: int = 64
-    n_hard: int = 64
-    positions: int = 2**17
-    mode: str = "float"
-    gather_check_up_to: int = 1024
-    seed: int = 0
+    ns: tuple[int, ...] = option((16, 64, 256, 1024, 4096, 16384), "Sequence lengths n.")
+    alphabets: tuple[str, ...] = option(ALPHABETS, "Alphabet rules: 3, sqrt, n.")
+    n_random: int = option(64, "Uniform instances checked per (n, |Σ|).")
+    n_hard: int = option(64, "Hard instances checked per (n, |Σ|).")
+    positions: int = option(
+        2**17, "Most positions checked per precision (fewer instances at large n)."
+    )
+    mode: str = option("float", "Rounding: float (p significant bits) | fixed.")
+    gather_check_up_to: int = option(1024, "Check the gather construction up to this n.")
+    seed: int = option(0, "Random seed (recorded with the results).")
 
     def validate(self) -> None:
         if not self.ns or min(self.ns) < 4:

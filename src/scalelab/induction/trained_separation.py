@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from scalelab.config import Config
+from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 from scalelab.induction.config import MODES, InductionConfig, InductionTrainConfig
 from scalelab.induction.precision import Precision
@@ -54,25 +54,27 @@ CONFIG = "trained-separation-config.json"
 class TrainedSeparationConfig(Config):
     """One size (h, m, p) and target length n; the shared training method; seeds."""
 
-    n: int = 4097
-    n_head: int = 1
-    width: int = 16
-    bits: int = 25
-    mode: str = "fixed"
-    alphabet_size: int = 8
-    rel_distances: int = 16
-    rel_scale: float = 16.0
-    train_n: int = 257
-    min_train_n: int = 33
-    steps: int = 1500
-    batch_size: int = 64
-    lr: float = 3e-3
-    hard_fraction: float = 0.5
-    last_weight: float = 1.0
-    seeds: tuple[int, ...] = (0, 1, 2)
-    eval_instances: int = 512
-    protocol_instances: int = 64
-    gather_ns: tuple[int, ...] = (17, 65, 257)
+    n: int = option(4097, "Target length n (where the models are tested).")
+    n_head: int = option(1, "Heads h (both depths).")
+    width: int = option(16, "Width m (both depths).")
+    bits: int = option(25, "Precision p (training and test, both depths).")
+    mode: str = option("fixed", "Rounding: fixed (the paper's appendix) | float.")
+    alphabet_size: int = option(8, "Alphabet size.")
+    rel_distances: int = option(16, "Relative distances the position bias covers.")
+    rel_scale: float = option(16.0, "Multiplier of the position bias.")
+    train_n: int = option(257, "Longest training length.")
+    min_train_n: int = option(33, "Shortest training length.")
+    steps: int = option(1500, "Training steps per model.")
+    batch_size: int = option(64, "Sequences per step.")
+    lr: float = option(3e-3, "Peak learning rate.")
+    hard_fraction: float = option(0.5, "Share of INDEX rows in training.")
+    last_weight: float = option(1.0, "Extra loss weight on their answer.")
+    seeds: tuple[int, ...] = option((0, 1, 2), "Seeds (comma-separated).")
+    eval_instances: int = option(512, "Hard instances each accuracy is measured on.")
+    protocol_instances: int = option(64, "Instances the communication protocol is checked on.")
+    gather_ns: tuple[int, ...] = option(
+        (17, 65, 257), "Lengths n of the one-layer gather construction shown beside."
+    )
 
     def validate(self) -> None:
         if self.mode not in MODES:

@@ -1,7 +1,8 @@
 """What defines a language-model run: the model's shape (`GPTConfig`), how to train it
 (`TrainConfig`) and the one registry of named presets that pairs them (`MODEL_PRESETS`), read by
-`scalelab train`, the sweeps and the pipeline. No torch here: the CLI reads its defaults from
-these dataclasses without paying for the import."""
+`scalelab train`, the sweeps and the pipeline. No torch here: the CLI derives its options
+(each field's default and help, `config.option`) from these dataclasses without paying for
+the import."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from scalelab.config import FLAT, Config
+from scalelab.config import FLAT, Config, option
 from scalelab.errors import ConfigError
 from scalelab.fields import choice, positive_int
 from scalelab.lm.stopping import FIELDS as STOP_FIELDS
@@ -24,11 +25,13 @@ class GPTConfig(Config):
     """Shape of a GPT. `block_size` is the context length (learned positions)."""
 
     vocab_size: int = 4096
-    block_size: int = 128
+    block_size: int = option(
+        128, "Context length in tokens (the model's).", retired="--context-len"
+    )
     n_layer: int = 4
     n_head: int = 4
     n_embd: int = 128
-    dropout: float = 0.0
+    dropout: float = option(0.0, "Dropout rate.")
     bias: bool = True
 
     def validate(self) -> None:
@@ -59,26 +62,31 @@ class TrainConfig(Config):
     windows, whatever the number of processes; each process takes an equal share, so that
     product must be a multiple of the number of processes)."""
 
-    seed: int = 0
-    batch_size: int = 8
-    grad_accum: int = 1
-    lr: float = 1e-3
-    min_lr: float = 1e-4
-    warmup_steps: int = 100
-    max_steps: int = 2000
-    token_budget: int | None = None  # stop after this many training tokens (if sooner)
-    train_tokens: int | None = None  # train on the first n tokens only (nested data subsets)
+    seed: int = option(0, "Seed for weights and data order.")
+    batch_size: int = option(8, "Windows per micro-batch.")
+    grad_accum: int = option(
+        1, "Micro-batches per optimizer step (shared over torchrun processes)."
+    )
+    lr: float = option(1e-3, "Peak learning rate (0 < lr <= 1).")
+    min_lr: float = option(1e-4, "Learning rate at the end of the cosine decay.")
+    warmup_steps: int = option(100, "Linear warm-up steps.")
+    max_steps: int = option(2000, "Optimizer steps (the cosine schedule's length).")
+    token_budget: int | None = option(None, "Stop after this many training tokens.")
+    # nested data subsets
+    train_tokens: int | None = option(None, "Train on the first N tokens of the train split only.")
     weight_decay: float = 0.1
     beta1: float = 0.9
     beta2: float = 0.95
     grad_clip: float = 1.0  # 0 disables clipping
-    eval_interval: int = 100  # steps between validations (and checkpoints)
-    eval_batches: int = 8  # validation windows = eval_batches * batch_size, fixed positions
-    test_tokens: int | None = None  # cap on test tokens scored (None: the whole test split)
+    eval_interval: int = option(100, "Steps between validations/checkpoints.")
+    # validation windows = eval_batches * batch_size, fixed positions
+    eval_batches: int = option(8, "Validation batches per evaluation.")
+    test_tokens: int | None = option(None, "Score at most N test tokens (default all).")
     stop: StopRule = dataclasses.field(default=NEVER, metadata=FLAT)  # lm/stopping.py
     init_from: str | None = None  # a run folder: start from its tested weights and optimizer
     decay_steps: int | None = None  # cosine decay length (None: max_steps); then flat min_lr
-    dtype: str = "auto"  # auto: bf16 autocast where supported (faster, same curve), else fp32
+    # auto: bf16 autocast where supported (faster, same curve), else fp32
+    dtype: str = option("auto", "auto, float32 or bfloat16 (autocast).")
 
     def validate(self) -> None:
         for name in ("batch_size", "grad_accum", "max_steps", "eval_interval", "eval_batches"):

@@ -19,8 +19,9 @@ One owner: `StopRule` holds the rule's parameters, their defaults and their rang
 both save it as the flat keys `patience`, `patience_fraction`, `min_delta_sd` of their JSON
 (a `FLAT` field, scalelab/config.py), the keys saved run folders hold, so they resume.
 A new parameter of the rule: a field (with its check) here and its use in `StopState.stopped`
-or `stricter`; its `scalelab sweep` flag in cli/sweep.py; its old behaviour's value in
-`runs.outdir.ABSENT`, so run folders saved before it resume (docs/architecture.md).
+or `stricter` (made with `config.option`, the field is also `scalelab sweep`'s flag); its old
+behaviour's value in `runs.outdir.ABSENT`, so run folders saved before it resume
+(docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from scalelab.config import Config
+from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 from scalelab.fields import positive_int
 
@@ -39,9 +40,19 @@ class StopRule(Config):
     """When a run stops; see the module docstring. `patience` counts validations; None: the
     rule never stops a run (its validations still choose the tested weights)."""
 
-    patience: int | None = None
-    patience_fraction: float = 0.0
-    min_delta_sd: float = 0.0
+    patience: int | None = option(
+        None, "Stop after N validations without improvement (best weights are kept)."
+    )
+    patience_fraction: float = option(
+        0.0,
+        "Or this share of the validations so far, whichever is longer (a wait that grows with "
+        "the run, so slow late progress is not cut off by noise).",
+    )
+    min_delta_sd: float = option(
+        0.0,
+        "An improvement resets the patience only when larger than this many validation "
+        "standard errors.",
+    )
 
     def validate(self) -> None:
         positive_int(self.patience, "patience", optional=True)

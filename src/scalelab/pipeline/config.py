@@ -1,5 +1,6 @@
 """The options of `scalelab validate` (and `scalelab demo`, which is validate on a built-in
-corpus with these defaults). One default, one place: the CLI reads them from here.
+corpus with these defaults). One definition, one place: the CLI derives its options (each
+field's default and help, `config.option`) from here.
 
 The config is nested: `PipelineConfig` holds its parts (`train`, `schedule`, `check`,
 `regime`, `id`, `model_sweep`), each a frozen dataclass whose field names are the names of the
@@ -21,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Self
 
-from scalelab.config import Config, saved_as
+from scalelab.config import Config, option, saved_as
 from scalelab.errors import ConfigError
 from scalelab.fields import choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
@@ -63,18 +64,29 @@ class TrainPart(Config):
 class IdPart(Config):
     """How every model measures d (the fields of `EstimateConfig` they set)."""
 
-    per_doc: int = 32
-    max_documents: int | None = None
+    per_doc: int = option(32, "Positions per test document for d.")
+    max_documents: int | None = option(
+        None, "Test documents (a seeded subset) every model reads for d (default: all)."
+    )
     # given reference models read only this many test documents (a declared subset, chosen
     # by the seed): a 135M model's forward pass is most of validate's time on a CPU. 272 x 32
     # positions give two batches of 4,096 with a margin for short documents and duplicates
     # (320 gave 10,217 points, 2,025 of them left out of the exact batches)
-    reference_documents: int | None = 272
-    k: int = PAPER_K
-    batch_size: int = PAPER_BATCH_SIZE
+    reference_documents: int | None = option(
+        272,
+        "Test documents (a seeded subset) each given reference model reads for d (the "
+        "cpu-hour preset: every one).",
+    )
+    k: int = option(PAPER_K, "Neighbours for the MLE.")
+    batch_size: int = option(PAPER_BATCH_SIZE, "Points per MLE batch.")
     # The forward pass's dtype of every model that measures d (`EstimateConfig.dtype`); saved
     # under the key "precision", which pipeline.json (the folder's hash) holds.
-    dtype: str = dataclasses.field(default="auto", metadata=saved_as("precision"))
+    dtype: str = option(
+        "auto",
+        "Forward-pass dtype of the models that measure d: auto|float32|bfloat16.",
+        retired="--precision",
+        **saved_as("precision"),
+    )
 
     def validate(self) -> None:
         positive_int(self.per_doc, "per_doc")
@@ -93,8 +105,13 @@ class ModelSweepPart(Config):
     (25-40 passes at its best step), so its alpha_N is no reading; `--preset model-side`
     (or `--model-sweep 1x16,1x32,2x48`) runs one."""
 
-    models: tuple[str, ...] = ()
-    train_tokens: int | None = None  # None: the data sweep's max_tokens
+    models: tuple[str, ...] = option(
+        (), "Model-size sweep shapes LAYERSxWIDTH, comma-separated ('' for none)."
+    )
+    # None: the data sweep's max_tokens
+    train_tokens: int | None = option(
+        None, "The model sweep's training tokens (default: --max-tokens)."
+    )
 
     def validate(self) -> None:
         if self.models and len(self.models) < 3:
@@ -122,24 +139,36 @@ PARTS: dict[str, type[Config]] = {
 class PipelineConfig(Config):
     """Everything that defines a validation (saved as pipeline.json, checked on resume)."""
 
-    corpus: str = "shakespeare"
-    split_on: str = "blank"
-    glob: str = "**/*.txt"
-    text_field: str = "text"
-    vocab_size: int = 2048
-    model: str = "2x48"  # the data sweep's model (LAYERSxWIDTH[xHEADS]); its largest run
-    min_tokens: int = 500  # is the own reference model; two decades below max_tokens
-    max_tokens: int = 50_000  # the demo's time (docs/sweeps.md#how-the-defaults-were-chosen)
-    points: int = 9  # 5 of them from 5,000 tokens up: the regime test needs 5 in the fit range
-    seeds_per_size: int = 1  # data-sweep runs per size (seeds seed, seed + 1, ...)
+    corpus: str = option(
+        "shakespeare",
+        "A built-in name, a text file, a folder, a .jsonl/.parquet file or a prepared token store.",
+    )
+    split_on: str = option("blank", "Text files: documents end at 'blank' lines or each 'line'.")
+    glob: str = option("**/*.txt", "Folders: files to read.")
+    text_field: str = option("text", "JSONL field / Parquet column holding the text.")
+    vocab_size: int = option(2048, "BPE vocabulary (ignored for a token store).")
+    # the data sweep's model (LAYERSxWIDTH[xHEADS]); its largest run
+    model: str = option("2x48", "The data sweep's model shape LAYERSxWIDTH[xHEADS].")
+    # is the own reference model; two decades below max_tokens
+    min_tokens: int = option(500, "Smallest training set (tokens).")
+    # the demo's time (docs/sweeps.md#how-the-defaults-were-chosen)
+    max_tokens: int = option(50_000, "Largest training set (tokens); also the model sweep's data.")
+    # 5 of them from 5,000 tokens up: the regime test needs 5 in the fit range
+    points: int = option(9, "Sizes in the data sweep's geometric grid.")
+    # data-sweep runs per size (seeds seed, seed + 1, ...)
+    seeds_per_size: int = option(
+        1,
+        "Data-sweep runs per size (seeds seed, seed + 1, ...; the same nested subset): the "
+        "regime test reads their scatter as the noise.",
+    )
     train: TrainPart = dataclasses.field(default_factory=TrainPart)
     schedule: Schedule = SCHEDULE
     check: CheckConfig = dataclasses.field(default_factory=CheckConfig)
     regime: RegimeConfig = dataclasses.field(default_factory=RegimeConfig)  # the fit range
     id: IdPart = dataclasses.field(default_factory=IdPart)
     model_sweep: ModelSweepPart = dataclasses.field(default_factory=ModelSweepPart)
-    n_boot: int = 1000
-    seed: int = 0
+    n_boot: int = option(1000, "Bootstrap resamples for the fits' intervals.")
+    seed: int = option(0, "Random seed (recorded with the results).")
 
     def validate(self) -> None:
         for name, part in PARTS.items():
@@ -147,25 +176,24 @@ class PipelineConfig(Config):
                 raise ConfigError(f"{name} must be a {part.__name__}, got {getattr(self, name)!r}")
         if not 0 < self.min_tokens < self.max_tokens:
             raise ConfigError(
-                f"--min-tokens {self.min_tokens}, --max-tokens {self.max_tokens}: need "
-                "0 < min_tokens < max_tokens; lower --min-tokens or raise --max-tokens"
+                f"min_tokens {self.min_tokens}, max_tokens {self.max_tokens}: need "
+                "0 < min_tokens < max_tokens; lower min_tokens or raise max_tokens"
             )
         if self.points < 3:
-            raise ConfigError(f"--points must be >= 3 to fit an exponent, got {self.points}")
-        positive_int(self.seeds_per_size, "--seeds-per-size")
+            raise ConfigError(f"points must be >= 3 to fit an exponent, got {self.points}")
+        positive_int(self.seeds_per_size, "seeds_per_size")
         if not 1 <= self.check.largest <= self.points:
             raise ConfigError(
-                f"--check-largest must be in [1, --points {self.points}], got {self.check.largest}"
+                f"check_largest must be in [1, points {self.points}], got {self.check.largest}"
             )
         if self.check.smallest > self.points:
             raise ConfigError(
-                f"--check-smallest must be in [0, --points {self.points}], "
-                f"got {self.check.smallest}"
+                f"check_smallest must be in [0, points {self.points}], got {self.check.smallest}"
             )
-        positive_int(self.vocab_size, "--vocab-size")
+        positive_int(self.vocab_size, "vocab_size")
         if self.vocab_size < MIN_VOCAB_SIZE:  # refused now, not after reading the corpus
             raise ConfigError(
-                f"--vocab-size {self.vocab_size}: a byte-level BPE needs at least "
+                f"vocab_size {self.vocab_size}: a byte-level BPE needs at least "
                 f"{MIN_VOCAB_SIZE} tokens (256 bytes + end of text); give {MIN_VOCAB_SIZE} or more"
             )
         self._check_shapes()
@@ -176,12 +204,12 @@ class PipelineConfig(Config):
         from scalelab.sweeps.model import parse_model
 
         base = preset_config("tiny", max(self.vocab_size, 257))
-        shapes = [("--model", self.model)] + [("--model-sweep", m) for m in self.model_sweep.models]
-        for option, text in shapes:
+        shapes = [("model", self.model)] + [("model_sweep", m) for m in self.model_sweep.models]
+        for name, text in shapes:
             try:
                 parse_model(text, base)
             except ConfigError as err:
-                raise ConfigError(f"{option} {text}: {err}") from None
+                raise ConfigError(f"{name} {text}: {err}") from None
 
     @property
     def model_sweep_tokens(self) -> int:
@@ -263,14 +291,15 @@ FLAT_BEFORE = {
 
 
 def _replaced(part: Config, name: str, changes: dict[str, Any]) -> Config:
-    """`part` with `changes`; a refusal names the flat option(s) at fault (the CLI's
-    --PART-FIELD, a declaration's PART_FIELD), found by trying each change alone."""
+    """`part` with `changes`; a refusal names the flat option(s) at fault as a caller gives
+    them (`id_batch_size`; the CLI shows its --id-batch-size), found by trying each change
+    alone."""
     try:
         return part.replace(**changes)
     except ConfigError as err:
         alone = [f for f in changes if not _accepts(part, f, changes[f])] or list(changes)
         keys = {v: k for k, v in FLAT.items()}
-        given = ", ".join(f"--{keys[(name, f)].replace('_', '-')} {changes[f]!r}" for f in alone)
+        given = ", ".join(f"{keys[(name, f)]} {changes[f]!r}" for f in alone)
         raise ConfigError(f"{given}: {err}") from None
 
 

@@ -1,11 +1,11 @@
 """The probe's options (`EstimateConfig`), defaults the seed paper's. No torch here: the CLI
-reads its defaults from this dataclass."""
+derives its options from this dataclass (each field's default and help)."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from scalelab.config import Config, saved_as
+from scalelab.config import Config, option, saved_as
 from scalelab.errors import ConfigError
 from scalelab.fields import choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
@@ -25,23 +25,40 @@ class EstimateConfig(Config):
     length (tokens per sampled window, default min(1024, the model's maximum context)): a
     different thing from a model's own context, `GPTConfig.block_size`, which bounds it."""
 
-    split: str = "test"
-    max_documents: int | None = None
-    context_len: int | None = None
-    per_doc: int = 32
-    layer: str = "final"
-    max_points: int = 1_000_000
-    batch_size: int = PAPER_BATCH_SIZE
-    k: int = PAPER_K
-    aggregate: str = "mean"
-    metric: str = "euclidean"
-    beta: float = 1.0
-    seed: int = 0
-    split_seed: int = 0
-    batch_tokens: int = BATCH_TOKENS
+    split: str = option("test", "Corpus split: test (paper), val, train or all.")
+    max_documents: int | None = option(
+        None, "Use a seeded random subset of this many documents (default: all).", flag="--max-docs"
+    )
+    context_len: int | None = option(
+        None, f"Window length in tokens (default: min({PAPER_CONTEXT}, model maximum))."
+    )
+    per_doc: int = option(32, "Random positions kept per document.")
+    layer: str = option(
+        "final",
+        "Hidden state: 'final' (after the final LayerNorm, default), 'final-pre-ln' (residual "
+        "after the last block), 'embeddings', or an index 0..n_layer+1 (negative counts from "
+        "the end).",
+    )
+    max_points: int = option(1_000_000, "Cap on the points kept.")
+    batch_size: int = option(PAPER_BATCH_SIZE, "Points per MLE batch.")
+    k: int = option(PAPER_K, "Neighbours for the MLE.")
+    aggregate: str = option("mean", "'mean' (paper) or 'harmonic'.")
+    metric: str = option("euclidean", "euclidean, cosine or angular.")
+    beta: float = option(1.0, "Hölder smoothness β in the predicted exponents.")
+    seed: int = option(0, "Random seed (recorded with the results).")
+    split_seed: int = option(0, "Seed of the train/val/test split of a text corpus.")
+    batch_tokens: int = option(
+        BATCH_TOKENS, "Tokens per forward pass when embedding (memory vs speed)."
+    )
     # The forward pass's dtype (auto: bf16 where native), as `TrainConfig.dtype` names it;
     # saved under the key "precision", which estimate folders hold.
-    dtype: str = dataclasses.field(default="auto", metadata=saved_as("precision"))
+    dtype: str = option(
+        "auto",
+        "Forward-pass dtype: auto (bfloat16 autocast where the CPU/GPU has native bf16, about "
+        "2x faster, d within 1%), float32 or bfloat16.",
+        retired="--precision",
+        **saved_as("precision"),
+    )
 
     def validate(self) -> None:
         choice(self.split, "split", ("train", "val", "test", "all"))

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from scalelab.config import Config
+from scalelab.config import Config, option
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write_json, provenance
 from scalelab.probe.heads import HeadScoreConfig, from_gpt, head_scores, icl_score
@@ -30,17 +30,17 @@ class DepthConfig(Config):
     """Two models of equal non-embedding parameters (12·m² per layer): the two-layer one has
     width `width`, the one-layer one ≈ √2·width (a multiple of `n_head`)."""
 
-    block_size: int = 128
-    width: int = 64
-    n_head: int = 4
-    max_steps: int = 1500
-    eval_interval: int = 100
-    batch_size: int = 16
-    lr: float = 2e-3
-    seed: int = 0
-    threshold: float = 0.3
-    n_sequences: int = 16
-    icl_windows: int = 32
+    block_size: int = option(128, "Context length.")
+    width: int = option(64, "Width of the two-layer model (one layer: ≈ √2×).")
+    n_head: int = option(4, "Heads per layer.")
+    max_steps: int = option(1500, "Training steps per model.", flag="--steps")
+    eval_interval: int = option(100, "Steps between evaluations (and scores).")
+    batch_size: int = option(16, "Windows per step.")
+    lr: float = option(2e-3, "Peak learning rate (cosine to lr/10).")
+    seed: int = option(0, "Random seed (recorded with the results).")
+    threshold: float = option(0.3, "Induction score that counts as a head formed.")
+    n_sequences: int = option(16, "Repeated random sequences per evaluation.", flag="--sequences")
+    icl_windows: int = option(32, "Validation windows for the ICL score.")
 
     def validate(self) -> None:
         for name in (

@@ -32,7 +32,7 @@ import tokenizers
 import torch
 from torch import Tensor, nn
 
-from scalelab.config import Config
+from scalelab.config import Config, option
 from scalelab.errors import CheckpointError, ConfigError, InputError
 from scalelab.io import atomic_write_json, provenance
 
@@ -47,14 +47,18 @@ ICL_WINDOWS = ("documents", "stream")
 class HeadScoreConfig(Config):
     """How heads are scored. `half_len` None: min(64, what fits the context)."""
 
-    half_len: int | None = None
-    n_sequences: int = 32
-    batch_size: int = 8
-    icl_windows: int = 128
-    icl_early: int | None = None
-    icl_late: int | None = None
-    icl_windows_from: str = "documents"
-    seed: int = 0
+    half_len: int | None = option(None, "Length of each copy (default ≤ 64).")
+    n_sequences: int = option(32, "Repeated random sequences.", flag="--sequences")
+    batch_size: int = option(8, "Sequences per forward pass.")
+    icl_windows: int = option(128, "Corpus windows for the ICL score.")
+    icl_early: int | None = option(None, "Early position (default late / 10).")
+    icl_late: int | None = option(None, "Late position (default min(500, ctx-1)).")
+    icl_windows_from: str = option(
+        "documents",
+        "ICL windows: documents (starts of long documents) | stream.",
+        flag="--icl-from",
+    )
+    seed: int = option(0, "Random seed (recorded with the results).")
 
     def validate(self) -> None:
         for name in ("n_sequences", "batch_size", "icl_windows"):

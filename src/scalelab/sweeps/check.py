@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scalelab.config import Config
+from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 from scalelab.fields import positive_int
 from scalelab.io import atomic_write_json, read_json
@@ -70,10 +70,18 @@ WIDTH_FACTOR = 2
 class CheckConfig(Config):
     """Which runs of a sweep the check perturbs, and how hard (validate's `check` part)."""
 
-    largest: int = 1  # the largest runs, perturbed by every one of `PERTURBATIONS`
-    factor: int = FACTOR  # ... `stricter`: a stopping rule and budget this many times stricter
-    smallest: int = 1  # the smallest runs, perturbed too (stricter, another seed): both ends
-    width_factor: int | None = WIDTH_FACTOR  # the largest size, with a model this much wider
+    # the largest runs, perturbed by every one of `PERTURBATIONS`
+    largest: int = option(1, "Convergence check: perturb this many largest runs per sweep.")
+    # ... `stricter`: a stopping rule and budget this many times stricter
+    factor: int = option(FACTOR, "Convergence check: the stricter stopping rule's factor.")
+    # the smallest runs, perturbed too (stricter, another seed): both ends
+    smallest: int = option(1, "Convergence check: perturb this many smallest runs too (both ends).")
+    # the largest size, with a model this much wider
+    width_factor: int | None = option(
+        WIDTH_FACTOR,
+        "Convergence check: train the data sweep's largest size with a model this many times "
+        "wider (is it model-limited?).",
+    )
 
     def validate(self) -> None:
         positive_int(self.largest, "largest")

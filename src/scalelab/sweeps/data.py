@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scalelab.config import OMIT_DEFAULT, Config
+from scalelab.config import OMIT_DEFAULT, Config, option
 from scalelab.errors import ConfigError
 from scalelab.fields import positive_int
 from scalelab.io import atomic_write, read_json
@@ -62,9 +62,9 @@ class SizeGrid(Config):
     `min_tokens` (default `max_tokens` / 100: two decades) to `max_tokens` (default the whole
     train split)."""
 
-    points: int = 7
-    min_tokens: int | None = None
-    max_tokens: int | None = None
+    points: int = option(7, "Sizes in the geometric grid.")
+    min_tokens: int | None = option(None, "Smallest size (default: largest / 100, two decades).")
+    max_tokens: int | None = option(None, "Largest size (default: the whole train split).")
 
     def validate(self) -> None:
         if not (isinstance(self.points, int) and self.points >= 2):

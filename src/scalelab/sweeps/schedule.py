@@ -27,7 +27,7 @@ import dataclasses
 import math
 from pathlib import Path
 
-from scalelab.config import FLAT, Config
+from scalelab.config import FLAT, Config, option
 from scalelab.errors import ConfigError
 from scalelab.fields import choice, positive_int
 from scalelab.lm.config import TrainConfig
@@ -48,16 +48,29 @@ CONVERGE = StopRule(patience=4, patience_fraction=0.25)
 class Schedule(Config):
     """How long each run of a sweep trains (see the module docstring)."""
 
-    policy: str = "converge"
+    policy: str = option(
+        "converge",
+        "Training length: converge (early stopping on validation loss, step budget growing "
+        "with data), epochs (fixed passes over each run's data), tokens (fixed token budget).",
+    )
     # converge: every run's early stopping (patience required); saved as the rule's keys
     stop: StopRule = dataclasses.field(default=CONVERGE, metadata=FLAT)
-    max_epochs: float = 40.0  # converge: step budget in passes over the run's tokens
-    min_steps: int = 200  # converge: step budget floor (tiny data sets)
-    step_cap: int = 20_000  # converge: step budget ceiling (a run hitting it is flagged)
-    decay_epochs: float | None = None  # converge: LR decay length in passes (None: budget)
-    epochs: float = 1.0  # epochs: passes over each run's tokens
-    token_budget: int | None = None  # tokens: training tokens per run
-    cooldown_fraction: float | None = None  # converge: anneal after the best step (None: off)
+    max_epochs: float = option(40.0, "converge: step budget as passes over the run's tokens.")
+    min_steps: int = option(200, "converge: smallest step budget.")
+    # a run hitting the cap is flagged
+    step_cap: int = option(20_000, "converge: largest step budget.")
+    decay_epochs: float | None = option(
+        None,
+        "converge: learning-rate decay over this many passes, then flat (default: over the "
+        "step budget). Makes the schedule independent of the budget.",
+    )
+    epochs: float = option(1.0, "epochs: passes over each run's tokens.")
+    token_budget: int | None = option(None, "tokens: training tokens per run.")
+    cooldown_fraction: float | None = option(
+        None,
+        "converge: after each run stops, anneal from its best step to lr 0 over this share of "
+        "the steps to it, and test that (default: off; docs/sweeps.md).",
+    )
 
     def validate(self) -> None:
         choice(self.policy, "policy", POLICIES)
