@@ -175,7 +175,7 @@ def test_sweep_resumes_and_report_builds(tmp_path: Path) -> None:
     from scalelab.induction.config import InductionSweepConfig
     from scalelab.induction.sweep import run_induction_sweep
     from scalelab.report.document import Report
-    from scalelab.report.induction import build
+    from scalelab.report.induction import draw
 
     cfg = InductionSweepConfig(
         ns=(8,),
@@ -197,7 +197,7 @@ def test_sweep_resumes_and_report_builds(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
         run_induction_sweep(tmp_path, cfg.replace(max_steps=11), quiet=True)
     report = Report("induction")
-    build(tmp_path, report)
+    draw(None, report, tmp_path)
     _, md = report.write(tmp_path / "report")
     text = md.read_text()
     assert "acc_hard" in text and "S3_n8_construction" in text and "figure1.png" in text
