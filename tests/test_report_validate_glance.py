@@ -122,7 +122,9 @@ def test_the_plan_reaches_summary_json_and_the_glance() -> None:
     text = regime_sentence(saved)
     if chosen:  # the options that make the planned sweep, and its cost here
         seeds = f"--seeds-per-size {chosen['seeds']}"
-        assert (seeds in text) == (chosen["seeds"] != 1) and "CPU-minutes more here" in text
+        minutes = round(chosen["added_cpu_s"] / 60)
+        amount = f"≈ {minutes} CPU-minute{'' if minutes == 1 else 's'} more here"
+        assert (seeds in text) == (chosen["seeds"] != 1) and amount in text
         top = f"--max-tokens {chosen['sizes'][-1]:.0f}"
         assert (top in text) == (len(chosen["sizes"]) > 5)
     else:

@@ -232,7 +232,12 @@ def regime_sentence(regime: dict[str, Any] | None) -> str:
     cost = chosen.get("added_cpu_s")
     cost_words = ""
     if cost is not None:
-        amount = f"{cost / 3600:.1f} CPU-hours" if cost >= 3600 else f"{cost / 60:.0f} CPU-minutes"
+        minutes = round(cost / 60)
+        amount = (
+            f"{cost / 3600:.1f} CPU-hours"
+            if cost >= 3600
+            else f"{minutes} CPU-minute{'' if minutes == 1 else 's'}"
+        )
         cost_words = f", ≈ {amount} more here"
     return (
         f"{head}: the sweep cannot yet tell a power law from a curve. To decide: rerun with "
