@@ -66,7 +66,7 @@ def make_sweep(
             {
                 "dimension": d,
                 "dimension_se": 0.4,
-                **{k: v for k, v in predict_exponents(d, 0.4).items() if k.startswith("alpha")},
+                **{k: v for k, v in predict_exponents(d, 0.4).alphas().items()},
                 "layer_name": "final",
                 "estimate": {"estimator": "MLE", "k": 20, "n_points": 4096},
             },

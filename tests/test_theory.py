@@ -63,17 +63,26 @@ def test_scalar_in_scalar_out():
 
 def test_predict_exponents_values_and_keys():
     out = th.predict_exponents(8.0, 0.5, beta=1.0)
-    assert out["alpha_D"] == pytest.approx(0.2)
-    assert out["alpha_N"] == pytest.approx(0.25)
+    assert out.alpha_D == pytest.approx(0.2)
+    assert out.alpha_N == pytest.approx(0.25)
     # delta method closed forms: 2/(10)^2 * 0.5 and 2/64 * 0.5
-    assert out["alpha_D_se"] == pytest.approx(0.01, rel=1e-12)
-    assert out["alpha_N_se"] == pytest.approx(1 / 64, rel=1e-12)
-    lo, hi = out["alpha_D_ci95"]
+    assert out.alpha_D_se == pytest.approx(0.01, rel=1e-12)
+    assert out.alpha_N_se == pytest.approx(1 / 64, rel=1e-12)
+    lo, hi = out.alpha_D_ci95
     assert lo == pytest.approx(0.2 - 1.959964 * 0.01, rel=1e-6)
     assert hi == pytest.approx(0.2 + 1.959964 * 0.01, rel=1e-6)
-    assert isinstance(out["alpha_N_ci95"], list)
+    saved = out.to_dict()  # the JSON a result file holds: intervals as lists, keys in order
+    keys = "d d_se beta alpha_D alpha_D_se alpha_D_ci95 alpha_N alpha_N_se alpha_N_ci95"
+    assert list(saved) == keys.split()
+    assert isinstance(saved["alpha_N_ci95"], list)
+    assert th.Exponents.from_dict(saved) == out
     zero = th.predict_exponents(8.0)
-    assert zero["alpha_D_se"] == 0 and zero["alpha_N_ci95"] == [0.25, 0.25]
+    assert zero.alpha_D_se == 0 and zero.alpha_N_ci95 == (0.25, 0.25)
+    one_batch = out.without_se().alphas()
+    assert one_batch == {k: None for k in keys.split()[4:] if k[-3:] in ("_se", "i95")} | {
+        "alpha_D": 0.2,
+        "alpha_N": 0.25,
+    }
 
 
 def test_predict_exponents_se_matches_finite_difference_and_monte_carlo():
@@ -82,13 +91,13 @@ def test_predict_exponents_se_matches_finite_difference_and_monte_carlo():
     h = 1e-5
     fd_d = (th.alpha_D(d + h, beta) - th.alpha_D(d - h, beta)) / (2 * h)
     fd_n = (th.alpha_N(d + h, beta) - th.alpha_N(d - h, beta)) / (2 * h)
-    assert out["alpha_D_se"] == pytest.approx(abs(fd_d) * d_se, rel=1e-6)
-    assert out["alpha_N_se"] == pytest.approx(abs(fd_n) * d_se, rel=1e-6)
+    assert out.alpha_D_se == pytest.approx(abs(fd_d) * d_se, rel=1e-6)
+    assert out.alpha_N_se == pytest.approx(abs(fd_n) * d_se, rel=1e-6)
     # Monte Carlo: with d_se/d = 2.5% the first-order SE is within ~1% of the sampled SD.
     rng = np.random.default_rng(0)
     ds = rng.normal(d, d_se, 400_000)
-    assert np.std(th.alpha_D(ds, beta)) == pytest.approx(out["alpha_D_se"], rel=0.01)
-    assert np.std(th.alpha_N(ds, beta)) == pytest.approx(out["alpha_N_se"], rel=0.01)
+    assert np.std(th.alpha_D(ds, beta)) == pytest.approx(out.alpha_D_se, rel=0.01)
+    assert np.std(th.alpha_N(ds, beta)) == pytest.approx(out.alpha_N_se, rel=0.01)
 
 
 @pytest.mark.parametrize(

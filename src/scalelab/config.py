@@ -113,6 +113,9 @@ class Record:
         def read(hint: Any, value: Any) -> Any:  # a saved value as the type `hint` holds it
             if isinstance(value, dict) and (kinds := _records(hint)):
                 return kinds[0].from_dict(value)
+            if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None: as X
+                inner = [a for a in typing.get_args(hint) if a is not type(None)]
+                hint = inner[0] if len(inner) == 1 else hint
             args = typing.get_args(hint)
             if isinstance(value, list) and typing.get_origin(hint) is tuple:
                 inner = [args[0]] * len(value) if args[-1:] == (Ellipsis,) else list(args)

@@ -74,7 +74,7 @@ def id_command(
     result = dimension_and_exponents(
         points, est, batch_size=batch_size, seed=seed, beta=beta, quiet=quiet
     )
-    row = {"input": str(path), **result, "beta": beta}
+    row = {"input": str(path), **result.to_dict(), "beta": beta}
     if out is not None:
         atomic_write_json(out, {**row, "provenance": provenance()})
     if json_out:
@@ -133,7 +133,7 @@ def exponents_command(
     if d is None and d_se:
         raise ConfigError("--d-se goes with --d only")
     if d is not None:
-        row = theory.predict_exponents(d, d_se, beta)
+        row = theory.predict_exponents(d, d_se, beta).to_dict()
     elif alpha_n is not None:
         row = {
             "alpha_N": float(alpha_n),

@@ -14,11 +14,14 @@ negative or infinite exponents otherwise.
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from scalelab.config import Record
 from scalelab.errors import ConfigError
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
@@ -92,7 +95,39 @@ def d_from_alpha_N(a: ArrayLike, beta: ArrayLike = 1.0) -> np.ndarray | float:
     return 2 * beta / a
 
 
-def predict_exponents(d: float, d_se: float = 0.0, beta: float = 1.0) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Exponents(Record):
+    """Both exponents predicted from one d, with delta-method standard errors and 95%
+    intervals; those are None where d has no standard error (an estimate from one batch),
+    not a spurious zero-width interval."""
+
+    d: float
+    d_se: float | None
+    beta: float
+    alpha_D: float
+    alpha_D_se: float | None
+    alpha_D_ci95: tuple[float, float] | None
+    alpha_N: float
+    alpha_N_se: float | None
+    alpha_N_ci95: tuple[float, float] | None
+
+    def alphas(self) -> dict[str, Any]:
+        """The exponents' keys alone (what a dimension's JSON holds beside the estimate)."""
+        return {k: v for k, v in self.to_dict().items() if k.startswith("alpha")}
+
+    def without_se(self) -> Exponents:
+        """The same exponents with no standard error or interval (d measured on one batch)."""
+        return dataclasses.replace(
+            self,
+            d_se=None,
+            alpha_D_se=None,
+            alpha_D_ci95=None,
+            alpha_N_se=None,
+            alpha_N_ci95=None,
+        )
+
+
+def predict_exponents(d: float, d_se: float = 0.0, beta: float = 1.0) -> Exponents:
     """Both exponents for a measured dimension, with standard errors by the delta method.
 
     `se(α) = |dα/dd| · se(d)` with `dα_D/dd = −2β/(2β+d)²` and `dα_N/dd = −2β/d²`; the 95%
@@ -109,21 +144,22 @@ def predict_exponents(d: float, d_se: float = 0.0, beta: float = 1.0) -> dict[st
     a_n = 2 * beta / d
     a_d_se = 2 * beta / (2 * beta + d) ** 2 * d_se
     a_n_se = 2 * beta / d**2 * d_se
-    return {
-        "d": d,
-        "d_se": d_se,
-        "beta": beta,
-        "alpha_D": a_d,
-        "alpha_D_se": a_d_se,
-        "alpha_D_ci95": [a_d - Z95 * a_d_se, a_d + Z95 * a_d_se],
-        "alpha_N": a_n,
-        "alpha_N_se": a_n_se,
-        "alpha_N_ci95": [a_n - Z95 * a_n_se, a_n + Z95 * a_n_se],
-    }
+    return Exponents(
+        d=d,
+        d_se=d_se,
+        beta=beta,
+        alpha_D=a_d,
+        alpha_D_se=a_d_se,
+        alpha_D_ci95=(a_d - Z95 * a_d_se, a_d + Z95 * a_d_se),
+        alpha_N=a_n,
+        alpha_N_se=a_n_se,
+        alpha_N_ci95=(a_n - Z95 * a_n_se, a_n + Z95 * a_n_se),
+    )
 
 
 __all__ = [
     "Z95",
+    "Exponents",
     "alpha_D",
     "alpha_D_from_alpha_N",
     "alpha_N",

@@ -82,7 +82,7 @@ def data_exponents(table: pd.DataFrame, seed: int = 0) -> list[dict[str, Any]]:
             row["d_hat"] = est["d_hat"]
             row["alpha_D_from_d_hat"] = predict_exponents(
                 est["d_hat"], est["d_hat_se"], float(beta)
-            )["alpha_D"]
+            ).alpha_D
         row["stopped_by_patience"] = f"{int((grp['stop_reason'] == 'patience').sum())}/{len(grp)}"
         out.append(row)
     return out

@@ -9,29 +9,40 @@ search does not load it.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scalelab.config import Record
 from scalelab.intrinsic import PAPER_BATCH_SIZE
 from scalelab.intrinsic.protocol import BatchedEstimate, estimate_in_batches
-from scalelab.laws.theory import predict_exponents
+from scalelab.laws.theory import Exponents, predict_exponents
 
 if TYPE_CHECKING:  # annotations only
     import torch
 
 
-def exponents_of(est: BatchedEstimate, beta: float = 1.0) -> dict[str, Any]:
+def exponents_of(est: BatchedEstimate, beta: float = 1.0) -> Exponents:
     """alpha_D and alpha_N of a batched estimate, with delta-method SEs and 95% intervals.
 
     One batch has no standard error, so its exponents have none either: their SEs and
     intervals are None (not a spurious zero-width interval)."""
-    se = est.dimension_se if math.isfinite(est.dimension_se) else None
-    pred = predict_exponents(est.dimension, 0.0 if se is None else se, beta)
-    out = {k: v for k, v in pred.items() if k.startswith("alpha")}
-    if se is None:
-        out = {k: (None if k.endswith(("_se", "_ci95")) else v) for k, v in out.items()}
-    return out
+    if not math.isfinite(est.dimension_se):
+        return predict_exponents(est.dimension, 0.0, beta).without_se()
+    return predict_exponents(est.dimension, est.dimension_se, beta)
+
+
+@dataclass(frozen=True)
+class Dimension(Record):
+    """A batched estimate of d and the exponents it predicts. Saved flat, as `scalelab id`
+    writes it: the estimate's keys, then the exponents' (`alpha_*`)."""
+
+    estimate: BatchedEstimate
+    exponents: Exponents
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.estimate.to_dict(), **self.exponents.alphas()}
 
 
 def dimension_and_exponents(
@@ -42,8 +53,7 @@ def dimension_and_exponents(
     seed: int = 0,
     beta: float = 1.0,
     quiet: bool = True,
-) -> dict[str, Any]:
-    """`estimator` (e.g. `make_estimator("mle")`) on batches of `points`, then the exponents:
-    the fields of `BatchedEstimate.to_dict()` followed by those of `exponents_of`."""
+) -> Dimension:
+    """`estimator` (e.g. `make_estimator("mle")`) on batches of `points`, then the exponents."""
     est = estimate_in_batches(points, estimator, batch_size=batch_size, seed=seed, quiet=quiet)
-    return {**est.to_dict(), **exponents_of(est, beta)}
+    return Dimension(est, exponents_of(est, beta))

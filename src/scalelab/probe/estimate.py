@@ -259,7 +259,7 @@ def estimate_dimension(
         seed=cfg.seed,
         beta=cfg.beta,
         quiet=quiet,
-    )
+    ).to_dict()
     result["estimate_wall_s"] = time.perf_counter() - t0
     result["knn_device"] = knn_device or "cpu"
     return result
