@@ -12,8 +12,8 @@ capped field; the summary gives, per lever:
 The module imports torch only where a cell trains, so the CLI reads `LeverConfig` without it.
 
 Levers: `v1` (the first theorem design: one fixed cosine schedule, 20 epochs capped at 2000
-steps, lr 5e-3) and `patience` (the `theorem` preset's rule: LR halved on plateaus, stopped by
-patience, lr 2e-3). Cells are written atomically one file each, so a stopped run resumes.
+steps, lr 5e-3), `patience` (the `theorem` preset's rule: LR halved on plateaus, stopped by
+patience, lr 2e-3) and `anneal` (that rule run until the LR has halved 8 times). Cells are written atomically one file each, so a stopped run resumes.
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ from scalelab.progress import progress
 LEVERS: dict[str, ManifoldSweepConfig] = {
     "v1": MANIFOLD_PRESETS["theorem-v1"],
     "patience": MANIFOLD_PRESETS["theorem"],
+    # Added after the theorem sweep's d = 1 curve fell behind the ideal learner at n > 2,000
+    # with training MSE above the label noise (underfit): the same rule, stopped only after
+    # 36 flat validations, so the learning rate halves 8 times (to min_lr) before it stops.
+    "anneal": MANIFOLD_PRESETS["theorem"].replace(patience=36),
 }
 
 
