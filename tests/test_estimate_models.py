@@ -159,7 +159,7 @@ def test_estimate_json_records_the_protocol_and_fingerprints(world):
     # the saved embeddings re-estimate to the same number without the model
     x, meta = load_embeddings(out / "embeddings.safetensors")
     assert meta["layer"] == "3"
-    assert estimate_dimension(x, CFG)["dimension"] == pytest.approx(d, rel=1e-9)
+    assert estimate_dimension(x, CFG).d == pytest.approx(d, rel=1e-9)
     # a finished folder is returned as is; another request there is refused
     stamp = (out / "estimate.json").stat().st_mtime_ns
     assert estimate(world["run"], world["text"], CFG, out, quiet=True)["dimension"] == d

@@ -186,14 +186,16 @@ def test_same_prefix_points_are_exact_duplicates_whatever_the_batch_shape(monkey
     dup, rep = same_prefix_points(s)
     assert len(dup) > 500 and np.array_equal(got[dup], got[rep])
     ref_est, got_est = estimate_dimension(ref, cfg), estimate_dimension(got, cfg)
-    assert got_est["n_duplicates_removed"] == ref_est["n_duplicates_removed"] >= len(dup)
-    assert got_est["dimension"] == pytest.approx(ref_est["dimension"], rel=1e-5)
+    assert (
+        got_est.estimate.n_duplicates_removed == ref_est.estimate.n_duplicates_removed >= len(dup)
+    )
+    assert got_est.d == pytest.approx(ref_est.d, rel=1e-5)
     # without the copying, the rounding leaves near-duplicates that move d
     none = np.zeros(0, dtype=np.int64)
     monkeypatch.setattr(sample_module, "same_prefix_points", lambda sample: (none, none))
     raw_est = estimate_dimension(extract(by_shape, s, [-1], batch_tokens=200)[0], cfg)
-    assert raw_est["n_duplicates_removed"] < ref_est["n_duplicates_removed"]
-    assert abs(raw_est["dimension"] / ref_est["dimension"] - 1) > 1e-3
+    assert raw_est.estimate.n_duplicates_removed < ref_est.estimate.n_duplicates_removed
+    assert abs(raw_est.d / ref_est.d - 1) > 1e-3
 
 
 def _subspace_gpt(d: int, width: int = 32, vocab: int = 4096, seed: int = 0):
@@ -235,8 +237,8 @@ def test_model_on_a_known_subspace_gives_its_dimension_back(d):
     # the construction holds: the residual after the block lies in U
     np.testing.assert_allclose(x[0] - x[0] @ basis @ basis.T, 0.0, atol=1e-5)
     cfg = EstimateConfig(batch_size=4096)
-    before_ln = estimate_dimension(x[0], cfg)["dimension"]
-    after_ln = estimate_dimension(x[1], cfg)["dimension"]
+    before_ln = estimate_dimension(x[0], cfg).d
+    after_ln = estimate_dimension(x[1], cfg).d
     assert before_ln == pytest.approx(d, rel=0.12)
     assert after_ln == pytest.approx(d - 1, rel=0.2)  # LayerNorm puts the points on a sphere
 

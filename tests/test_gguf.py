@@ -148,6 +148,6 @@ def test_gguf_file_gives_the_hf_folders_tokens_states_and_d(twins, capfd):
     points = {k: embed(m, twins["text"], CFG) for k, m in (("hf", hf), ("gg", gg))}
     assert points["hf"].shape == points["gg"].shape and points["hf"].shape[0] >= 1024
     np.testing.assert_allclose(points["gg"], points["hf"], rtol=1e-4, atol=1e-5)
-    d = {k: estimate_dimension(x, CFG)["dimension"] for k, x in points.items()}
+    d = {k: estimate_dimension(x, CFG).d for k, x in points.items()}
     assert d["gg"] == pytest.approx(d["hf"], rel=1e-4)
     assert 2 < d["hf"] < 48

@@ -13,7 +13,8 @@ The module imports torch only where a cell trains, so the CLI reads `LeverConfig
 
 Levers: `v1` (the first theorem design: one fixed cosine schedule, 20 epochs capped at 2000
 steps, lr 5e-3), `patience` (the `theorem` preset's rule: LR halved on plateaus, stopped by
-patience, lr 2e-3) and `anneal` (that rule run until the LR has halved 8 times). Cells are written atomically one file each, so a stopped run resumes.
+patience, lr 2e-3) and `anneal` (that rule run until the LR has halved 8 times). Cells are
+written atomically one file each, so a stopped run resumes.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from scalelab.device import resolve_device
 from scalelab.errors import CheckpointError, ConfigError, InputError
 from scalelab.lm.load import LoadedModel, load_model_for_embedding
 from scalelab.probe.config import DEFAULT_BATCH_SIZES, POSITION_GROUPS
+from scalelab.probe.dimension import Dimension
 from scalelab.probe.estimate import (
     EMBEDDINGS,
     EstimateConfig,
@@ -47,10 +48,16 @@ class Ablation:
     labels: dict[str, Any] = field(default_factory=dict)
 
 
-def _row(result: dict[str, Any]) -> dict[str, Any]:
-    keys = ("dimension", "dimension_se", "n_batches", "n_points", "n_duplicates_removed")
-    keys += ("alpha_D", "alpha_N")
-    return {k: result[k] for k in keys}
+def _row(result: Dimension) -> dict[str, Any]:
+    return {
+        "dimension": result.d,
+        "dimension_se": result.d_se,
+        "n_batches": result.n_batches,
+        "n_points": result.estimate.n_points,
+        "n_duplicates_removed": result.estimate.n_duplicates_removed,
+        "alpha_D": result.exponents.alpha_D,
+        "alpha_N": result.exponents.alpha_N,
+    }
 
 
 def _prepare_ablation(
@@ -208,7 +215,21 @@ def _models_worker(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
         "width": m["width"],
         "params": m["params"],
         "params_non_embedding": m["params_non_embedding"],
-        **_row({**doc, **doc["estimate"]}),
+        **_saved_row(doc),
+    }
+
+
+def _saved_row(doc: dict[str, Any]) -> dict[str, Any]:
+    """`_row`'s numbers from a saved estimate.json."""
+    est = doc["estimate"]
+    return {
+        "dimension": doc["dimension"],
+        "dimension_se": doc["dimension_se"],
+        "n_batches": est["n_batches"],
+        "n_points": est["n_points"],
+        "n_duplicates_removed": est["n_duplicates_removed"],
+        "alpha_D": doc["alpha_D"],
+        "alpha_N": doc["alpha_N"],
     }
 
 

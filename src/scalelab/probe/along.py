@@ -104,10 +104,10 @@ def d_along_sweep(
                 "run": r["run"],
                 "train_tokens": int(r["train_tokens"]),
                 "test_loss_nats": float(r["test_loss_nats"]),
-                "dimension": est["dimension"],
-                "dimension_se": est["dimension_se"],
-                "n_points": est["n_points"],
-                "n_duplicates_removed": est["n_duplicates_removed"],
+                "dimension": est.d,
+                "dimension_se": est.d_se,
+                "n_points": est.estimate.n_points,
+                "n_duplicates_removed": est.estimate.n_duplicates_removed,
                 "extract_cpu_s": round(timing["extract_cpu_s"], 2),
             }
         )

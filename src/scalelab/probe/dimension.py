@@ -36,13 +36,35 @@ def exponents_of(est: BatchedEstimate, beta: float = 1.0) -> Exponents:
 @dataclass(frozen=True)
 class Dimension(Record):
     """A batched estimate of d and the exponents it predicts. Saved flat, as `scalelab id`
-    writes it: the estimate's keys, then the exponents' (`alpha_*`)."""
+    writes it: the estimate's keys, then the exponents' (`alpha_*`), then, where a language
+    model's points were measured (`estimate_dimension`), the time and the k-NN device."""
 
     estimate: BatchedEstimate
     exponents: Exponents
+    wall_s: float | None = None
+    knn_device: str | None = None
+
+    @property
+    def d(self) -> float:
+        return self.estimate.dimension
+
+    @property
+    def d_se(self) -> float | None:
+        """The standard error over batches; None from one batch (as saved)."""
+        se = self.estimate.dimension_se
+        return se if math.isfinite(se) else None
+
+    @property
+    def n_batches(self) -> int:
+        return len(self.estimate.batch_dimensions)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.estimate.to_dict(), **self.exponents.alphas()}
+        out = {**self.estimate.to_dict(), **self.exponents.alphas()}
+        if self.wall_s is not None:
+            out["estimate_wall_s"] = self.wall_s
+        if self.knn_device is not None:
+            out["knn_device"] = self.knn_device
+        return out
 
 
 def dimension_and_exponents(

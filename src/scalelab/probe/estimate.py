@@ -19,6 +19,7 @@ the model's tokenizer otherwise).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from scalelab.io import atomic_write, atomic_write_json, provenance, to_json
 from scalelab.lm.load import LoadedModel, load_model_for_embedding
 from scalelab.probe.config import PAPER_CONTEXT, EstimateConfig
 from scalelab.probe.corpus import CorpusTokens, encode_texts, load_corpus_tokens
+from scalelab.probe.dimension import Dimension, dimension_and_exponents
 from scalelab.probe.sample import (
     Sample,
     TokenDocuments,
@@ -242,13 +244,12 @@ def estimate_dimension(
     *,
     device: torch.device | None = None,
     quiet: bool = True,
-) -> dict:
+) -> Dimension:
     """MLE on batches of (already shuffled) points, and the predicted exponents: the paper's
     protocol on an array (`cfg` default: the paper's K = 20, batches of 4096, β = 1). The
     k-NN search runs on `device` when it is a GPU (where the model ran), else on the CPU."""
     cfg = cfg or EstimateConfig()
     from scalelab.intrinsic.mle import MLE
-    from scalelab.probe.dimension import dimension_and_exponents
 
     knn_device = str(device) if device is not None and device.type != "cpu" else None
     t0 = time.perf_counter()
@@ -259,17 +260,17 @@ def estimate_dimension(
         seed=cfg.seed,
         beta=cfg.beta,
         quiet=quiet,
-    ).to_dict()
-    result["estimate_wall_s"] = time.perf_counter() - t0
-    result["knn_device"] = knn_device or "cpu"
-    return result
+    )
+    return dataclasses.replace(
+        result, wall_s=time.perf_counter() - t0, knn_device=knn_device or "cpu"
+    )
 
 
-def _headline(result: dict[str, Any]) -> dict[str, Any]:
+def _headline(result: Dimension) -> dict[str, Any]:
     """The numbers a reader wants first: d ± se and both exponents with intervals."""
-    keys = ("dimension", "dimension_se", "alpha_D", "alpha_D_se", "alpha_D_ci95")
-    keys += ("alpha_N", "alpha_N_se", "alpha_N_ci95")
-    return {k: result[k] for k in keys}
+    e = result.exponents.to_dict()
+    keys = ("alpha_D", "alpha_D_se", "alpha_D_ci95", "alpha_N", "alpha_N_se", "alpha_N_ci95")
+    return {"dimension": result.d, "dimension_se": result.d_se, **{k: e[k] for k in keys}}
 
 
 def estimate(
@@ -297,7 +298,7 @@ def estimate(
     doc = {
         **_headline(result),
         "beta": cfg.beta,
-        "estimate": {k: v for k, v in result.items() if not k.startswith("alpha")},
+        "estimate": {k: v for k, v in result.to_dict().items() if not k.startswith("alpha")},
         "layer": layer,
         "layer_name": layer_name(layer, loaded.n_states),
         "settings": {

@@ -79,9 +79,9 @@ def sensitivity(x: np.ndarray, cfg: Any) -> list[dict[str, Any]]:
             {
                 "batch_size": b,
                 "k": k,
-                "dimension": est["dimension"],
-                "dimension_se": est["dimension_se"],
-                "n_batches": est["n_batches"],
+                "dimension": est.d,
+                "dimension_se": est.d_se,
+                "n_batches": est.n_batches,
             }
         )
     return rows
