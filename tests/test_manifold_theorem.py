@@ -115,3 +115,36 @@ def test_a_sweep_without_model_runs_draws_no_empty_legend() -> None:
         assert data.get_legend() is not None and not data.texts
         assert model.get_legend() is None
         assert [t.get_text() for t in model.texts] == ["no model-scaling runs in this sweep"]
+
+
+def test_curvature_is_the_quadratic_term_in_log_log() -> None:
+    """log v = a + b·log n + c·(log n − mean)²: `curvature` returns c exactly; a straight
+    line gives 0, and fewer than 3 sizes give None."""
+    n = np.geomspace(100, 10_000, 9)
+    x = np.log(n) - np.log(n).mean()
+    assert theorem.curvature(n, np.exp(0.3 - 0.4 * x + 0.07 * x**2)) == pytest.approx(0.07)
+    assert theorem.curvature(n, 2 * n**-0.5) == pytest.approx(0.0, abs=1e-12)
+    assert theorem.curvature(n[:2], n[:2]) is None
+
+
+def test_a_curved_curve_names_the_bayes_ratio_when_the_ratio_carries_the_bend() -> None:
+    """Error = an ideal learner's power law × a U-shaped Bayes ratio: the curve is CURVED,
+    its bend is the ratio's (cause named with the share); the same bend with a straight ratio
+    is left unexplained."""
+    from scalelab.laws.regime.rules import CURVED
+
+    x = np.repeat(np.geomspace(100, 10_000, 13), 3)
+    centred = np.log(x) - np.log(x).mean()
+    ratio = np.exp(0.08 * centred**2)
+    rng = np.random.default_rng(0)
+    y = 0.5 * x**-0.4 * ratio * np.exp(0.01 * rng.standard_normal(x.size))
+    extra = {"model_limited": False, "wide_ratio": None, "best_at_end": ""}
+    check = theorem._check("paired", 3, 1.0, x, y, {"true": 0.4}, extra=extra)
+    assert check.outcome == CURVED and check.curve_curvature == pytest.approx(0.08, abs=0.01)
+    sizes = np.unique(x)
+    bent = theorem.curvature(sizes, np.exp(0.08 * (np.log(sizes) - np.log(sizes).mean()) ** 2))
+    cause = theorem._cause(theorem._replace(check, ratio_curvature=bent, ratio_slope=0.0))
+    share = int(cause.split(" is ")[1].split("%")[0])
+    assert cause.startswith("the Bayes ratio's bend") and 95 <= share <= 105
+    flat = theorem._cause(theorem._replace(check, ratio_curvature=0.001, ratio_slope=0.0))
+    assert flat.startswith("none of the checks")

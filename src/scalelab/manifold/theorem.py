@@ -89,6 +89,11 @@ class ExponentCheck:
     bayes_ratios: list[float] = field(default_factory=list)
     ratio_drift: float | None = None
     ratio_slope: float | None = None
+    # the quadratic term of log error and of log Bayes ratio against log n over the fit range
+    # (`curvature`): the curve is the ideal learner's times the ratio, so where the ideal's is
+    # straight, a curved curve's bend is the ratio's
+    curve_curvature: float | None = None
+    ratio_curvature: float | None = None
     cause: str = ""  # a CURVED curve's checked cause (model, optimisation, the ratio's slope)
     plan: str | None = None  # an UNDECIDED curve: the run that would decide it
     cpu_minutes: float | None = None
@@ -162,8 +167,15 @@ def _check(
         sizes=list(res.sizes),
         errors=list(res.losses),
         local_slopes=list(res.local_slopes.slope),
+        curve_curvature=_range_curvature(res.sizes, res.losses, (rng.x_lo, rng.x_hi)),
         **(extra or {}),
     )
+
+
+def _range_curvature(sizes: Any, errors: Any, x_range: tuple[float, float]) -> float | None:
+    s, e = np.asarray(sizes, float), np.asarray(errors, float)
+    inside = (s >= x_range[0]) & (s <= x_range[1])
+    return curvature(s[inside], e[inside])
 
 
 def data_checks(table: pd.DataFrame, cfg: ManifoldSweepConfig) -> list[ExponentCheck]:
@@ -247,12 +259,26 @@ def _bayes_ratios(
     if inside.sum() >= 2:
         slope = float(np.polyfit(np.log(sizes[inside]), np.log(gm[inside]), 1)[0])
     return {"bayes_ratios": gm.tolist(), "ratio_drift": float(gm[-1] / gm[0]),
-            "ratio_slope": slope}  # fmt: skip
+            "ratio_slope": slope,
+            "ratio_curvature": curvature(sizes[inside], gm[inside])}  # fmt: skip
+
+
+def curvature(sizes: np.ndarray, values: np.ndarray) -> float | None:
+    """The quadratic coefficient of log value against log size (centred), None below 3
+    sizes: how fast the local log-log slope changes per unit of log n (half of it)."""
+    if len(sizes) < 3:
+        return None
+    x = np.log(np.asarray(sizes, float))
+    return float(np.polyfit(x - x.mean(), np.log(np.asarray(values, float)), 2)[0])
 
 
 #: A Bayes ratio whose log-log slope over the fit range exceeds this bends the curve: the
 #: observed exponent is the ideal learner's minus that slope.
 RATIO_SLOPE_LIMIT = 0.05
+#: A Bayes ratio whose curvature, of the curve's sign, is at least this share of the curve's
+#: own carries its bend (added after d = 3's paired curve came out CURVED with a flat ratio
+#: slope but a ratio falling to n ≈ 1,500 and rising after: a diagnosis, not the outcome).
+RATIO_CURVATURE_SHARE = 0.5
 
 
 def _cause(c: ExponentCheck) -> str:
@@ -271,6 +297,12 @@ def _cause(c: ExponentCheck) -> str:
         causes.append(f"optimisation-limited ({c.at_cap} runs stopped at the step cap)")
     if c.ratio_slope is not None and abs(c.ratio_slope) > RATIO_SLOPE_LIMIT:
         causes.append(f"the Bayes ratio's slope {c.ratio_slope:+.2f} over the range")
+    q, r = c.curve_curvature, c.ratio_curvature
+    if q is not None and r is not None and q * r > 0 and abs(r) >= RATIO_CURVATURE_SHARE * abs(q):
+        causes.append(
+            f"the Bayes ratio's bend: its curvature {r:+.3f} is {r / q:.0%} of the curve's "
+            f"{q:+.3f} (the estimator, not the ideal learner, bends the curve)"
+        )
     return "; ".join(causes) or "none of the checks (wide model, step cap, Bayes ratio) explains it"
 
 
