@@ -27,7 +27,6 @@ from scalelab.laws.theory import predict_exponents
 from scalelab.manifold.construction_config import ConstructConfig
 from scalelab.manifold.levers import LeverConfig
 from scalelab.manifold.problem import ProblemConfig
-from scalelab.manifold.sweep import run_manifold_sweep
 from scalelab.pipeline.many import validate_many
 from scalelab.probe.dimension import dimension_and_exponents
 from scalelab.text.corpora import load_corpus
@@ -49,7 +48,6 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
     "forecast": ([ForecastConfig()], {}, set()),
     "corpus prepare": ([prepare_corpus, load_corpus], {}, set()),
     "corpus synth": ([SynthConfig()], {}, set()),
-    "manifold sweep": ([run_manifold_sweep], {}, set()),
     "manifold levers": ([LeverConfig()], {}, set()),
     "manifold sample": (
         [ProblemConfig()],
@@ -99,6 +97,7 @@ DERIVED = {
     "demo",
     "induction sweep",
     "induction train",
+    "manifold sweep",
 }
 
 

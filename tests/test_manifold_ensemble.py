@@ -87,3 +87,8 @@ def test_theorem_preset_runs_on_any_d(tmp_path: Path, run_cli: Callable) -> None
     rows = json.loads(res.stdout)
     assert {r["run"] for r in rows} >= {"id_d5", "data_d5_b1_n16_s0", "wide_d5_b1_w64_s0"}
     assert all(r["bayes_ratio"] > 0 for r in rows if r["task"] == "data")
+    # the folder's own sweep.json as --config is the same sweep: it resumes, nothing reruns
+    again = main("sweep", "--config", tmp_path / "t" / "sweep.json", "--out", tmp_path / "t",
+                 "--json")  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) == rows

@@ -25,12 +25,14 @@ from scalelab.cli.common import (
     set_threads,
     threads_option,
 )
+from scalelab.cli.options import From, derive
+from scalelab.config import Config
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance
 from scalelab.manifold.construction_config import TARGETS, ConstructConfig
 from scalelab.manifold.geometry import MANIFOLDS
 from scalelab.manifold.levers import LEVERS, LeverConfig, run_levers
-from scalelab.manifold.plan import MANIFOLD_PRESETS
+from scalelab.manifold.plan import MANIFOLD_PRESETS, ManifoldSweepConfig
 from scalelab.manifold.problem import Problem, ProblemConfig
 
 _P = ProblemConfig()  # the CLI's defaults are the config's
@@ -55,36 +57,43 @@ def _preset_help() -> str:
         f"seeds {csv(c.seeds)}, model-widths {csv(c.model_widths)}"
         for name, c in MANIFOLD_PRESETS.items()
     ]
-    return f"One of ({'; '.join(grids)}). The options below replace the preset's values."
+    return (
+        f"One of ({'; '.join(grids)}); default: quick. The options below replace the "
+        "preset's values."
+    )
 
 
-_PRESET_VALUE = "default: the preset's"
+class SweepOptions(From):
+    """The sweep's options over a preset: a preset run on other --dims keeps its model,
+    online and extra runs where their d is among them (`ManifoldSweepConfig.with_dims`);
+    `--config` reads a config's keys or a sweep folder's sweep.json."""
+
+    def build(self, values: dict[str, Any], base: Config) -> Config:
+        if "dims" in values:
+            dims = next(o for o in self.options if o.field == "dims").value(values.pop("dims"))
+            base = configured(base.with_dims, {"dims": "--dims"}, dims=dims)
+        return super().build(values, base)
+
+    def read(self, base: Config, doc: dict[str, Any], path: Path) -> Config:
+        inner = doc.get("config")
+        return super().read(base, inner if isinstance(inner, dict) else doc, path)
+
+
+SWEEP = SweepOptions(
+    ManifoldSweepConfig,
+    only=(
+        "manifold", "dims", "betas", "n_values", "seeds", "noise_std", "attention",
+        "model_widths", "model_dims", "online_dims", "online_widths", "online_steps",
+        "ensemble",
+    ),
+    presets=MANIFOLD_PRESETS,
+    preset_help=_preset_help(),
+)  # fmt: skip
 
 
 def sweep_command(
     out: Path = typer.Option(..., "--out", help="Sweep folder (created, or resumed)."),
-    preset: str = typer.Option("quick", help=_preset_help()),
-    manifold: str | None = typer.Option(None, help=f"One of: {', '.join(MANIFOLDS)}."),
-    dims: str | None = typer.Option(None, help=f"Intrinsic dimensions ({_PRESET_VALUE})."),
-    betas: str | None = typer.Option(None, help=f"Hölder exponents in (0, 1] ({_PRESET_VALUE})."),
-    n_values: str | None = typer.Option(None, help=f"Training sizes ({_PRESET_VALUE})."),
-    seeds: str | None = typer.Option(None, help=f"Data/init seeds ({_PRESET_VALUE})."),
-    noise_std: float | None = typer.Option(None, help="Label noise standard deviation."),
-    attention: str | None = typer.Option(None, help="relu (the paper's) or softmax."),
-    model_widths: str | None = typer.Option(
-        None, help="Model-scaling widths d_embd at the largest n (with --model-dims)."
-    ),
-    model_dims: str | None = typer.Option(None, help="Dimensions for model scaling."),
-    online_dims: str | None = typer.Option(
-        None, help="Dimensions of the online runs (default: the preset's among --dims)."
-    ),
-    online_widths: str | None = typer.Option(None, help="Widths of the online runs."),
-    online_steps: int | None = typer.Option(
-        None, help="Steps of the online (fresh-sample) runs, e.g. 6000 (the theorem preset)."
-    ),
-    ensemble: int | None = typer.Option(
-        None, help="Inits per data run, trained together; the run predicts their mean."
-    ),
+    cfg: ManifoldSweepConfig = SWEEP,
     workers: int = typer.Option(1, help="Worker processes (each gets cores // workers)."),
     threads: int = threads_option(
         1, help="Torch threads with --workers 1 (small models gain nothing from more)."
@@ -97,31 +106,8 @@ def sweep_command(
     json_out: bool = JSON,
 ) -> None:
     """Run (or resume) a data- and model-scaling sweep; `scalelab report OUT` draws it."""
-    if preset not in MANIFOLD_PRESETS:
-        raise ConfigError(f"unknown preset {preset!r}; choose one of {', '.join(MANIFOLD_PRESETS)}")
     set_threads(threads, workers=workers)
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
-    overrides: dict[str, Any] = {
-        "manifold": manifold,
-        "dims": _values(dims, int, "dims"),
-        "betas": _values(betas, float, "betas"),
-        "n_values": _values(n_values, int, "n-values"),
-        "seeds": _values(seeds, int, "seeds"),
-        "noise_std": noise_std,
-        "attention": attention,
-        "model_widths": _values(model_widths, int, "model-widths"),
-        "model_dims": _values(model_dims, int, "model-dims"),
-        "online_dims": _values(online_dims, int, "online-dims"),
-        "online_widths": _values(online_widths, int, "online-widths"),
-        "online_steps": online_steps,
-        "ensemble": ensemble,
-    }
-    given = {k: v for k, v in overrides.items() if v is not None}
-    options = {k: "--" + k.replace("_", "-") for k in overrides}
-    base = MANIFOLD_PRESETS[preset]
-    if "dims" in given:  # the preset's model, online and extra runs follow the chosen dims
-        base = configured(base.with_dims, options, dims=given.pop("dims"))
-    cfg = configured(base.replace, options, **given)
     from scalelab.manifold.sweep import run_manifold_sweep  # torch: once the options are sound
 
     table = run_manifold_sweep(cfg, out, workers=workers, backend=where, quiet=quiet)
@@ -285,7 +271,7 @@ def construct_command(
 
 def register(app: typer.Typer) -> None:
     """Add `scalelab manifold sweep|sample|levers|construct`."""
-    manifold_app.command("sweep")(sweep_command)
+    manifold_app.command("sweep")(derive(sweep_command))
     manifold_app.command("sample")(sample_command)
     manifold_app.command("levers")(levers_command)
     manifold_app.command("construct")(construct_command)

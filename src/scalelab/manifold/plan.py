@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from scalelab.config import OMIT_DEFAULT, Config
+from scalelab.config import OMIT_DEFAULT, Config, option
 from scalelab.errors import ConfigError
 from scalelab.fields import choice
 from scalelab.manifold.config import FitConfig, RegressorConfig, ScheduleConfig
@@ -34,16 +34,18 @@ SCHEDULES = ("patience", "fixed")
 class ManifoldSweepConfig(Config):
     """Everything that defines a manifold sweep (saved in sweep.json; resuming checks it)."""
 
-    manifold: str = "sphere"
+    manifold: str = option("sphere", f"One of: {', '.join(MANIFOLDS)}.")
     target: str = "waves"
-    dims: tuple[int, ...] = (2, 4)
-    betas: tuple[float, ...] = (1.0,)
+    dims: tuple[int, ...] = option(
+        (2, 4), "Intrinsic dimensions (the model, online and extra runs follow them)."
+    )
+    betas: tuple[float, ...] = option((1.0,), "Hölder exponents in (0, 1].")
     # (d, β) pairs run on top of dims × betas, e.g. ((1, 0.5), (4, 0.5))
     extra_problems: tuple[tuple[int, float], ...] = ()
-    n_values: tuple[int, ...] = (100, 250, 630, 1600, 4000, 10000)
-    seeds: tuple[int, ...] = (0, 1)
+    n_values: tuple[int, ...] = option((100, 250, 630, 1600, 4000, 10000), "Training sizes.")
+    seeds: tuple[int, ...] = option((0, 1), "Data/init seeds.")
     D: int = 32
-    noise_std: float = 0.5
+    noise_std: float = option(0.5, "Label noise standard deviation.")
     warp: float = 0.0
     problem_seed: int = 0
     n_test: int = 8192
@@ -55,13 +57,17 @@ class ManifoldSweepConfig(Config):
     d_embd: int = 32
     ffn_width: int = 64
     ffn_depth: int = 2
-    attention: str = "relu"
-    model_dims: tuple[int, ...] = ()
-    model_widths: tuple[int, ...] = ()
+    attention: str = option("relu", "relu (the paper's) or softmax.")
+    model_dims: tuple[int, ...] = option((), "Dimensions for model scaling.")
+    model_widths: tuple[int, ...] = option(
+        (), "Model-scaling widths d_embd at the largest n (with --model-dims)."
+    )
     wide_width: int = 0  # > 0: one `wide` run per (d, β) at the largest n, seed seeds[0]
-    online_dims: tuple[int, ...] = ()
-    online_widths: tuple[int, ...] = ()
-    online_steps: int = 2000
+    online_dims: tuple[int, ...] = option((), "Dimensions of the online runs.")
+    online_widths: tuple[int, ...] = option((), "Widths of the online runs.")
+    online_steps: int = option(
+        2000, "Steps of the online (fresh-sample) runs, e.g. 6000 (the theorem preset)."
+    )
     # the online runs' seeds (empty: seeds[0] alone); steps = online_steps ·
     # (width / narrowest)^online_step_growth; online_long_factor > 1 adds, per width, a run
     # with that many times the steps (seed online_seeds[0]): the tripled-steps check
@@ -88,7 +94,9 @@ class ManifoldSweepConfig(Config):
     # together (`manifold.batched`); its prediction is their mean. Member 0 is the run's
     # single model (init and batch order from the run's seed), so single against ensemble is
     # measured on the same seeds.
-    ensemble: int = dataclasses.field(default=1, metadata=OMIT_DEFAULT)
+    ensemble: int = option(
+        1, "Inits per data run, trained together; the run predicts their mean.", **OMIT_DEFAULT
+    )
     # True: runs ordered curve by curve ((d, β): every seed and size, then its wide run), so a
     # sweep stopped early holds whole curves
     by_curve: bool = dataclasses.field(default=False, metadata=OMIT_DEFAULT)
