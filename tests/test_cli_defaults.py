@@ -26,7 +26,6 @@ from scalelab.laws.regime.rules import RegimeConfig
 from scalelab.laws.theory import predict_exponents
 from scalelab.manifold.construction_config import ConstructConfig
 from scalelab.manifold.levers import LeverConfig
-from scalelab.manifold.problem import ProblemConfig
 from scalelab.pipeline.many import validate_many
 from scalelab.probe.dimension import dimension_and_exponents
 from scalelab.text.corpora import load_corpus
@@ -49,11 +48,6 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
     "corpus prepare": ([prepare_corpus, load_corpus], {}, set()),
     "corpus synth": ([SynthConfig()], {}, set()),
     "manifold levers": ([LeverConfig()], {}, set()),
-    "manifold sample": (
-        [ProblemConfig()],
-        {"ambient": "D", "problem_seed": "seed", "seed": None},  # --seed: the sample's
-        set(),
-    ),
     "manifold construct": (
         [ConstructConfig()],
         {"d": "dims", "beta": "betas", "trained": None, "out": None},
@@ -98,6 +92,7 @@ DERIVED = {
     "induction sweep",
     "induction train",
     "manifold sweep",
+    "manifold sample",
 }
 
 

@@ -30,12 +30,10 @@ from scalelab.config import Config
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance
 from scalelab.manifold.construction_config import TARGETS, ConstructConfig
-from scalelab.manifold.geometry import MANIFOLDS
 from scalelab.manifold.levers import LEVERS, LeverConfig, run_levers
 from scalelab.manifold.plan import MANIFOLD_PRESETS, ManifoldSweepConfig
 from scalelab.manifold.problem import Problem, ProblemConfig
 
-_P = ProblemConfig()  # the CLI's defaults are the config's
 manifold_app = typer.Typer(
     help="Regression on manifolds of known intrinsic dimension (Theorem 1 checked directly).",
     no_args_is_help=True,
@@ -122,14 +120,10 @@ def sweep_command(
 
 def sample_command(
     out: Path = typer.Option(..., "--out", help="Output .npz with x [n, D], f [n], y [n]."),
-    manifold: str = typer.Option(_P.manifold, help=f"One of: {', '.join(MANIFOLDS)}."),
-    d: int = typer.Option(_P.d, "--d", help="Intrinsic dimension."),
+    cfg: ProblemConfig = From(
+        ProblemConfig, only=("manifold", "d", "D", "beta", "noise_std", "warp", "seed")
+    ),
     n: int = typer.Option(4096, "--n", help="Number of points."),
-    ambient: int = typer.Option(_P.D, "--D", help="Ambient dimension D."),
-    beta: float = typer.Option(_P.beta, help="Hölder exponent of the target, in (0, 1]."),
-    noise_std: float = typer.Option(_P.noise_std, help="Label noise standard deviation."),
-    warp: float = typer.Option(_P.warp, help="Smooth warp strength in [0, 1) (0: isometric)."),
-    problem_seed: int = typer.Option(_P.seed, help="Seed of the rotation, warp and target."),
     seed: int = SEED,
     json_out: bool = JSON,
 ) -> None:
@@ -139,10 +133,6 @@ def sample_command(
         raise ConfigError(f"--n {n}: use 1 or more points")
     if out.suffix != ".npz":
         raise InputError(f"--out {out}: the output is an .npz archive; name it *.npz")
-    cfg = ProblemConfig(
-        manifold=manifold, d=d, D=ambient, beta=beta, noise_std=noise_std, warp=warp,
-        seed=problem_seed,
-    )  # fmt: skip
     problem = Problem(cfg)
     s = problem.sample(n, np.random.default_rng(seed))
 
@@ -272,7 +262,7 @@ def construct_command(
 def register(app: typer.Typer) -> None:
     """Add `scalelab manifold sweep|sample|levers|construct`."""
     manifold_app.command("sweep")(derive(sweep_command))
-    manifold_app.command("sample")(sample_command)
+    manifold_app.command("sample")(derive(sample_command))
     manifold_app.command("levers")(levers_command)
     manifold_app.command("construct")(construct_command)
     app.add_typer(manifold_app, name="manifold")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalelab import seeds
-from scalelab.config import Config
+from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 from scalelab.fields import choice
 from scalelab.manifold.field import TorusField, cap_k2, tail_variance
@@ -32,12 +32,12 @@ TARGETS = ("waves", "field")
 class ProblemConfig(Config):
     """Manifold (name, d), ambient D, target (β, frequency range) and label noise."""
 
-    manifold: str = "sphere"
-    d: int = 2
-    D: int = 32
-    beta: float = 1.0
-    noise_std: float = 0.5
-    warp: float = 0.0
+    manifold: str = option("sphere", f"One of: {', '.join(MANIFOLDS)}.")
+    d: int = option(2, "Intrinsic dimension.")
+    D: int = option(32, "Ambient dimension D.")
+    beta: float = option(1.0, "Hölder exponent of the target, in (0, 1].")
+    noise_std: float = option(0.5, "Label noise standard deviation.")
+    warp: float = option(0.0, "Smooth warp strength in [0, 1) (0: isometric).")
     n_features: int = 2048
     n_shells: int = 8
     r_min: float = 1.0
@@ -46,7 +46,7 @@ class ProblemConfig(Config):
     cap_n: int = 10000
     cap_factor: float = 64.0
     max_modes: int = 4096
-    seed: int = 0
+    seed: int = option(0, "Seed of the rotation, warp and target.", flag="--problem-seed")
 
     def validate(self) -> None:
         if self.manifold not in MANIFOLDS:
