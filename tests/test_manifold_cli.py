@@ -23,6 +23,11 @@ def test_sample_writes_points_on_the_sphere(tmp_path: Path, run_main: Callable) 
     # the unit sphere S^3 rotated into R^16: every point has norm 1
     np.testing.assert_allclose(np.linalg.norm(data["x"], axis=1), 1.0, atol=1e-12)
     assert (tmp_path / "pts.json").exists()
+    # its JSON as --config is the same problem: the same points at the same sample seed
+    again = run_main("sample", "--out", tmp_path / "again.npz", "--config", tmp_path / "pts.json",
+                     "--n", "500")  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "again.npz")["x"], data["x"])
 
 
 @pytest.mark.parametrize(

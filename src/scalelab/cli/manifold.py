@@ -118,9 +118,20 @@ def sweep_command(
     print_table(f"manifold sweep: {out}", shown)
 
 
+#: What a sample's JSON holds beside its problem's keys (`sample_command` writes them).
+SAMPLE_KEYS = ("out", "n", "sample_seed", "holder_constant", "bound", "provenance")
+
+
+class SampleOptions(From):
+    """The problem's options; `--config` reads a problem's keys or a sample's JSON."""
+
+    def read(self, base: Config, doc: dict[str, Any], path: Path) -> Config:
+        return super().read(base, {k: v for k, v in doc.items() if k not in SAMPLE_KEYS}, path)
+
+
 def sample_command(
     out: Path = typer.Option(..., "--out", help="Output .npz with x [n, D], f [n], y [n]."),
-    cfg: ProblemConfig = From(
+    cfg: ProblemConfig = SampleOptions(
         ProblemConfig, only=("manifold", "d", "D", "beta", "noise_std", "warp", "seed")
     ),
     n: int = typer.Option(4096, "--n", help="Number of points."),
