@@ -12,7 +12,7 @@ from sklearn.linear_model import Ridge
 from scalelab.manifold import ideal
 from scalelab.manifold.plan import MANIFOLD_PRESETS, run_rng
 from scalelab.manifold.problem import Problem
-from scalelab.manifold.theorem import paired_checks
+from scalelab.manifold.theorem import luck_coefficient, paired_checks
 
 CFG = MANIFOLD_PRESETS["theorem-quick"].replace(n_values=(60, 100, 160, 250, 400))
 
@@ -101,3 +101,20 @@ def test_paired_curve_removes_the_samples_luck(problem: Problem, tmp_path, monke
     finally:
         ideal.posterior_risk = saved
     pd.testing.assert_frame_equal(again, pairs)
+
+
+@pytest.mark.parametrize("luck", [0.0, 0.5])
+def test_the_pairing_takes_as_much_luck_as_the_model_shares(
+    problem: Problem, tmp_path, monkeypatch, luck: float
+) -> None:
+    """A model whose error carries its sample's ideal risk to the power `luck`: the estimated
+    coefficient is `luck`, and the paired curve is then free of the sample's spread; with
+    luck 0 the pairing leaves the raw curve as it is (the coefficient 1 would add noise)."""
+    monkeypatch.setattr(ideal, "MAX_DRAWS", 16)
+    table = _table(problem, luck=luck)
+    pairs = ideal.paired_with_ideal(table, CFG.replace(dims=(2,)), tmp_path, quiet=True)
+    merged = table.merge(pairs[["run", "ideal_mse"]], on="run")
+    b = luck_coefficient(merged["n"], merged["test_mse_capped"], merged["ideal_mse"])
+    assert b == pytest.approx(luck, abs=1e-9)
+    (check,) = paired_checks(table, CFG.replace(dims=(2,)), pairs)
+    assert check.luck_coefficient == pytest.approx(luck, abs=1e-9) and check.noise_log < 0.05

@@ -111,6 +111,7 @@ def check_rows(checks: list[ExponentCheck]) -> list[dict[str, Any]]:
             "α̂ [95%]": f"{_f(c.exponent)} {ci}", "pred (d)": _f(c.predicted),
             "pred (d̂ inputs)": _f(c.predicted_d_hat), "pred (d̂ hidden)": _f(c.predicted_hidden),
             "ideal learner": _f(c.predicted_ideal), "seed sd (log)": _f(c.noise_log, 2),
+            **({"luck b": _f(c.luck_coefficient, 2)} if c.luck_coefficient is not None else {}),
             "wide/base": f"{_f(c.wide_ratio, 2)} {limited}", "best at end": c.best_at_end,
             "train/noise": _f(c.train_over_noise, 2),
             "local slopes": ", ".join(f"{s:.2f}" for s in c.local_slopes),
@@ -172,8 +173,9 @@ def build(summary: TheoremSummary, report: Report) -> None:
         report.table(
             check_rows(summary.paired),
             "Data scaling per (d, β), paired with the ideal learner on each run's own sample "
-            "(these decide): error × exp(E log ideal(n)) / ideal(n, s); Bayes ratio = model / "
-            "ideal on the same sample",
+            "(these decide): error × (exp(E log ideal(n)) / ideal(n, s))^b, b the share of the "
+            "sample's luck the model shares (pooled within-size regression, in [0, 1]); Bayes "
+            "ratio = model / ideal on the same sample",
             wrap=("local slopes", "cause or plan"),
         )
     report.table(
