@@ -24,8 +24,6 @@ from scalelab.laws.fit_table import RegimeInputs, fit_table
 from scalelab.laws.forecast.config import ForecastConfig
 from scalelab.laws.regime.rules import RegimeConfig
 from scalelab.laws.theory import predict_exponents
-from scalelab.manifold.construction_config import ConstructConfig
-from scalelab.manifold.levers import LeverConfig
 from scalelab.pipeline.many import validate_many
 from scalelab.probe.dimension import dimension_and_exponents
 from scalelab.text.corpora import load_corpus
@@ -47,12 +45,6 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
     "forecast": ([ForecastConfig()], {}, set()),
     "corpus prepare": ([prepare_corpus, load_corpus], {}, set()),
     "corpus synth": ([SynthConfig()], {}, set()),
-    "manifold levers": ([LeverConfig()], {}, set()),
-    "manifold construct": (
-        [ConstructConfig()],
-        {"d": "dims", "beta": "betas", "trained": None, "out": None},
-        {"grid"},  # None: the config's grid per d
-    ),
 }
 # Commands with no config behind their options (every option a preset override, or a
 # small check whose settings are its own).
@@ -93,6 +85,8 @@ DERIVED = {
     "induction train",
     "manifold sweep",
     "manifold sample",
+    "manifold levers",
+    "manifold construct",
 }
 
 

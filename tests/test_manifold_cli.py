@@ -49,3 +49,17 @@ def test_bad_input_is_one_line_and_exit_2(
     assert res.returncode == 2
     assert message in res.stderr and res.stderr.count("\n") == 1
     assert not list(tmp_path.rglob("*.npz")) and not list(tmp_path.rglob("runs.csv"))
+
+
+def test_levers_config_file_is_the_folders_own(tmp_path: Path, run_main: Callable) -> None:
+    """A levers folder's config.json (with its provenance) as --config is the same design: the
+    folder resumes with every cell read, not rerun, and the same rows."""
+    out = tmp_path / "lv"
+    args = ("--dims", "2", "--n-values", "16", "--samples", "2", "--inits", "2", "--levers", "v1")
+    first = run_main("levers", *args, "--out", out, "--json", "-q")
+    assert first.returncode == 0, first.stderr
+    stamps = {p.name: p.stat().st_mtime_ns for p in (out / "cells").iterdir()}
+    again = run_main("levers", "--config", out / "config.json", "--out", out, "--json", "-q")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == first.stdout
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "cells").iterdir()} == stamps

@@ -19,7 +19,6 @@ from scalelab.cli.common import (
     SEED,
     backend_from,
     configured,
-    parse_list,
     print_json,
     print_table,
     set_threads,
@@ -29,8 +28,8 @@ from scalelab.cli.options import From, derive
 from scalelab.config import Config
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance
-from scalelab.manifold.construction_config import TARGETS, ConstructConfig
-from scalelab.manifold.levers import LEVERS, LeverConfig, run_levers
+from scalelab.manifold.construction_config import ConstructConfig
+from scalelab.manifold.levers import LeverConfig, run_levers
 from scalelab.manifold.plan import MANIFOLD_PRESETS, ManifoldSweepConfig
 from scalelab.manifold.problem import Problem, ProblemConfig
 
@@ -38,10 +37,6 @@ manifold_app = typer.Typer(
     help="Regression on manifolds of known intrinsic dimension (Theorem 1 checked directly).",
     no_args_is_help=True,
 )
-
-
-def _values(text: str | None, convert: type, name: str) -> tuple | None:
-    return None if text is None else tuple(parse_list(text, convert, f"--{name}"))
 
 
 def _preset_help() -> str:
@@ -167,18 +162,9 @@ def sample_command(
         print_table("manifold sample", [{"quantity": k, "value": v} for k, v in info.items()])
 
 
-_L = LeverConfig()
-
-
 def levers_command(
     out: Path = typer.Option(..., "--out", help="Folder of the cells (created, or resumed)."),
-    dims: str = typer.Option(",".join(map(str, _L.dims)), help="Intrinsic dimensions."),
-    beta: float = typer.Option(_L.beta, help="Hölder exponent of the field, in (0, 1]."),
-    n_values: str = typer.Option(",".join(map(str, _L.n_values)), help="Training sizes."),
-    samples: int = typer.Option(_L.samples, help="Training samples per (d, n)."),
-    inits: int = typer.Option(_L.inits, help="Inits per sample (the same for every sample)."),
-    levers: str = typer.Option(",".join(_L.levers), help=f"Among: {', '.join(LEVERS)}."),
-    seed: int = SEED,
+    cfg: LeverConfig = From(LeverConfig),
     threads: int = threads_option(1, help="Torch threads (small models gain nothing from more)."),
     quiet: bool = QUIET,
     json_out: bool = JSON,
@@ -186,16 +172,6 @@ def levers_command(
     """Split a theorem run's noise into data draw and init, per training lever, on the same
     seeds; with each lever's Bayes ratio (single model and ensemble of the inits)."""
     set_threads(threads, workers=1)
-    fields = {
-        "dims": _values(dims, int, "dims"),
-        "beta": beta,
-        "n_values": _values(n_values, int, "n-values"),
-        "samples": samples,
-        "inits": inits,
-        "levers": tuple(parse_list(levers, str, "--levers")),
-        "seed": seed,
-    }
-    cfg = configured(LeverConfig, {k: "--" + k.replace("_", "-") for k in fields}, **fields)
     rows = run_levers(cfg, out, quiet=quiet)
     shown = [
         {
@@ -212,27 +188,8 @@ def levers_command(
         print_table(f"manifold levers: {out}", shown)
 
 
-_C = ConstructConfig()  # the construct command's defaults are its config's
-
-
-def _csv(values: tuple) -> str:
-    return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
-
-
 def construct_command(
-    d: str = typer.Option(_csv(_C.dims), "--d", help="Intrinsic dimensions, e.g. 1,2,3."),
-    beta: str = typer.Option(_csv(_C.betas), "--beta", help="Hölder exponents in (0, 1]."),
-    grid: str | None = typer.Option(
-        None, help="Grid points per axis G (>= 2), e.g. 4,8,16,32 (default: a grid per d)."
-    ),
-    targets: str = typer.Option(_csv(_C.targets), help=f"Targets: {', '.join(TARGETS)}."),
-    draws: int = typer.Option(_C.draws, help="Target draws per (d, β, target)."),
-    n_eval: int = typer.Option(_C.n_eval, help="Evaluation points per draw (a shifted lattice)."),
-    dense_points: int = typer.Option(_C.dense_points, help="Points the dense pass runs per size."),
-    dense_budget: float = typer.Option(
-        _C.dense_budget, help="Largest heads × tokens² the dense pass runs (its cost per point)."
-    ),
-    seed: int = typer.Option(_C.seed, help="Seed of the target draws and evaluation lattices."),
+    cfg: ConstructConfig = From(ConstructConfig),
     trained: Path | None = typer.Option(
         Path("docs/benchmarks/manifold_theorem/runs.csv"),
         help="A theorem sweep's runs.csv: its online models go on the figure (skipped if absent).",
@@ -244,16 +201,6 @@ def construct_command(
 ) -> None:
     """Build the paper's Lemma 1 transformer by hand, run it, and fit its error against
     its size beside 2β/d; writes construct.json, construct.md and construct.png."""
-    given = {
-        "dims": _values(d, int, "d"),
-        "betas": _values(beta, float, "beta"),
-        "grid": _values(grid, int, "grid") or (),
-        "targets": _values(targets, str, "targets"),
-        "draws": draws, "n_eval": n_eval, "dense_points": dense_points,
-        "dense_budget": dense_budget, "seed": seed,
-    }  # fmt: skip
-    options = {k: "--" + k.replace("_", "-") for k in given} | {"dims": "--d", "betas": "--beta"}
-    cfg = configured(ConstructConfig, options, **given)
     set_threads(threads)
     from scalelab.manifold.construction_rate import run_construct  # torch: options are sound
     from scalelab.report.manifold_construction import rate_rows, write_figure, write_markdown
@@ -274,6 +221,6 @@ def register(app: typer.Typer) -> None:
     """Add `scalelab manifold sweep|sample|levers|construct`."""
     manifold_app.command("sweep")(derive(sweep_command))
     manifold_app.command("sample")(derive(sample_command))
-    manifold_app.command("levers")(levers_command)
-    manifold_app.command("construct")(construct_command)
+    manifold_app.command("levers")(derive(levers_command))
+    manifold_app.command("construct")(derive(construct_command))
     app.add_typer(manifold_app, name="manifold")

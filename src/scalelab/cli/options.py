@@ -261,7 +261,9 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 def from_file(cls: type[Config], base: Config, doc: dict[str, Any], path: Path) -> Config:
     """`base` with the file's keys over it: the keys `cls.to_dict` writes (a field saved under
-    an older key, `saved_as`, is read under either name)."""
+    an older key, `saved_as`, is read under either name); a saved file's `provenance` (where
+    and with what it ran) is no setting and is left aside."""
+    doc = {k: v for k, v in doc.items() if k != "provenance"}
     saved = {f.name: saved_key(f) for f in dataclasses.fields(cls)}
     try:
         return cls.from_dict({**base.to_dict(), **{saved.get(k, k): v for k, v in doc.items()}})

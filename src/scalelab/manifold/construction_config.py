@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scalelab.config import Config
+from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 
 TARGETS = ("field", "multiscale")
@@ -28,15 +28,19 @@ class ConstructConfig(Config):
     randomly shifted lattice of about `n_eval` points), and the dense pass: `dense_points`
     points per size wherever heads·l² ≤ `dense_budget` (its cost per point)."""
 
-    dims: tuple[int, ...] = (2,)
-    betas: tuple[float, ...] = (0.5,)
-    grid: tuple[int, ...] = ()
-    targets: tuple[str, ...] = TARGETS
-    draws: int = 4
-    n_eval: int = 65536
-    dense_points: int = 2
-    dense_budget: float = 1.5e8
-    seed: int = 0
+    dims: tuple[int, ...] = option((2,), "Intrinsic dimensions, e.g. 1,2,3.", flag="--d")
+    betas: tuple[float, ...] = option((0.5,), "Hölder exponents in (0, 1].", flag="--beta")
+    grid: tuple[int, ...] = option(
+        (), "Grid points per axis G (>= 2), e.g. 4,8,16,32 (default: a grid per d)."
+    )
+    targets: tuple[str, ...] = option(TARGETS, f"Targets: {', '.join(TARGETS)}.")
+    draws: int = option(4, "Target draws per (d, β, target).")
+    n_eval: int = option(65536, "Evaluation points per draw (a shifted lattice).")
+    dense_points: int = option(2, "Points the dense pass runs per size.")
+    dense_budget: float = option(
+        1.5e8, "Largest heads × tokens² the dense pass runs (its cost per point)."
+    )
+    seed: int = option(0, "Seed of the target draws and evaluation lattices.")
 
     def validate(self) -> None:
         if not self.dims or any(not isinstance(d, int) or d < 1 for d in self.dims):

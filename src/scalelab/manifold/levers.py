@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from scalelab import seeds
-from scalelab.config import Config, Record
+from scalelab.config import Config, Record, option
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.manifold.noise import NoiseSplit, noise_split
@@ -54,13 +54,13 @@ LEVERS: dict[str, ManifoldSweepConfig] = {
 class LeverConfig(Config):
     """The crossed design: problems, sizes, samples x inits, and the levers compared."""
 
-    dims: tuple[int, ...] = (2, 8)
-    beta: float = 1.0
-    n_values: tuple[int, ...] = (316, 3162)
-    samples: int = 4
-    inits: int = 4
-    levers: tuple[str, ...] = ("v1", "patience")
-    seed: int = 0
+    dims: tuple[int, ...] = option((2, 8), "Intrinsic dimensions.")
+    beta: float = option(1.0, "Hölder exponent of the field, in (0, 1].")
+    n_values: tuple[int, ...] = option((316, 3162), "Training sizes.")
+    samples: int = option(4, "Training samples per (d, n).")
+    inits: int = option(4, "Inits per sample (the same for every sample).")
+    levers: tuple[str, ...] = option(("v1", "patience"), f"Among: {', '.join(LEVERS)}.")
+    seed: int = option(0, "Random seed (recorded with the results).")
 
     def validate(self) -> None:
         if self.samples < 2 or self.inits < 2:
