@@ -11,15 +11,10 @@ import pytest
 import torch
 from safetensors.numpy import load_file
 
+from scalelab.device import resolve_dtype
 from scalelab.errors import ConfigError
 from scalelab.probe.estimate import EstimateConfig, estimate, shuffle_cap
-from scalelab.probe.sample import (
-    TokenDocuments,
-    extract,
-    resolve_dtype,
-    sample_protocol,
-    tokens_to_run,
-)
+from scalelab.probe.sample import TokenDocuments, extract, sample_protocol, tokens_to_run
 from scalelab.text.corpora import load_corpus
 from scalelab.text.store import TokenStore, prepare_corpus
 

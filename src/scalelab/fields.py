@@ -8,6 +8,10 @@ from typing import Any
 
 from scalelab.errors import ConfigError
 
+#: The forward pass's compute dtypes a config may name (`scalelab.device.resolve_dtype`):
+#: auto is bfloat16 where the device has native bf16 matmuls, float32 elsewhere.
+DTYPES = ("auto", "float32", "bfloat16")
+
 
 def positive_int(value: Any, name: str, *, optional: bool = False) -> None:
     """`value` is an int >= 1 (a bool is not), or None when `optional`."""

@@ -13,11 +13,9 @@ from typing import Any
 
 from scalelab.config import FLAT, Config, option
 from scalelab.errors import ConfigError
-from scalelab.fields import choice, positive_int
+from scalelab.fields import DTYPES, choice, positive_int
 from scalelab.lm.stopping import FIELDS as STOP_FIELDS
 from scalelab.lm.stopping import NEVER, StopRule
-
-DTYPES = ("auto", "float32", "bfloat16")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from scalelab.device import auto_dtype
+from scalelab.device import resolve_dtype
 from scalelab.errors import CheckpointError, ConfigError, EstimationError, InputError
 from scalelab.io import append_jsonl, atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.lm import checkpoint as ckpt
@@ -51,16 +51,6 @@ from scalelab.scalars import Scalars
 
 METRICS = "metrics.jsonl"
 STOP_KEYS = tuple(f.name for f in dataclasses.fields(StopState))
-
-
-def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
-    """bf16 autocast by default where bf16 matmuls are native (`scalelab.device.auto_dtype`;
-    measured faster with the same loss curve, docs/benchmarks/training.md), fp32 elsewhere."""
-    if dtype == "float32":
-        return torch.float32
-    if dtype == "bfloat16":
-        return torch.bfloat16
-    return auto_dtype(device)
 
 
 @torch.no_grad()

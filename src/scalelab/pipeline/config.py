@@ -24,10 +24,9 @@ from typing import Any, Self
 
 from scalelab.config import Config, option, saved_as
 from scalelab.errors import ConfigError
-from scalelab.fields import choice, positive_int
+from scalelab.fields import DTYPES, choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.laws.regime.rules import RegimeConfig
-from scalelab.lm.config import DTYPES
 from scalelab.sweeps.check import CheckConfig
 from scalelab.sweeps.schedule import EVAL_INTERVAL, Schedule
 from scalelab.text.tokenizer import MIN_VOCAB_SIZE

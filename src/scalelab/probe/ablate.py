@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from scalelab import seeds
-from scalelab.device import resolve_device
+from scalelab.device import resolve_device, resolve_dtype
 from scalelab.errors import CheckpointError, ConfigError, InputError
 from scalelab.lm.load import LoadedModel, load_model_for_embedding
 from scalelab.probe.config import DEFAULT_BATCH_SIZES, POSITION_GROUPS
@@ -33,7 +33,7 @@ from scalelab.probe.estimate import (
     sample_counts,
     shuffle_cap,
 )
-from scalelab.probe.sample import layer_name, resolve_dtype, resolve_layer
+from scalelab.probe.sample import layer_name, resolve_layer
 from scalelab.runs.sweep import Backend, RunSpec, opened_sweep, run_sweep
 
 

@@ -7,9 +7,8 @@ import dataclasses
 
 from scalelab.config import Config, option, saved_as
 from scalelab.errors import ConfigError
-from scalelab.fields import choice, positive_int
+from scalelab.fields import DTYPES, choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
-from scalelab.lm.config import DTYPES
 
 PAPER_CONTEXT = 1024  # window length in tokens, or the model's maximum if shorter
 DEFAULT_BATCH_SIZES = (512, 1024, 2048, 4096, 8192, 16384)  # `ablate batch-size`

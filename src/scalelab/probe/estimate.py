@@ -31,7 +31,7 @@ import torch
 
 from scalelab import seeds
 from scalelab.config import Config
-from scalelab.device import resolve_device
+from scalelab.device import resolve_device, resolve_dtype
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance, to_json
 from scalelab.lm.load import LoadedModel, load_model_for_embedding
@@ -43,7 +43,6 @@ from scalelab.probe.sample import (
     TokenDocuments,
     extract,
     layer_name,
-    resolve_dtype,
     resolve_layer,
     sample_for_batches,
     tokens_to_run,

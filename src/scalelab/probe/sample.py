@@ -23,10 +23,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from scalelab.device import auto_dtype
 from scalelab.errors import ConfigError, InputError
-from scalelab.fields import choice, positive_int
-from scalelab.lm.config import DTYPES
+from scalelab.fields import positive_int
 from scalelab.lm.load import StatesFn
 from scalelab.probe.config import BATCH_TOKENS
 from scalelab.progress import progress
@@ -67,15 +65,6 @@ def layer_name(index: int, n_states: int) -> str:
     if index == n_states - 2:
         return f"block {index} (final, before LN)"
     return f"block {index}"
-
-
-def resolve_dtype(dtype: str, device: torch.device | str) -> torch.dtype:
-    """The compute dtype of the forward pass: ``auto`` is bfloat16 where the device has native
-    bf16 matmuls (CUDA with bf16 support, a CPU with AVX512-BF16/AMX), float32 elsewhere."""
-    choice(dtype, "dtype", DTYPES)
-    if dtype != "auto":
-        return getattr(torch, dtype)
-    return auto_dtype(device)
 
 
 @dataclass(frozen=True)
