@@ -25,6 +25,7 @@ import dataclasses
 import functools
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
@@ -62,6 +63,16 @@ def option(
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
+
+
+def accepts(make: Callable[..., Any], **fields: Any) -> bool:
+    """`make(**fields)` raises no ConfigError: how a refusal of several fields finds the one at
+    fault (each tried alone)."""
+    try:
+        make(**fields)
+    except ConfigError:
+        return False
+    return True
 
 
 def saved_key(f: dataclasses.Field) -> str:

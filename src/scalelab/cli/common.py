@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import typer
 
+from scalelab.config import accepts
 from scalelab.errors import ConfigError
 from scalelab.fields import positive_int
 
@@ -85,18 +86,10 @@ def configured(make: Callable[..., T], options: dict[str, str], **fields: Any) -
         return make(**fields)
     except ConfigError as err:
         given = {f: v for f, v in fields.items() if f in options and v is not None}
-        alone = [f for f, v in given.items() if not _accepts(make, f, v)]
+        alone = [f for f, v in given.items() if not accepts(make, **{f: v})]
         alone = alone or [f for f in given if f in str(err)] or list(given)
         shown = ", ".join(f"{options[f]} {_as_typed(given[f])}" for f in alone)
         raise ConfigError(f"{shown}: {err}" if shown else str(err)) from None
-
-
-def _accepts(make: Callable[..., Any], field: str, value: Any) -> bool:
-    try:
-        make(**{field: value})
-    except ConfigError:
-        return False
-    return True
 
 
 def _as_typed(value: Any) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Self
 
-from scalelab.config import Config, option, saved_as
+from scalelab.config import Config, accepts, option, saved_as
 from scalelab.errors import ConfigError
 from scalelab.fields import DTYPES, choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
@@ -296,18 +296,11 @@ def _replaced(part: Config, name: str, changes: dict[str, Any]) -> Config:
     try:
         return part.replace(**changes)
     except ConfigError as err:
-        alone = [f for f in changes if not _accepts(part, f, changes[f])] or list(changes)
+        alone = [f for f in changes if not accepts(part.replace, **{f: changes[f]})]
+        alone = alone or list(changes)
         keys = {v: k for k, v in FLAT.items()}
         given = ", ".join(f"{keys[(name, f)]} {changes[f]!r}" for f in alone)
         raise ConfigError(f"{given}: {err}") from None
-
-
-def _accepts(part: Config, field: str, value: Any) -> bool:
-    try:
-        part.replace(**{field: value})
-    except ConfigError:
-        return False
-    return True
 
 
 def flat_defaults(cfg: PipelineConfig | None = None) -> dict[str, Any]:
