@@ -48,16 +48,15 @@ class Ablation:
     labels: dict[str, Any] = field(default_factory=dict)
 
 
-def _row(result: Dimension) -> dict[str, Any]:
-    return {
-        "dimension": result.d,
-        "dimension_se": result.d_se,
-        "n_batches": result.n_batches,
-        "n_points": result.estimate.n_points,
-        "n_duplicates_removed": result.estimate.n_duplicates_removed,
-        "alpha_D": result.exponents.alpha_D,
-        "alpha_N": result.exponents.alpha_N,
-    }
+#: The numbers of d an ablation's row shows: the keys a `Dimension` saves (and estimate.json
+#: holds, its `estimate` part merged in).
+ROW_KEYS = ("dimension", "dimension_se", "n_batches", "n_points", "n_duplicates_removed")
+ROW_KEYS += ("alpha_D", "alpha_N")
+
+
+def _row(result: Dimension | dict[str, Any]) -> dict[str, Any]:
+    saved = result.to_dict() if isinstance(result, Dimension) else result
+    return {k: saved[k] for k in ROW_KEYS}
 
 
 def _prepare_ablation(
@@ -215,21 +214,7 @@ def _models_worker(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
         "width": m["width"],
         "params": m["params"],
         "params_non_embedding": m["params_non_embedding"],
-        **_saved_row(doc),
-    }
-
-
-def _saved_row(doc: dict[str, Any]) -> dict[str, Any]:
-    """`_row`'s numbers from a saved estimate.json."""
-    est = doc["estimate"]
-    return {
-        "dimension": doc["dimension"],
-        "dimension_se": doc["dimension_se"],
-        "n_batches": est["n_batches"],
-        "n_points": est["n_points"],
-        "n_duplicates_removed": est["n_duplicates_removed"],
-        "alpha_D": doc["alpha_D"],
-        "alpha_N": doc["alpha_N"],
+        **_row({**doc, **doc["estimate"]}),
     }
 
 
