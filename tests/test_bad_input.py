@@ -493,7 +493,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     ),
     "manifold-levers-lever": (
         ["manifold", "levers", "--out", "{out}", "--levers", "v1,adamw"],
-        "levers must be among v1, patience, anneal, val-grows",
+        "levers must be among v1, patience, anneal, val-grows, val-anneal",
     ),
     "manifold-construct-grid": (
         ["manifold", "construct", "--out", "{out}", "--grid", "1,4"],

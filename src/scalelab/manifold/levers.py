@@ -14,8 +14,8 @@ The module imports torch only where a cell trains, so the CLI reads `LeverConfig
 Levers: `v1` (the first theorem design: one fixed cosine schedule, 20 epochs capped at 2000
 steps, lr 5e-3), `patience` (the `theorem` preset's rule: LR halved on plateaus, stopped by
 patience, lr 2e-3), `anneal` (that rule run until the LR has halved 8 times) and `val-grows`
-(that rule with a validation set of n / 4 instead of 512). Cells are written atomically one
-file each, so a stopped run resumes.
+(that rule with a validation set of n / 4 instead of 512) and `val-anneal` (both). Cells are
+written atomically one file each, so a stopped run resumes.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ LEVERS: dict[str, ManifoldSweepConfig] = {
     # Added after 'anneal' left 5 of 8 members on their first checkpoint at d = 1: the same
     # rule with a validation set a quarter of n (512 at n = 2,048; 2,500 at n = 10,000).
     "val-grows": MANIFOLD_PRESETS["theorem"].replace(val_size=0, val_fraction=0.25),
+    # Added after 'val-grows' cut d = 1's ratio at n = 4,642 (2.01 -> 1.49) but stopped one
+    # member at n = 10,000 on an early plateau (3,140 steps, 7.2x): both levers together.
+    "val-anneal": MANIFOLD_PRESETS["theorem"].replace(val_size=0, val_fraction=0.25, patience=36),
 }
 
 
