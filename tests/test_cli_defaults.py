@@ -21,7 +21,6 @@ import pytest
 from scalelab.cli import COMMANDS, load_command
 from scalelab.intrinsic.protocol import make_estimator
 from scalelab.laws.fit_table import RegimeInputs, fit_table
-from scalelab.laws.forecast.config import ForecastConfig
 from scalelab.laws.regime.rules import RegimeConfig
 from scalelab.laws.theory import predict_exponents
 from scalelab.pipeline.many import validate_many
@@ -42,7 +41,6 @@ CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
     "exponents": ([predict_exponents], {}, set()),
     "fit": ([fit_table, RegimeConfig(), RegimeInputs()], {}, set()),
     "validate-many": ([validate_many], {"inputs": None}, set()),  # positional: none given
-    "forecast": ([ForecastConfig()], {}, set()),
     "corpus prepare": ([prepare_corpus, load_corpus], {}, set()),
     "corpus synth": ([SynthConfig()], {}, set()),
 }
@@ -87,6 +85,7 @@ DERIVED = {
     "manifold sample",
     "manifold levers",
     "manifold construct",
+    "forecast",
 }
 
 

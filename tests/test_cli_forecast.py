@@ -47,6 +47,12 @@ def test_csv_forecast_with_fixed_alpha_is_exact_and_inverts(tmp_path: Path, cli)
     np.testing.assert_allclose([r["loss"] for r in rows], law(X[4:]), rtol=1e-9)
     assert max(r["are"] for r in rows) < 1e-9
     assert res["data_needed"]["n"] == pytest.approx((12.0 / 0.5) ** (1 / 0.2), rel=1e-8)
+    # the same request from a file (ForecastRequest's keys), an option given beside it winning
+    request = tmp_path / "request.toml"
+    request.write_text("alpha = 0.2\nk = 3\nloss = 2.0\n")
+    code, again, err = cli(table, "--config", request, "--k", 4, "--json")
+    assert code == 0, err
+    assert json.loads(again)["forecasts"] == json.loads(out)["forecasts"]
 
 
 def test_validate_folder_source_and_score_report(tmp_path: Path, cli) -> None:

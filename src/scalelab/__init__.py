@@ -39,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "Exponent": "scalelab.laws.forecast.fits",
     "fit_forecast": "scalelab.laws.forecast.fits",
     "ForecastConfig": "scalelab.laws.forecast.config",
+    "ForecastRequest": "scalelab.laws.forecast.config",
     "fit_joint": "scalelab.laws.forecast.fits",
     "score_corpora": "scalelab.laws.forecast.holdout",
     "run_forecast": "scalelab.laws.forecast.run",

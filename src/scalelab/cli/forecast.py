@@ -9,58 +9,19 @@ from typing import Any
 
 import typer
 
-from scalelab.cli.common import JSON, SEED, parse_list, print_json, print_table
-from scalelab.laws.forecast.config import ForecastConfig
-
-_C = ForecastConfig()  # the CLI's defaults are the config's
+from scalelab.cli.common import JSON, print_json, print_table
+from scalelab.cli.options import From, derive
+from scalelab.laws.forecast.config import ForecastConfig, ForecastRequest
 
 
 def forecast_command(
     inputs: list[Path] = typer.Argument(
         ..., help="Sweep folders, validate folders, or tables of sizes and losses (one or more)."
     ),
-    alpha: float | None = typer.Option(None, "--alpha", help="Fix the exponent at this value."),
-    d: float | None = typer.Option(None, "--d", help="Fix the exponent from d: 2/(2+d)."),
-    source: str | None = typer.Option(
-        None, "--source", help="Fix the exponent from this d source of a validate folder's d/."
+    request: ForecastRequest = From(ForecastRequest),
+    cfg: ForecastConfig = From(
+        ForecastConfig, only=("constant_alpha", "n_boot", "seed"), file=False
     ),
-    no_floor: bool = typer.Option(
-        False, "--no-floor", help="With a fixed exponent fit L = A·n^-α (no E term)."
-    ),
-    fit_upto: float | None = typer.Option(
-        None, "--fit-upto", help="Fit on the runs up to this size (default: all)."
-    ),
-    k: int | None = typer.Option(None, "--k", help="Fit on the K smallest runs."),
-    at: str | None = typer.Option(
-        None, "--at", help="Comma-separated sizes to forecast (default: the runs not fitted)."
-    ),
-    loss: float | None = typer.Option(None, "--loss", help="Also: data needed to reach this loss."),
-    budget: str | None = typer.Option(
-        None, "--budget", help="Comma-separated FLOP budgets C: compute-optimal N, D (C = 6ND)."
-    ),
-    grid: Path | None = typer.Option(
-        None, "--grid", help="Data × model table for --budget (default: the input)."
-    ),
-    n_col: str = typer.Option("params_non_embedding", "--n-col", help="Grid: parameters column."),
-    d_col: str = typer.Option("train_tokens", "--d-col", help="Grid: tokens column."),
-    c_col: str | None = typer.Option(
-        None, "--c-col", help="Grid: training-FLOP column instead of --d-col (D = C / 6N)."
-    ),
-    corpus: str | None = typer.Option(
-        None, "--corpus", help="Forecast only this corpus of a table with a corpus column."
-    ),
-    x: str = typer.Option("train_tokens", "--x", help="Size column of a table."),
-    y: str = typer.Option("test_loss_nats", "--y", help="Loss column."),
-    score: bool = typer.Option(
-        False, "--score", help="Score every method on held-out runs (fit on k = 3, 4, 5 smallest)."
-    ),
-    constant: float = typer.Option(
-        _C.constant_alpha, "--constant", help="The constant exponent scored as a baseline."
-    ),
-    n_boot: int = typer.Option(
-        _C.n_boot, "--n-boot", min=0, help="Bootstrap resamples for intervals."
-    ),
-    seed: int = SEED,
     out: Path | None = typer.Option(
         None, "--out", help="Folder for forecast.json (and with --score the report)."
     ),
@@ -68,27 +29,12 @@ def forecast_command(
 ) -> None:
     """Forecast larger runs' losses from small ones, with the exponent fixed (from d or a
     number) or free; data needed for a loss; the compute-optimal split for a budget; with
-    --score, every method scored on held-out runs."""
-    from scalelab.laws.forecast.run import ExponentChoice, run_forecast
+    --score, every method scored on held-out runs. --config reads the keys of
+    `ForecastRequest`."""
+    from scalelab.laws.forecast.run import run_forecast
 
-    cfg = ForecastConfig(constant_alpha=constant, n_boot=n_boot, seed=seed)
     result = run_forecast(
-        list(inputs),
-        ExponentChoice(alpha=alpha, d=d, source=source, floor=not no_floor),
-        cfg,
-        x=x,
-        y=y,
-        fit_upto=fit_upto,
-        k=k,
-        at=parse_list(at, float, "--at") if at else None,
-        loss=loss,
-        budgets=parse_list(budget, float, "--budget") if budget else None,
-        grid=grid,
-        grid_cols={"n_col": n_col, "d_col": d_col, "c_col": c_col},
-        score=score,
-        corpus=corpus,
-        out=out,
-        draw=_report_writer(score, out),
+        list(inputs), request, cfg, out=out, draw=_report_writer(request.score, out)
     )
     if json_out:
         print_json(result)
@@ -137,4 +83,4 @@ def _print(result: dict[str, Any]) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add `scalelab forecast` to the top-level app."""
-    app.command("forecast")(forecast_command)
+    app.command("forecast")(derive(forecast_command))

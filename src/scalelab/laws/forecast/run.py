@@ -28,7 +28,7 @@ import pandas as pd
 
 from scalelab.errors import InputError
 from scalelab.io import atomic_write_json, provenance
-from scalelab.laws.forecast.config import ForecastConfig
+from scalelab.laws.forecast.config import ForecastConfig, ForecastRequest
 from scalelab.laws.forecast.fits import Exponent, fit_forecast, fit_joint, forecast_table
 from scalelab.laws.forecast.holdout import CorpusRuns, corpus_table, forecast_fans, score_corpora
 from scalelab.laws.table import numeric_columns, read_table
@@ -253,45 +253,39 @@ def joint_split(
 
 def run_forecast(
     inputs: list[str | Path],
-    choice: ExponentChoice = ExponentChoice(),
+    request: ForecastRequest = ForecastRequest(),
     cfg: ForecastConfig = ForecastConfig(),
     *,
-    x: str = SIZE,
-    y: str = LOSS,
-    fit_upto: float | None = None,
-    k: int | None = None,
-    at: list[float] | None = None,
-    loss: float | None = None,
-    budgets: list[float] | None = None,
-    grid: str | Path | None = None,
-    grid_cols: dict[str, Any] | None = None,
-    score: bool = False,
-    corpus: str | None = None,
     out: str | Path | None = None,
     draw: Callable[..., tuple[Path, Path]] | None = None,
 ) -> dict[str, Any]:
-    """Everything `scalelab forecast` prints, as one dict (also OUT/forecast.json). `corpus`
-    limits the forecasts (not the scoring, whose leave-one-out needs every corpus) to one.
-    `draw(score, fans, cfg, out)` writes the report of a --score run into `out` (the CLI
-    passes `scalelab.report.forecast.write_forecast_report`); None: forecast.json alone."""
+    """Everything `scalelab forecast` prints, as one dict (also OUT/forecast.json). The
+    request's `corpus` limits the forecasts (not the scoring, whose leave-one-out needs every
+    corpus) to one. `draw(score, fans, cfg, out)` writes the report of a --score run into
+    `out` (the CLI passes `scalelab.report.forecast.write_forecast_report`); None:
+    forecast.json alone."""
+    r = request
+    choice = ExponentChoice(alpha=r.alpha, d=r.d, source=r.source, floor=r.floor)
+    budgets, at, corpus = list(r.budget), list(r.at) or None, r.corpus
     result: dict[str, Any] = {"config": cfg.to_dict(), "choice": choice.__dict__}
     corpora = (
         []
-        if (budgets and grid is None and not score and _grid_only(inputs))
-        else (load_corpora(list(inputs), x, y))
+        if (budgets and r.grid is None and not r.score and _grid_only(inputs))
+        else (load_corpora(list(inputs), r.x, r.y))
     )
     chosen = [c for c in corpora if corpus is None or c.name == corpus]
     if corpus is not None and not chosen:
         have = ", ".join(c.name for c in corpora)
         raise InputError(f"no corpus {corpus!r} in the input (corpora: {have}); name one of those")
     result["forecasts"] = [
-        forecast_one(c, choice, cfg, fit_upto=fit_upto, k=k, at=at, loss=loss) for c in chosen
+        forecast_one(c, choice, cfg, fit_upto=r.fit_upto, k=r.k, at=at, loss=r.loss) for c in chosen
     ]
     if budgets:
-        src = grid if grid is not None else inputs[0]
+        src = r.grid if r.grid is not None else inputs[0]
         runs = corpora[0] if corpora and Path(inputs[0]).is_dir() else None
-        result["joint"] = joint_split(src, budgets, choice, runs, y=y, **(grid_cols or {}))
-    if score:
+        cols = {"n_col": r.n_col, "d_col": r.d_col, "c_col": r.c_col}
+        result["joint"] = joint_split(src, budgets, choice, runs, y=r.y, **cols)
+    if r.score:
         result["score"] = score_corpora(corpora, cfg)
         result["score"]["tables"] = {
             c.name: corpus_table(result["score"]["rows"], c.name) for c in corpora
