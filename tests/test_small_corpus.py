@@ -26,6 +26,8 @@ from scalelab.probe.estimate import EstimateConfig, estimate
 from scalelab.probe.sample import (
     Sample,
     TokenDocuments,
+    distinct_points,
+    same_prefix_points,
     sample_for_batches,
     sample_protocol,
 )
@@ -131,8 +133,9 @@ def test_positions_per_window_are_the_fewest_that_give_the_batches(batch_size: i
     rng = np.random.default_rng(1)
     docs = TokenDocuments.from_list([rng.integers(0, 50, rng.integers(5, 90)) for _ in range(30)])
 
-    def points(p: int) -> int:
-        return sample_protocol(docs, context_len=64, per_doc=p, seed=2, special_ids=[0]).n_points
+    def points(p: int) -> int:  # the distinct ones: the MLE drops a shared prefix's copies
+        sample = sample_protocol(docs, context_len=64, per_doc=p, seed=2, special_ids=[0])
+        return sample.n_points - len(same_prefix_points(sample)[0])
 
     sample, taken = sample_for_batches(
         docs, context_len=64, per_doc=8, batch_size=batch_size, seed=2, special_ids=[0]
@@ -140,10 +143,33 @@ def test_positions_per_window_are_the_fewest_that_give_the_batches(batch_size: i
     counts = {p: points(p) for p in range(8, 65)}
     target = 2 * batch_size if counts[64] >= 2 * batch_size else batch_size
     fits = [p for p, n in counts.items() if n >= target]
-    assert taken == (fits[0] if fits else 64) and sample.n_points == counts[taken]
+    assert taken == (fits[0] if fits else 64) and distinct_points(sample) == counts[taken]
     small = sample_protocol(docs, context_len=64, per_doc=8, seed=2, special_ids=[0])
 
     def where(s: Sample) -> set[tuple[int, int]]:
         return set(zip(s.positions.window.tolist(), s.positions.offset.tolist(), strict=True))
 
     assert where(small) <= where(sample)
+
+
+def test_the_batches_count_distinct_points_not_copies() -> None:
+    """Many identical short documents and a few distinct ones: at per_doc 4 the points are
+    far more than two batches, but most are copies of one prefix (the MLE drops them), so
+    more positions are taken, the fewest that give two batches of distinct points."""
+    rng = np.random.default_rng(0)
+    same = rng.integers(1, 50, 64)
+    texts = [same] * 100 + [rng.integers(1, 50, 64) for _ in range(10)]
+    docs = TokenDocuments.from_list(texts)
+    kwargs = {"context_len": 64, "batch_size": 60, "seed": 3, "special_ids": [0]}
+    sample, taken = sample_for_batches(docs, per_doc=4, **kwargs)
+    at4 = sample_protocol(docs, context_len=64, per_doc=4, seed=3, special_ids=[0])
+    assert at4.n_points >= 2 * 60 > distinct_points(at4)  # enough points, too few distinct
+    fewer = sample_protocol(docs, context_len=64, per_doc=taken - 1, seed=3, special_ids=[0])
+    assert taken > 4 and distinct_points(sample) >= 120 > distinct_points(fewer)
+    # the copies are what the MLE removes: distinct = rows left after exact deduplication
+    ids = np.stack([sample.positions.window, sample.positions.offset], 1)
+    prefixes = {
+        tuple(sample.window_tokens[sample.window_offsets[w] : sample.window_offsets[w] + o + 1])
+        for w, o in ids
+    }
+    assert len(prefixes) == distinct_points(sample)

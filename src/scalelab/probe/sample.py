@@ -242,12 +242,13 @@ def sample_for_batches(
     groups: int = 1,
 ) -> tuple[Sample, int]:
     """The protocol's sample and the positions per window it took: `per_doc`, or, where that
-    gives fewer than two batches of `batch_size` points (no standard error), the fewest
-    positions per window, up to the window's length, that give two batches (one where two
-    cannot be had). A corpus of few long documents thus gets its batches from more positions
-    of each window instead of being refused; the caller records the number taken. Positions
-    are nested (`sample_positions` keeps the first keys of one stream), so the points at
-    `per_doc` are among those taken."""
+    gives fewer than two batches of `batch_size` distinct points (`distinct_points`: the MLE
+    drops a point whose window prefix another point has), the fewest positions per window, up
+    to the window's length, that give two batches (one where two cannot be had). A corpus of
+    few long documents thus gets its batches from more positions of each window instead of
+    being refused; the caller records the number taken. Positions are nested
+    (`sample_positions` keeps the first keys of one stream), so the points at `per_doc` are
+    among those taken."""
 
     def at(p: int) -> Sample:
         return sample_protocol(
@@ -256,24 +257,32 @@ def sample_for_batches(
         )  # fmt: skip
 
     sample = at(per_doc)
-    if sample.n_points >= 2 * batch_size or per_doc >= context_len:
+    have = distinct_points(sample)
+    if have >= 2 * batch_size or per_doc >= context_len:
         return sample, per_doc
     most = at(context_len)
-    target = 2 * batch_size if most.n_points >= 2 * batch_size else batch_size
-    if sample.n_points >= target:
+    most_have = distinct_points(most)
+    target = 2 * batch_size if most_have >= 2 * batch_size else batch_size
+    if have >= target:
         return sample, per_doc
-    if most.n_points < target:  # fewer than one batch however many: the caller refuses
+    if most_have < target:  # fewer than one batch however many: the caller refuses
         return most, context_len
     lo, hi = per_doc, context_len  # at(lo) < target <= at(hi): the smallest such hi
     best = most
     while hi - lo > 1:
         mid = (lo + hi) // 2
         candidate = at(mid)
-        if candidate.n_points >= target:
+        if distinct_points(candidate) >= target:
             hi, best = mid, candidate
         else:
             lo = mid
     return best, hi
+
+
+def distinct_points(sample: Sample) -> int:
+    """Points whose window prefix no earlier point shares (`same_prefix_points`): those whose
+    hidden states the MLE keeps, the others being exact copies."""
+    return sample.n_points - len(same_prefix_points(sample)[0])
 
 
 @torch.no_grad()
