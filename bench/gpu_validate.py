@@ -161,7 +161,7 @@ def train_and_measure(prep: steps.Prepared, device: str, say) -> tuple:
     doc = estimate(
         data.run_dir(), None, prep.estimate, prep.out / "d-largest", device=device, quiet=True
     )
-    doc["wall_s"] = round(time.perf_counter() - t1, 2)
+    doc = {**doc.to_dict(), "wall_s": round(time.perf_counter() - t1, 2)}
     say(f"d of the largest model: {doc['dimension']:.3f} ({doc['wall_s']:.1f} s on {device})")
     return data.ordered().reset_index().to_dict("records"), doc, sweep_s
 

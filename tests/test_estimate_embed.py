@@ -56,12 +56,12 @@ def test_embed_gives_the_points_and_d_that_estimate_writes(models, kind, dtype) 
     doc = estimate(models[kind], models["text"], cfg, out, device="cpu", quiet=True)
     saved, _ = load_embeddings(out / "embeddings.safetensors")
     points = embed(models[kind], models["text"], cfg, device="cpu")
-    assert doc["timing"]["precision"] == dtype
+    assert doc.timing["precision"] == dtype
     assert points.shape == saved.shape and points.shape[0] >= 2 * cfg.batch_size
     assert np.array_equal(points, saved)
     again = estimate_dimension(points, cfg)
-    assert again.d == doc["dimension"]
-    assert again.exponents.alpha_D == doc["alpha_D"] and again.n_batches >= 2
+    assert again.d == doc.dimension
+    assert again.exponents.alpha_D == doc.alpha_D and again.n_batches >= 2
 
 
 def test_batch_size_ablation_embeds_first_when_given_a_model(models) -> None:

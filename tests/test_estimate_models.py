@@ -72,18 +72,18 @@ def test_hf_path_and_own_path_give_the_same_embeddings(world):
     own = estimate(world["run"], world["text"], CFG, world["root"] / "own", quiet=True)
     hf = estimate(world["hf"], world["text"], CFG, world["root"] / "hf-est", quiet=True)
     a, b = (_saved(world["root"] / name) for name in ("own", "hf-est"))
-    assert a["embeddings"].shape == (own["counts"]["points_kept"], 32)
+    assert a["embeddings"].shape == (own.counts["points_kept"], 32)
     for key in ("document", "position", "window_position"):
         np.testing.assert_array_equal(a[key], b[key])
     np.testing.assert_allclose(a["embeddings"], b["embeddings"], atol=1e-5)
-    assert hf["dimension"] == pytest.approx(own["dimension"], rel=1e-4)
-    assert (hf["model"]["kind"], own["model"]["kind"]) == ("hf", "scalelab")
-    assert hf["model"]["params_non_embedding"] == own["model"]["params_non_embedding"]
+    assert hf.dimension == pytest.approx(own.dimension, rel=1e-4)
+    assert (hf.model["kind"], own.model["kind"]) == ("hf", "scalelab")
+    assert hf.model["params_non_embedding"] == own.model["params_non_embedding"]
     # the run's own token store (default corpus) holds the same test documents as the text
     store = estimate(world["run"], None, CFG, world["root"] / "store-est", quiet=True)
     c = _saved(world["root"] / "store-est")
     np.testing.assert_array_equal(a["embeddings"], c["embeddings"])
-    assert store["corpus"]["kind"] == "token-store" and not store["corpus"]["retokenized"]
+    assert store.corpus["kind"] == "token-store" and not store.corpus["retokenized"]
 
 
 def test_gpt2_built_by_transformers_exposes_every_hidden_state(world, tmp_path):
@@ -123,7 +123,8 @@ def test_estimate_json_records_the_protocol_and_fingerprints(world):
     out = world["root"] / "own-json"
     doc = estimate(world["run"], world["text"], CFG, out, quiet=True)
     saved = json.loads((out / "estimate.json").read_text())
-    assert saved["dimension"] == pytest.approx(doc["dimension"])
+    assert saved["dimension"] == pytest.approx(doc.dimension)
+    assert saved == doc.to_dict()  # the record is the file, key for key
     d, se = saved["dimension"], saved["dimension_se"]
     assert saved["alpha_D"] == pytest.approx(2 / (2 + d))
     assert saved["alpha_N"] == pytest.approx(2 / d)
@@ -162,7 +163,7 @@ def test_estimate_json_records_the_protocol_and_fingerprints(world):
     assert estimate_dimension(x, CFG).d == pytest.approx(d, rel=1e-9)
     # a finished folder is returned as is; another request there is refused
     stamp = (out / "estimate.json").stat().st_mtime_ns
-    assert estimate(world["run"], world["text"], CFG, out, quiet=True)["dimension"] == d
+    assert estimate(world["run"], world["text"], CFG, out, quiet=True).dimension == d
     assert (out / "estimate.json").stat().st_mtime_ns == stamp
     with pytest.raises(ConfigError, match="different config"):
         estimate(world["run"], world["text"], CFG.replace(per_doc=8), out, quiet=True)
@@ -374,10 +375,10 @@ def test_weights_latest_and_named_files_of_a_run(world, tmp_path):
     for weights in ("latest", "step7.safetensors"):
         out = tmp_path / f"e-{weights}"
         got = estimate(run, world["text"], CFG, out, weights=weights, quiet=True)
-        assert got["model"]["checkpoint"] == weights
+        assert got.model["checkpoint"] == weights
         np.testing.assert_array_equal(
             _saved(out)["embeddings"], _saved(tmp_path / "e-ref")["embeddings"]
         )
-        assert got["dimension"] == want["dimension"]
+        assert got.dimension == want.dimension
     best = estimate(run, world["text"], CFG, tmp_path / "e-best", quiet=True)
-    assert best["dimension"] != want["dimension"]  # the default is still the best checkpoint
+    assert best.dimension != want.dimension  # the default is still the best checkpoint

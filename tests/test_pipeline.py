@@ -84,7 +84,7 @@ def test_validate_end_to_end_then_resumes_without_training(
     # The HF source measured d on the pipeline's test split through the HF model: the same
     # weights read as a scalelab run on the same store give the same d.
     direct = estimate(world["run"], out / "data", _est(cfg), world["root"] / "direct", quiet=True)
-    assert hf["kind"] == "hf" and hf["dimension"] == pytest.approx(direct["dimension"], rel=1e-4)
+    assert hf["kind"] == "hf" and hf["dimension"] == pytest.approx(direct.dimension, rel=1e-4)
     # Sensitivity rows: batch sizes up to the points available, K 10 and 40; range covers d.
     ks = {(r["batch_size"], r["k"]) for r in own["sensitivity"]}
     assert {k for _, k in ks} == {10, 20, 40}

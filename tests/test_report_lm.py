@@ -14,10 +14,13 @@ import pandas as pd
 import pytest
 
 from scalelab.errors import InputError
+from scalelab.intrinsic.protocol import BatchedEstimate
 from scalelab.io import atomic_write_json, read_json
 from scalelab.laws.fit.power_law import fit_power_law
 from scalelab.laws.theory import predict_exponents
 from scalelab.pipeline.report import report_sweep
+from scalelab.probe.dimension import Dimension
+from scalelab.probe.result import EstimateResult
 
 SCHEDULE = {
     "policy": "converge",
@@ -61,16 +64,17 @@ def make_sweep(
     )
     runs.to_csv(sweep / "runs.csv", index=False)
     if d is not None:
-        atomic_write_json(
-            sweep / "estimate.json",
-            {
-                "dimension": d,
-                "dimension_se": 0.4,
-                **{k: v for k, v in predict_exponents(d, 0.4).alphas().items()},
-                "layer_name": "final",
-                "estimate": {"estimator": "MLE", "k": 20, "n_points": 4096},
-            },
-        )
+        batches = BatchedEstimate(
+            dimension=d, dimension_se=0.4, batch_dimensions=[d - 0.4, d + 0.4], n_points=8192,
+            n_duplicates_removed=0, batch_size=4096, n_points_used=8192, n_points_left_out=0,
+            estimator="MLE", metric="euclidean", k=20,
+        )  # fmt: skip
+        saved = EstimateResult.measured(
+            Dimension(batches, predict_exponents(d, 0.4)), beta=1.0, layer=-1,
+            layer_name="final", settings={}, model={}, corpus={}, counts={}, timing={},
+            files={}, request={}, provenance={},
+        )  # fmt: skip
+        atomic_write_json(sweep / "estimate.json", saved)
     if ablation:
         atomic_write_json(
             sweep / "ablations" / "layers.json",

@@ -91,11 +91,11 @@ def test_estimate_with_defaults_gets_two_batches(small: dict) -> None:
     atomic_write_json(run / "config.json", {"model": gpt.config.to_dict(), "data_dir": str(store)})
     doc = estimate(run, None, EstimateConfig(dtype="float32"), small["root"] / "est", quiet=True)
     n_test = TokenStore(store, "test").n_documents
-    e = doc["estimate"]
-    assert e["n_batches"] == 2 and e["batch_size"] == 4096 and doc["dimension_se"] is not None
-    assert doc["settings"]["per_doc"] == 32
-    assert doc["settings"]["per_doc_taken"] == -(-2 * 4096 // n_test)
-    assert e["n_points_used"] == 8192 and e["n_points_left_out"] < n_test
+    e = doc.estimate
+    assert doc.n_batches == 2 and e.batch_size == 4096 and doc.dimension_se is not None
+    assert doc.settings["per_doc"] == 32
+    assert doc.per_doc_taken == -(-2 * 4096 // n_test)
+    assert e.n_points_used == 8192 and e.n_points_left_out < n_test
 
 
 def test_a_refused_corpus_keeps_its_token_store(

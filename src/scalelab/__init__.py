@@ -60,6 +60,7 @@ _EXPORTS: dict[str, str] = {
     "embed": "scalelab.probe.estimate",
     "estimate_dimension": "scalelab.probe.estimate",
     "estimate": "scalelab.probe.estimate",
+    "EstimateResult": "scalelab.probe.result",
     "dimension_and_exponents": "scalelab.probe.dimension",
     # sweeps: many training runs, one folder each, resumable
     "Schedule": "scalelab.sweeps.schedule",

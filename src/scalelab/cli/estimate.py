@@ -49,7 +49,7 @@ WEIGHTS = typer.Option(
 )
 
 
-def _interval(ci: list[float] | None) -> str:
+def _interval(ci: tuple[float, float] | None) -> str:
     return format_interval(ci, ".4f", "(one batch: no interval)")
 
 
@@ -93,32 +93,26 @@ def estimate_command(
         return
     from scalelab.intrinsic.protocol import describe_batches
 
-    se, e = doc["dimension_se"], doc["estimate"]
-    batches = describe_batches(e["n_batches"], e["batch_size"], e["n_points_left_out"])
+    se, e = doc.dimension_se, doc.estimate
+    batches = describe_batches(doc.n_batches, e.batch_size, e.n_points_left_out)
     typer.echo(
-        f"d = {doc['dimension']:.3f}"
+        f"d = {doc.dimension:.3f}"
         + (f" ± {se:.3f} (SE)" if se is not None else "")
-        + f"  [{doc['layer_name']}, {batches}, K = {e['k']}, {e['metric']}]"
+        + f"  [{doc.layer_name}, {batches}, K = {e.k}, {e.metric}]"
     )
-    typer.echo(f"alpha_D = 2β/(2β+d) = {doc['alpha_D']:.4f}  95% {_interval(doc['alpha_D_ci95'])}")
-    typer.echo(f"alpha_N = 2β/d      = {doc['alpha_N']:.4f}  95% {_interval(doc['alpha_N_ci95'])}")
-    _say_positions_taken(doc["settings"])
-    c = doc["counts"]
+    typer.echo(f"alpha_D = 2β/(2β+d) = {doc.alpha_D:.4f}  95% {_interval(doc.alpha_D_ci95)}")
+    typer.echo(f"alpha_N = 2β/d      = {doc.alpha_N:.4f}  95% {_interval(doc.alpha_N_ci95)}")
+    if doc.per_doc_taken != doc.settings["per_doc"]:
+        typer.echo(
+            f"{doc.per_doc_taken} positions per window, not --per-doc {doc.settings['per_doc']}: "
+            "the fewest that give two batches (or one) from these documents"
+        )
+    c = doc.counts
     typer.echo(
         f"{c['documents_used']} documents, {c['points_kept']} points "
-        f"({doc['estimate']['n_duplicates_removed']} duplicates removed); "
+        f"({e.n_duplicates_removed} duplicates removed); "
         f"wrote {out / 'estimate.json'} and {out / EMBEDDINGS}"
     )
-
-
-def _say_positions_taken(settings: dict[str, Any]) -> None:
-    """Where the documents gave fewer than two batches at --per-doc, how many were taken."""
-    taken = settings.get("per_doc_taken", settings["per_doc"])
-    if taken != settings["per_doc"]:
-        typer.echo(
-            f"{taken} positions per window, not --per-doc {settings['per_doc']}: the fewest "
-            "that give two batches (or one) from these documents"
-        )
 
 
 ablate_app = typer.Typer(

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from scalelab.errors import InputError, ScalelabError
-from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
 from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.laws.compare import baselines as scoring
 from scalelab.pipeline.declaration import (
@@ -144,12 +143,12 @@ def _estimate_source(label: str, folder: Path, cache: Path) -> dict[str, Any]:
         return read_json(path)
     from scalelab.probe.estimate import EMBEDDINGS, RESULT, EstimateConfig, load_embeddings
     from scalelab.probe.references import sensitivity, summarize
+    from scalelab.probe.result import read_estimate
 
-    doc = read_json(folder / RESULT)
-    s = doc.get("settings", {})
-    cfg = EstimateConfig(k=s.get("k", PAPER_K), batch_size=s.get("batch_size", PAPER_BATCH_SIZE))
+    doc = read_estimate(folder / RESULT)
+    cfg = EstimateConfig(k=doc.settings["k"], batch_size=doc.settings["batch_size"])
     x, _ = load_embeddings(folder / EMBEDDINGS)
-    row = summarize(label, doc["model"]["kind"], doc, sensitivity(x, cfg))
+    row = summarize(label, doc, sensitivity(x, cfg))
     row["points"] = str(folder / EMBEDDINGS)
     atomic_write_json(path, row)
     return row

@@ -23,6 +23,7 @@ from scalelab.probe.dimension import Dimension
 from scalelab.probe.estimate import (
     EMBEDDINGS,
     EstimateConfig,
+    EstimateResult,
     ProbeInputs,
     corpus_key,
     embed_sample,
@@ -48,14 +49,16 @@ class Ablation:
     labels: dict[str, Any] = field(default_factory=dict)
 
 
-#: The numbers of d an ablation's row shows: the keys a `Dimension` saves (and estimate.json
-#: holds, its `estimate` part merged in).
+#: The numbers of d an ablation's row shows: the keys a `Dimension` saves (and an
+#: `EstimateResult` holds, its `estimate` part merged in).
 ROW_KEYS = ("dimension", "dimension_se", "n_batches", "n_points", "n_duplicates_removed")
 ROW_KEYS += ("alpha_D", "alpha_N")
 
 
-def _row(result: Dimension | dict[str, Any]) -> dict[str, Any]:
-    saved = result.to_dict() if isinstance(result, Dimension) else result
+def _row(result: Dimension | EstimateResult) -> dict[str, Any]:
+    saved = result.to_dict()
+    if isinstance(result, EstimateResult):
+        saved |= saved["estimate"]
     return {k: saved[k] for k in ROW_KEYS}
 
 
@@ -206,16 +209,8 @@ def _models_worker(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
         weights=params["weights"],
         quiet=True,
     )
-    m = doc["model"]
-    return {
-        "model": params["model"],
-        "kind": m["kind"],
-        "n_layer": m["n_layer"],
-        "width": m["width"],
-        "params": m["params"],
-        "params_non_embedding": m["params_non_embedding"],
-        **_row({**doc, **doc["estimate"]}),
-    }
+    keys = ("kind", "n_layer", "width", "params", "params_non_embedding")
+    return {"model": params["model"], **{k: doc.model[k] for k in keys}, **_row(doc)}
 
 
 def check_models(models: list[str]) -> None:

@@ -38,6 +38,7 @@ from scalelab.lm.load import LoadedModel, load_model_for_embedding
 from scalelab.probe.config import PAPER_CONTEXT, EstimateConfig
 from scalelab.probe.corpus import CorpusTokens, encode_texts, load_corpus_tokens
 from scalelab.probe.dimension import Dimension, dimension_and_exponents
+from scalelab.probe.result import EstimateResult, read_estimate
 from scalelab.probe.sample import (
     Sample,
     TokenDocuments,
@@ -265,13 +266,6 @@ def estimate_dimension(
     )
 
 
-def _headline(result: Dimension) -> dict[str, Any]:
-    """The numbers a reader wants first: d ± se and both exponents with intervals."""
-    e = result.exponents.to_dict()
-    keys = ("alpha_D", "alpha_D_se", "alpha_D_ci95", "alpha_N", "alpha_N_se", "alpha_N_ci95")
-    return {"dimension": result.d, "dimension_se": result.d_se, **{k: e[k] for k in keys}}
-
-
 def estimate(
     model: str | Path,
     corpus: str | Path | None,
@@ -281,38 +275,36 @@ def estimate(
     device: str | None = None,
     weights: str | None = None,
     quiet: bool = False,
-) -> dict[str, Any]:
+) -> EstimateResult:
     """The whole protocol: `out_dir/estimate.json` (written last) and the kept embeddings
     (`out_dir/embeddings.safetensors`). A finished folder with the same request is returned
     as is; one made with another request is refused. Nothing is written before every input
     has been checked and the estimate has succeeded."""
     out_dir = Path(out_dir)
     request = estimate_request(model, corpus, weights, cfg)
-    done = finished_estimate(out_dir / RESULT, request)
-    if done is not None:
-        return done
+    if finished_estimate(out_dir / RESULT, request) is not None:
+        return read_estimate(out_dir / RESULT)
     emb = embed_protocol(model, corpus, cfg, device=device, weights=weights, quiet=quiet)
     loaded, layer, prep, sample = emb.model, emb.layer, emb.prep, emb.sample
     result = estimate_dimension(emb.points, cfg, device=emb.device, quiet=quiet)
-    doc = {
-        **_headline(result),
-        "beta": cfg.beta,
-        "estimate": {k: v for k, v in result.to_dict().items() if not k.startswith("alpha")},
-        "layer": layer,
-        "layer_name": layer_name(layer, loaded.n_states),
-        "settings": {
+    doc = EstimateResult.measured(
+        result,
+        beta=cfg.beta,
+        layer=layer,
+        layer_name=layer_name(layer, loaded.n_states),
+        settings={
             **cfg.to_dict(),
             "context_len": prep.context_len,
             "per_doc_taken": prep.per_doc,
         },
-        "model": loaded.describe(),
-        "corpus": prep.corpus.info,
-        "counts": sample_counts(prep, len(emb.points)),
-        "timing": emb.timing,
-        "files": {"embeddings": EMBEDDINGS, "positions": POSITIONS},
-        "request": request,
-        "provenance": provenance(),
-    }
+        model=loaded.describe(),
+        corpus=prep.corpus.info,
+        counts=sample_counts(prep, len(emb.points)),
+        timing=emb.timing,
+        files={"embeddings": EMBEDDINGS, "positions": POSITIONS},
+        request=request,
+        provenance=provenance(),
+    )
     with outdir.locked(out_dir):  # taken last: a failed estimate leaves no folder behind
         save_embeddings(out_dir, emb.points, prep, sample, doc)
         atomic_write_json(out_dir / RESULT, doc)
@@ -372,7 +364,7 @@ def point_index(prep: ProbeInputs, sample: Sample) -> tuple[np.ndarray, np.ndarr
 
 
 def save_embeddings(
-    out_dir: Path, points: np.ndarray, prep: ProbeInputs, sample: Sample, doc: dict
+    out_dir: Path, points: np.ndarray, prep: ProbeInputs, sample: Sample, doc: EstimateResult
 ) -> None:
     """The kept vectors (in their shuffled order) alone in `embeddings.safetensors`, so
     `scalelab id OUT/embeddings.safetensors` re-estimates the ID without the model, and
@@ -386,11 +378,11 @@ def save_embeddings(
         "window_position": w.astype(np.int64),
     }
     meta = {
-        "layer": str(doc["layer"]),
-        "layer_name": doc["layer_name"],
-        "model": to_json(doc["model"], indent=None),
-        "corpus": to_json(doc["corpus"], indent=None),
-        "settings": to_json(doc["settings"], indent=None),
+        "layer": str(doc.layer),
+        "layer_name": doc.layer_name,
+        "model": to_json(doc.model, indent=None),
+        "corpus": to_json(doc.corpus, indent=None),
+        "settings": to_json(doc.settings, indent=None),
     }
     x = {"embeddings": np.ascontiguousarray(points, dtype=np.float32)}
     atomic_write(out_dir / POSITIONS, lambda tmp: save_file(where, str(tmp), metadata=meta))

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from scalelab.errors import CheckpointError
 from scalelab.io import atomic_write_json, read_json
 from scalelab.laws.theory import alpha_D, alpha_N
+
+if TYPE_CHECKING:
+    from scalelab.probe.estimate import EstimateResult
 
 SENSITIVITY_BATCHES = (2048, 4096, 8192)
 SENSITIVITY_K = (10, 20, 40)
@@ -87,46 +90,43 @@ def sensitivity(x: np.ndarray, cfg: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def summarize(label: str, kind: str, doc: dict[str, Any], rows: list[dict[str, Any]]) -> dict:
+def summarize(label: str, doc: EstimateResult, rows: list[dict[str, Any]]) -> dict:
     """One source's line: the protocol's d ± SE, its exponents with the SE interval, and the
     range over the sensitivity settings (with the exponents that range gives)."""
-    ds = [r["dimension"] for r in rows] + [doc["dimension"]]
+    ds = [r["dimension"] for r in rows] + [doc.dimension]
     lo, hi = float(min(ds)), float(max(ds))
     from scalelab.intrinsic.protocol import describe_batches
 
-    settings, est = doc.get("settings", {}), doc.get("estimate", {})
+    est, batch, k = doc.estimate, doc.settings["batch_size"], doc.settings["k"]
     return {
         "label": label,
-        "kind": kind,
-        "model": doc["model"].get("path"),
-        "gguf_file": doc["model"].get("gguf_file"),
-        "params_non_embedding": doc["model"].get("params_non_embedding"),
-        "dimension": doc["dimension"],
-        "dimension_se": doc.get("dimension_se"),
-        "batch_size": settings.get("batch_size"),
-        "k": settings.get("k"),
-        "n_points": est.get("n_points"),
-        "per_doc_taken": settings.get("per_doc_taken", settings.get("per_doc")),
-        "n_batches": est.get("n_batches"),
-        "n_points_used": est.get("n_points_used"),
-        "n_points_left_out": est.get("n_points_left_out"),
-        # '2 batches of 4,096; 2,048 left out' (None in rows of folders that predate the count)
-        "batches": None
-        if est.get("n_points_left_out") is None
-        else describe_batches(est["n_batches"], est["batch_size"], est["n_points_left_out"]),
-        "alpha_D": doc["alpha_D"],
-        "alpha_D_ci95": doc.get("alpha_D_ci95"),
-        "alpha_N": doc["alpha_N"],
-        "alpha_N_ci95": doc.get("alpha_N_ci95"),
+        "kind": doc.model["kind"],
+        "model": doc.model.get("path"),
+        "gguf_file": doc.model.get("gguf_file"),
+        "params_non_embedding": doc.model.get("params_non_embedding"),
+        "dimension": doc.dimension,
+        "dimension_se": doc.dimension_se,
+        "batch_size": batch,
+        "k": k,
+        "n_points": est.n_points,
+        "per_doc_taken": doc.per_doc_taken,
+        "n_batches": doc.n_batches,
+        "n_points_used": est.n_points_used,
+        "n_points_left_out": est.n_points_left_out,
+        # '2 batches of 4,096; 2,048 left out'
+        "batches": describe_batches(doc.n_batches, est.batch_size, est.n_points_left_out),
+        "alpha_D": doc.alpha_D,
+        "alpha_D_ci95": None if doc.alpha_D_ci95 is None else list(doc.alpha_D_ci95),
+        "alpha_N": doc.alpha_N,
+        "alpha_N_ci95": None if doc.alpha_N_ci95 is None else list(doc.alpha_N_ci95),
         "dimension_range": [lo, hi],
         "alpha_D_range": [float(alpha_D(hi)), float(alpha_D(lo))],
         "alpha_N_range": [float(alpha_N(hi)), float(alpha_N(lo))],
         "sensitivity": rows,
         "shown": (
-            f"d at batch {settings.get('batch_size')}, K {settings.get('k')} ± the SE over "
-            "batches (interval: ±1.96 SE); range: min-max of d over batch sizes "
-            f"{'/'.join(map(str, SENSITIVITY_BATCHES))} (K {settings.get('k')}) and K "
-            f"{'/'.join(map(str, SENSITIVITY_K))} (batch {settings.get('batch_size')})"
+            f"d at batch {batch}, K {k} ± the SE over batches (interval: ±1.96 SE); range: "
+            f"min-max of d over batch sizes {'/'.join(map(str, SENSITIVITY_BATCHES))} (K {k}) "
+            f"and K {'/'.join(map(str, SENSITIVITY_K))} (batch {batch})"
         ),
     }
 
@@ -150,6 +150,6 @@ def measure(
         reference.path, corpus, cfg, out_dir, device="cpu", weights=reference.weights, quiet=quiet
     )
     x, _ = load_embeddings(out_dir / EMBEDDINGS)
-    row = summarize(reference.label, doc["model"]["kind"], doc, sensitivity(x, cfg))
+    row = summarize(reference.label, doc, sensitivity(x, cfg))
     atomic_write_json(path, row)
     return row

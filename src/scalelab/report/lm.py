@@ -22,6 +22,7 @@ from scalelab.report.plots import PredictedSlope, dimension_figure, scaling_figu
 if TYPE_CHECKING:
     from scalelab.laws.fit.fitted import PowerLawFit
     from scalelab.laws.fit.power_law import Extrapolation
+    from scalelab.probe.result import EstimateResult
     from scalelab.sweeps.analysis import SweepAnalysis
 
 RUN_COLUMNS = (
@@ -39,19 +40,27 @@ RUN_COLUMNS = (
 )
 
 
+def _predicted(est: EstimateResult, kind: str) -> tuple[float, tuple[float, float] | None]:
+    """The exponent `est` predicts for a `kind` sweep and its 95% interval."""
+    if kind == "data":
+        return est.alpha_D, est.alpha_D_ci95
+    return est.alpha_N, est.alpha_N_ci95
+
+
 def _exponent_rows(
-    kind: str, fits: list[PowerLawFit], est: dict[str, Any] | None
+    kind: str, fits: list[PowerLawFit], est: EstimateResult | None
 ) -> list[dict[str, Any]]:
     key = "alpha_D" if kind == "data" else "alpha_N"
     rows = []
     if est is not None:
+        value, ci = _predicted(est, kind)
         rows.append(
             {
                 "quantity": f"predicted {key}",
-                "source": f"d̂ = {est['dimension']:.3f} ({'2/(2+d)' if kind == 'data' else '2/d'})",
-                "value": est.get(key),
-                "ci95": _interval(est.get(f"{key}_ci95")),
-                "d implied": est["dimension"],
+                "source": f"d̂ = {est.dimension:.3f} ({'2/(2+d)' if kind == 'data' else '2/d'})",
+                "value": value,
+                "ci95": _interval(ci),
+                "d implied": est.dimension,
                 "observed − predicted": None,
             }
         )
@@ -71,8 +80,8 @@ def _exponent_rows(
             "d implied": implied,
             "observed − predicted": None,
         }
-        if est is not None and est.get(key) is not None:
-            row["observed − predicted"] = fit.exponent - est[key]
+        if est is not None:
+            row["observed − predicted"] = fit.exponent - _predicted(est, kind)[0]
         rows.append(row)
     return rows
 
@@ -133,22 +142,21 @@ def _holdout_rows(holdout: list[tuple[str, Extrapolation]]) -> list[dict[str, An
     ]
 
 
-def _estimate_section(report: Report, est: dict[str, Any]) -> None:
+def _estimate_section(report: Report, est: EstimateResult) -> None:
     report.heading("Intrinsic dimension")
-    inner = est.get("estimate", {})
-    settings = est.get("settings", {})
+    inner = est.estimate
     report.table(
         [
             {
-                "d̂": est["dimension"],
-                "SE": est.get("dimension_se"),
-                "layer": est.get("layer_name", est.get("layer")),
-                "estimator": inner.get("estimator"),
-                "K": inner.get("k", settings.get("k")),
-                "metric": inner.get("metric", settings.get("metric")),
-                "batch": inner.get("batch_size", settings.get("batch_size")),
-                "points": inner.get("n_points"),
-                "duplicates removed": inner.get("n_duplicates_removed"),
+                "d̂": est.dimension,
+                "SE": est.dimension_se,
+                "layer": est.layer_name,
+                "estimator": inner.estimator,
+                "K": inner.k,
+                "metric": inner.metric,
+                "batch": inner.batch_size,
+                "points": inner.n_points,
+                "duplicates removed": inner.n_duplicates_removed,
             }
         ],
         caption="estimate.json (SE: spread over MLE batches)",
@@ -203,14 +211,13 @@ def draw(a: SweepAnalysis, report: Report, sweep_dir: Path) -> None:
         report.paragraph(note)
     predicted = None
     if est is not None:
-        key, formula = ("alpha_D", "2/(2+d̂)") if kind == "data" else ("alpha_N", "2/d̂")
-        if est.get(key) is not None:
-            ci = est.get(f"{key}_ci95")
-            predicted = PredictedSlope(
-                float(est[key]),
-                f"predicted {formula} = {est[key]:.3f} (d̂ = {est['dimension']:.2f})",
-                tuple(ci) if ci else None,
-            )
+        formula = "2/(2+d̂)" if kind == "data" else "2/d̂"
+        value, ci = _predicted(est, kind)
+        predicted = PredictedSlope(
+            float(value),
+            f"predicted {formula} = {value:.3f} (d̂ = {est.dimension:.2f})",
+            tuple(ci) if ci else None,
+        )
     else:
         report.paragraph(
             "No estimate.json in the sweep folder, so no predicted exponent: run "

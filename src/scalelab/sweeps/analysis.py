@@ -16,6 +16,7 @@ from scalelab.errors import InputError, ScalelabError
 from scalelab.io import read_json
 from scalelab.laws.fit.fitted import PowerLawFit
 from scalelab.laws.fit.power_law import Extrapolation, extrapolation_check, fit_power_law
+from scalelab.probe.result import EstimateResult
 
 N_BOOT = 1000
 SEED = 0
@@ -40,18 +41,12 @@ def read_runs(sweep_dir: Path, kind: str) -> pd.DataFrame:
     return table
 
 
-def read_estimate(sweep_dir: Path) -> dict[str, Any] | None:
+def read_estimate(sweep_dir: Path) -> EstimateResult | None:
     """`estimate.json` from `scalelab estimate` if the sweep folder has one."""
+    from scalelab.probe.result import read_estimate as read_file
+
     path = sweep_dir / "estimate.json"
-    if not path.is_file():
-        return None
-    try:
-        doc = read_json(path)
-    except (OSError, ValueError) as err:
-        raise InputError(f"cannot read {path} ({err}); re-run `scalelab estimate`") from None
-    if not isinstance(doc.get("dimension"), int | float):
-        raise InputError(f"{path} has no numeric 'dimension'; re-run `scalelab estimate`")
-    return doc
+    return read_file(path) if path.is_file() else None
 
 
 def boot_settings(sweep_dir: Path) -> tuple[int, int]:
@@ -75,7 +70,7 @@ class SweepAnalysis:
     config: dict[str, Any]
     table: pd.DataFrame
     runs: pd.DataFrame
-    estimate: dict[str, Any] | None
+    estimate: EstimateResult | None
     n_boot: int
     seed: int
     fits: list[PowerLawFit]
