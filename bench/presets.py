@@ -95,7 +95,7 @@ def main() -> None:
             r = train(model_cfg, tcfg, data, Path(tmp) / "run", quiet=True)
         rows = tcfg.batch_size * model_cfg.block_size
         own = matmul_rate(rows, model_cfg.n_embd, 4 * model_cfg.n_embd)
-        achieved = model_cfg.train_flops_per_token * r["tokens_per_cpu_s"] / 1e9
+        achieved = model_cfg.train_flops_per_token * r.tokens_per_cpu_s / 1e9
         print(
             f"{name:11} {cfg.model} vocab {cfg.vocab_size} batch {tcfg.batch_size}x"
             f"{model_cfg.block_size} ({r['dtype']}): {r['tokens_per_s']:,.0f} tokens/s, "

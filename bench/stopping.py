@@ -117,8 +117,8 @@ def _one(out: Path, size: int, model: str) -> dict:
     return {
         "size": size,
         "model": model,
-        "steps": int(result["steps"]),
-        "passes_at_cap": round(result["tokens_seen"] / size, 1),
+        "steps": result.steps,
+        "passes_at_cap": round(result.tokens_seen / size, 1),
         "best_smoothed_step": int(steps[int(np.argmin(smooth))]),
         "best_smoothed_val": round(floor, 4),
         "sampling_se_nats": round(se, 5),

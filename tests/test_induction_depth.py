@@ -48,7 +48,7 @@ def test_on_eval_adds_fields_and_leaves_training_unchanged(store: Path, tmp_path
 
     a = train(model_cfg, train_cfg, store, tmp_path / "a", quiet=True, on_eval=on_eval)
     b = train(model_cfg, train_cfg, store, tmp_path / "b", quiet=True)
-    assert a["test_loss_nats"] == b["test_loss_nats"]
+    assert a.test_loss_nats == b.test_loss_nats
     rows = [json.loads(x) for x in (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()]
     assert [r["extra"] for r in rows] == [1.5, 1.5] and calls == [False, False]
 

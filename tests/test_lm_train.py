@@ -154,27 +154,26 @@ def test_patience_keeps_and_tests_the_best_weights(
     result = train(model_cfg, cfg, store, tmp_path / "run", quiet=True)
     assert capfd.readouterr().err == ""  # not a step line, not a warning: nothing
     rows = _metrics(tmp_path / "run")
-    assert result["stop_reason"] == "patience" and result["steps"] < 400
+    assert result.stop_reason == "patience" and result.steps < 400
     log = io.StringIO()
     again = train(model_cfg, cfg.replace(seed=1), store, tmp_path / "logged", quiet=True, log=log)
-    assert f"step {again['steps']}/" in log.getvalue() and "done: test loss" in log.getvalue()
-    assert [r["step"] for r in rows] == list(range(10, result["steps"] + 1, 10))
+    assert f"step {again.steps}/" in log.getvalue() and "done: test loss" in log.getvalue()
+    assert [r["step"] for r in rows] == list(range(10, result.steps + 1, 10))
     best = min(rows, key=lambda r: r["val_loss_nats"])
-    assert result["best_step"] == best["step"] and rows[-1]["val_loss_nats"] > best["val_loss_nats"]
-    assert result["best_val_loss_nats"] == best["val_loss_nats"]
+    assert result.best_step == best["step"] and rows[-1]["val_loss_nats"] > best["val_loss_nats"]
+    assert result.best_val_loss_nats == best["val_loss_nats"]
     model, _ = load_model(tmp_path / "run")
     test = TokenStore(store, "test").tokens
-    device = torch.device(result["device"])  # recomputed where it ran: CPU and GPU bf16 differ
+    device = torch.device(result.device)  # recomputed where it ran: CPU and GPU bf16 differ
     ctx = DistContext(0, 1, device)
     model.to(device)
     starts = tiling_starts(len(test), 32, 2048)
-    dtype = getattr(torch, result["dtype"])  # the run's own precision: bf16 or float32 by CPU
+    dtype = getattr(torch, result.dtype)  # the run's own precision: bf16 or float32 by CPU
     recomputed = evaluate(model, test, starts, 8, ctx, dtype)
-    assert recomputed == result["test_loss_nats"]
+    assert recomputed == result.test_loss_nats
     # a finished run folder is not retrained: the same call returns the saved result
-    assert (
-        train(model_cfg, cfg, store, tmp_path / "run", quiet=True)["wall_time_s"]
-        == (result["wall_time_s"])
+    assert train(model_cfg, cfg, store, tmp_path / "run", quiet=True).wall_time_s == (
+        result.wall_time_s
     )
 
 

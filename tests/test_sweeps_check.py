@@ -100,8 +100,8 @@ def test_stricter_continuation_equals_a_fresh_stricter_run(store: Path, tmp_path
         fresh_spec = sweep_check.stricter(spec)
         fresh = _train(fresh_spec, store, tmp_path / "fresh")
         assert fresh_spec.train.stop.patience in (6, None)
-        assert row["test_loss_nats_perturbed"] == fresh["test_loss_nats"]
-        assert row["steps_perturbed"] == fresh["steps"]
+        assert row["test_loss_nats_perturbed"] == fresh.test_loss_nats
+        assert row["steps_perturbed"] == fresh.steps
     assert stricter[1]["steps_perturbed"] == 90  # the capped run: 3x its budget
     assert stricter[0]["steps_perturbed"] > stricter[0]["steps"]  # patience 6 went on
 
@@ -114,21 +114,21 @@ def test_cooldown_starts_from_the_tested_weights_and_ends_at_zero(
     base = _train(spec, store, sweep)
     cool = sweep_check.cooldown(spec, sweep / "runs" / "r", fraction=0.2)
     t = cool.train
-    best = base["best_step"]
+    best = base.best_step
     assert t.max_steps == max(2, -(-best // 5 // 10)) * 10 and t.warmup_steps == 0
     got = _train(cool, store, tmp_path / "cool")
     rows = [
         json.loads(x) for x in (tmp_path / "cool/runs/r/metrics.jsonl").read_text().splitlines()
     ]
-    assert rows[-1]["lr"] < 0.05 * base["train"].lr  # decayed towards zero
+    assert rows[-1]["lr"] < 0.05 * base.train.lr  # decayed towards zero
     # it starts where the run's tested weights are, far below a fresh model's loss
     fresh = _train(
         dataclasses.replace(cool.with_train(t.replace(init_from=None)), name="f"),
         store,
         tmp_path / "fresh",
     )
-    assert rows[0]["val_loss_nats"] < base["best_val_loss_nats"] + 0.3
-    assert got["test_loss_nats"] < fresh["test_loss_nats"] - 0.3
+    assert rows[0]["val_loss_nats"] < base.best_val_loss_nats + 0.3
+    assert got.test_loss_nats < fresh.test_loss_nats - 0.3
 
 
 def test_check_fires_on_runs_stopped_too_early(store: Path, tmp_path: Path) -> None:
@@ -140,10 +140,10 @@ def test_check_fires_on_runs_stopped_too_early(store: Path, tmp_path: Path) -> N
     hasty = dict(max_steps=300, patience=1, min_delta_sd=50.0, lr=3e-3, min_lr=3e-3)
     specs = [_spec(f"n{n}", _cfg(train_tokens=n, **hasty), store) for n in sizes]
     results = [_train(s, store, sweep) for s in specs]
-    assert [r["steps"] for r in results] == [20, 20, 20]
+    assert [r.steps for r in results] == [20, 20, 20]
     rows = sweep_check.run_check(sweep, check, specs, _rule(largest=2, factor=10))
     x = np.array(sizes, float)
-    y = np.array([r["test_loss_nats"] for r in results])
+    y = np.array([r.test_loss_nats for r in results])
     perturbed = {}
     for p in sweep_check.PERTURBATIONS:
         y_p = y.copy()

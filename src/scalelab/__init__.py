@@ -50,6 +50,7 @@ _EXPORTS: dict[str, str] = {
     "configs_for_preset": "scalelab.lm.config",
     "GPT": "scalelab.lm.model",
     "train": "scalelab.lm.train",
+    "TrainResult": "scalelab.lm.result",
     "load_model_for_embedding": "scalelab.lm.load",
     # corpora
     "load_corpus": "scalelab.text.corpora",

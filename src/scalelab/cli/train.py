@@ -11,7 +11,6 @@ import typer
 
 from scalelab.cli.common import JSON, QUIET, print_json, print_table, set_threads, threads_option
 from scalelab.cli.options import From, Given, derive
-from scalelab.config import Record
 from scalelab.lm.config import MODEL_PRESETS, GPTConfig, TrainConfig, configs_for_preset
 from scalelab.lm.stopping import StopRule
 
@@ -68,7 +67,7 @@ def train_command(
         shutdown_distributed()
     if os.environ.get("RANK", "0") != "0":  # under torchrun only rank 0 prints
         return
-    flat = {k: v for k, v in result.items() if not isinstance(v, dict | list | Record)}
+    flat = result.scalars()
     if json_out:
         print_json(flat)
     else:

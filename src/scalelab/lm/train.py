@@ -43,6 +43,7 @@ from scalelab.lm.data import (
 )
 from scalelab.lm.distributed import DistContext, init_distributed
 from scalelab.lm.model import GPT
+from scalelab.lm.result import TrainResult
 from scalelab.lm.stopping import StopState
 from scalelab.malloc import keep_freed_memory
 from scalelab.progress import progress
@@ -191,13 +192,13 @@ def train(
     device: str | None = None,
     on_eval: Callable[[GPT], dict[str, Any]] | None = None,
     log: TextIO | None = None,
-) -> dict[str, Any]:
+) -> TrainResult:
     """Train (or resume, or return the result of a finished run in `out_dir`) and return the
-    result that is also written to `out_dir/result.json`, its "model" and "train" as the
-    config objects (result.json holds their to_dict). Log lines (steps, resume, the
-    result) go to `log` when given, else to stderr unless `quiet`. `on_eval(model)` adds its
-    fields to every metrics.jsonl row (e.g. head scores over training); it runs in eval mode
-    under `torch.random.fork_rng`, so it cannot change training (resume stays bit-exact)."""
+    `TrainResult` that is also written to `out_dir/result.json` (its to_dict). Log lines
+    (steps, resume, the result) go to `log` when given, else to stderr unless `quiet`.
+    `on_eval(model)` adds its fields to every metrics.jsonl row (e.g. head scores over
+    training); it runs in eval mode under `torch.random.fork_rng`, so it cannot change
+    training (resume stays bit-exact)."""
     keep_freed_memory()
     ctx = init_distributed(device)
     data_dir, out_dir = Path(data_dir).resolve(), Path(out_dir)
@@ -205,7 +206,8 @@ def train(
     if outdir.check(out_dir, ckpt.CONFIG, run_cfg) is not None:
         ckpt.read_run_config(out_dir)
         if (out_dir / "result.json").exists():  # saved from these configs (checked above)
-            return {**read_json(out_dir / "result.json"), "model": model_cfg, "train": train_cfg}
+            saved = read_json(out_dir / "result.json")
+            return TrainResult.from_dict({**saved, "model": model_cfg, "train": train_cfg})
     check_world_size(train_cfg, ctx.world_size)
     data = _open_data(data_dir, model_cfg, train_cfg)
     # Everything is checked: only now is the folder created (by rank 0, which holds its lock).
@@ -338,7 +340,7 @@ class _Trainer:
         cuda_all = None if cuda is None else [g[1] for g in gathered]
         return [g[0] for g in gathered], cuda_all
 
-    def run(self, quiet: bool) -> dict[str, Any]:
+    def run(self, quiet: bool) -> TrainResult:
         s, ctx = self.s, self.ctx
         net = self.model
         if ctx.active:
@@ -469,7 +471,7 @@ class _Trainer:
             ckpt.save_state(self.out_dir / ckpt.STATE, state)
         ctx.barrier()
 
-    def _finish(self) -> dict[str, Any]:
+    def _finish(self) -> TrainResult:
         """Load the best weights, score the test split, write result.json (last)."""
         cfg, ctx, s, data = self.cfg, self.ctx, self.s, self.data
         ckpt.load_weights(self.model, self.out_dir / ckpt.WEIGHTS)
@@ -479,31 +481,31 @@ class _Trainer:
         )
         wall = s["wall_time_s"] + time.perf_counter() - self.session_start
         tokens_seen = s["step"] * self.tokens_per_step
-        result = {
-            "test_loss_nats": test,
-            "test_loss_se_nats": test_se,  # over the test windows: the loss's sampling noise
-            "best_val_loss_nats": self.stop.best_val,
-            "best_step": self.stop.best_step,
-            "unigram_val_loss_nats": unigram_loss(data.train, data.val, data.vocab_size),
-            "test_tokens_scored": len(test_starts) * self.block,
-            "tokens_seen": tokens_seen,
-            "train_tokens_available": len(data.train),
-            "steps": s["step"],
-            "params": self.model.num_params(non_embedding=False),
-            "params_non_embedding": self.model.num_params(non_embedding=True),
-            "wall_time_s": wall,
-            "train_time_s": s["train_time_s"],
-            "tokens_per_s": tokens_seen / max(s["train_time_s"], 1e-9),
-            "train_cpu_time_s": s["train_cpu_s"],
-            "tokens_per_cpu_s": tokens_seen / max(s["train_cpu_s"], 1e-9),
-            "stop_reason": s["stop_reason"],
-            "dtype": str(self.dtype).removeprefix("torch."),
-            "device": ctx.device.type,
-            "world_size": ctx.world_size,
-            "model": self.model.config,  # the writer saves a config as its to_dict
-            "train": cfg,
-            "provenance": provenance(),
-        }
+        result = TrainResult(
+            test_loss_nats=test,
+            test_loss_se_nats=test_se,
+            best_val_loss_nats=self.stop.best_val,
+            best_step=self.stop.best_step,
+            unigram_val_loss_nats=unigram_loss(data.train, data.val, data.vocab_size),
+            test_tokens_scored=len(test_starts) * self.block,
+            tokens_seen=tokens_seen,
+            train_tokens_available=len(data.train),
+            steps=s["step"],
+            params=self.model.num_params(non_embedding=False),
+            params_non_embedding=self.model.num_params(non_embedding=True),
+            wall_time_s=wall,
+            train_time_s=s["train_time_s"],
+            tokens_per_s=tokens_seen / max(s["train_time_s"], 1e-9),
+            train_cpu_time_s=s["train_cpu_s"],
+            tokens_per_cpu_s=tokens_seen / max(s["train_cpu_s"], 1e-9),
+            stop_reason=s["stop_reason"],
+            dtype=str(self.dtype).removeprefix("torch."),
+            device=ctx.device.type,
+            world_size=ctx.world_size,
+            model=self.model.config,
+            train=cfg,
+            provenance=provenance(),
+        )
         if ctx.is_main:
             atomic_write_json(self.out_dir / "result.json", result)
         ctx.barrier()

@@ -176,14 +176,14 @@ def _train_both(
         models.append(
             {
                 "model": label,
-                "params_non_embedding": result["params_non_embedding"],
-                "params": result["params"],
-                "test_loss_nats": round(result["test_loss_nats"], 4),
+                "params_non_embedding": result.params_non_embedding,
+                "params": result.params,
+                "test_loss_nats": round(result.test_loss_nats, 4),
                 "final_induction_max": round(rows[-1]["induction_max"], 3),
                 "final_previous_token_max": round(rows[-1]["previous_token_max"], 3),
                 "final_icl_score": round(rows[-1]["icl_score"], 4),
                 "head_formed_at_step": _formed(rows, cfg.threshold),
-                "train_cpu_s": round(result["train_cpu_time_s"], 1),
+                "train_cpu_s": round(result.train_cpu_time_s, 1),
             }
         )
     return models, curves

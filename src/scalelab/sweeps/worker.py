@@ -21,6 +21,7 @@ import pandas as pd
 
 from scalelab.errors import ConfigError
 from scalelab.lm.config import GPTConfig, TrainConfig
+from scalelab.lm.result import TrainResult
 from scalelab.lm.train import train
 from scalelab.progress import progress
 from scalelab.runs.outdir import LOCK
@@ -68,7 +69,7 @@ def lm_run(
     return LMRun(name, params, model=model, train=train_cfg, data_dir=Path(data_dir))
 
 
-def train_worker(run: LMRun, run_dir: Path, *, quiet: bool = True) -> dict[str, Any]:
+def train_worker(run: LMRun, run_dir: Path, *, quiet: bool = True) -> TrainResult:
     """Train one run (or resume it, or read its finished result). Quiet: the trainer's log
     lines go to `run_dir/train.log` (parallel workers would interleave them); otherwise they
     go to stderr with its progress bar, as `scalelab train` shows them."""
