@@ -368,3 +368,30 @@ def test_batched_lbfgs_solves_independent_rosenbrock_problems() -> None:
     assert res.converged.all() and np.all(res.fun < 1e-10)
     ref = optimize.minimize(lambda z: rosen(z[None], np.array([2]))[0][0], shift[2] - [1.2, -1])
     np.testing.assert_allclose(res.x[2], ref.x, atol=1e-4)
+
+
+def test_fit_table_returns_records_that_read_back() -> None:
+    """`fit_table` gives a `TableFit` (the exponent of an exact power law, the regime test on
+    it), chinchilla budgets split so that 6·N·D = C, and each reads back from its `to_dict`."""
+    from scalelab.laws.fit_table import GroupFits, TableFit, fit_groups, fit_table
+
+    x = np.geomspace(100, 1e5, 8)
+    df = pd.DataFrame({"n": np.tile(x, 2), "loss": np.tile(3.0 * x**-0.4, 2)})
+    df["corpus"] = ["a"] * 8 + ["b"] * 8
+    one = fit_table(df[df.corpus == "a"], "loss", x="n", n_boot=20, holdout=2)
+    assert one.fit.exponent == pytest.approx(0.4, abs=1e-9)
+    assert one.holdout is not None and one.holdout.n_fit == 6 and one.regime is not None
+    assert "compute_optimal" not in one.to_dict()
+    assert TableFit.from_dict(one.to_dict()) == one
+    groups = fit_groups(df, "loss", "corpus", x="n", n_boot=10)
+    assert set(groups.groups) == {"a", "b"}
+    assert GroupFits.from_dict(groups.to_dict()) == groups
+
+    n, d = np.meshgrid(np.geomspace(1e5, 1e8, 5), np.geomspace(1e7, 1e10, 5))
+    n, d = n.ravel(), d.ravel()
+    table = pd.DataFrame({"N": n, "D": d, "L": 1.7 + 400 / n**0.34 + 410 / d**0.28})
+    joint = fit_table(table, "L", form="chinchilla", n_col="N", d_col="D", compute=[1e20], n_boot=0)
+    (best,) = joint.compute_optimal
+    assert 6 * best.N_opt * best.D_opt == pytest.approx(1e20, rel=1e-6)
+    assert best.tokens_per_param == pytest.approx(best.D_opt / best.N_opt)
+    assert joint.regime is None and TableFit.from_dict(joint.to_dict()) == joint

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -19,6 +19,9 @@ from scalelab.cli.common import (
     renamed_option,
 )
 from scalelab.runs.outdir import check_file
+
+if TYPE_CHECKING:
+    from scalelab.laws.fit_table import GroupFits, TableFit
 
 # The regime options (defaults: RegimeConfig and RegimeInputs, tests/test_cli_defaults.py).
 _UNIGRAM_ENTROPY = typer.Option(
@@ -154,7 +157,7 @@ def fit_command(
     df = read_table(table)
     result = fit_groups(df, y, group, **kwargs) if group else fit_table(df, y, **kwargs)
     if out is not None:
-        atomic_write_json(out, {**result, "provenance": provenance()})
+        atomic_write_json(out, {**result.to_dict(), "provenance": provenance()})
     _emit(
         result,
         df,
@@ -169,7 +172,7 @@ def fit_command(
 
 
 def _emit(
-    result: dict[str, Any],
+    result: TableFit | GroupFits,
     df: Any,
     *,
     group: str | None,
@@ -178,9 +181,11 @@ def _emit(
     **shown: Any,
 ) -> None:
     """Figures, then the result as JSON or as tables (one set per group)."""
-    parts = result["groups"] if group else {"": result}
+    from scalelab.laws.fit_table import GroupFits
+
+    parts = result.groups if isinstance(result, GroupFits) else {"": result}
     if figures is not None:
-        _figures(parts, figures, shown["y"], Path(result["table"]).stem)
+        _figures(parts, figures, shown["y"], Path(result.table).stem)
     if json_out:
         print_json(result)
         return
@@ -223,48 +228,54 @@ def _regime_inputs(opts: dict[str, Any]) -> Any:
     return RegimeInputs(config=config, ideal_exponent=theory.effective_exponent, **given)
 
 
-def _figures(parts: dict[str, dict[str, Any]], folder: Path, y: str, stem: str) -> None:
+def _figures(parts: dict[str, TableFit], folder: Path, y: str, stem: str) -> None:
     """Two PNGs per group, named by the group (by the table's file name without groups)."""
     from scalelab.report.regime import write_regime_figures
 
     for key, part in parts.items():
-        if "regime" in part:
+        if part.regime is not None:
             title = f"{y} ({key or stem})"
-            write_regime_figures(part["regime"], folder, key or stem, title=title)
+            write_regime_figures(part.regime.to_dict(), folder, key or stem, title=title)
 
 
-def _rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+def _rows(result: TableFit) -> list[dict[str, Any]]:
     """The fitted parameters with their intervals, as table rows."""
     from scalelab.io import format_interval
+    from scalelab.laws.fit.chinchilla import ChinchillaFit
 
-    fit = result["fit"]
-    if result["form"] == "chinchilla":
+    fit = result.fit
+    if isinstance(fit, ChinchillaFit):
         return [
-            {"param": k, "value": fit[k], "ci95": format_interval(fit["ci95"].get(k), ".4g", "")}
+            {
+                "param": k,
+                "value": getattr(fit, k),
+                "ci95": format_interval(fit.ci95.get(k), ".4g", ""),
+            }
             for k in ("A", "B", "E", "alpha", "beta")
         ]
     rows = [
         {
             "param": "exponent",
-            "value": fit["exponent"],
-            "ci95": format_interval(fit["exponent_ci95"], ".4g", ""),
+            "value": fit.exponent,
+            "ci95": format_interval(fit.exponent_ci95, ".4g", ""),
         },
-        {"param": "A", "value": fit["A"], "ci95": ""},
+        {"param": "A", "value": fit.A, "ci95": ""},
     ]
-    if fit["E"] is not None:
-        rows.append({"param": "E", "value": fit["E"], "ci95": ""})
+    if fit.E is not None:
+        rows.append({"param": "E", "value": fit.E, "ci95": ""})
     return rows
 
 
-def _print(
-    result: dict[str, Any], y: str, x: str | None, n_rows: int, n_boot: int, holdout: int
-) -> None:
-    form = result["form"]
+def _print(result: TableFit, y: str, x: str | None, n_rows: int, n_boot: int, holdout: int) -> None:
+    form = result.form
     print_table(f"{form} fit of {y} ({n_rows} rows, {n_boot} bootstrap resamples)", _rows(result))
-    if "compute_optimal" in result:
-        print_table("compute-optimal allocation (C = 6·N·D)", result["compute_optimal"])
-    if "holdout" in result:
-        h = result["holdout"]
+    if result.compute_optimal is not None:
+        print_table(
+            "compute-optimal allocation (C = 6·N·D)",
+            [c.to_dict() for c in result.compute_optimal],
+        )
+    if result.holdout is not None:
+        h = result.holdout
         print_table(
             f"held out the {holdout} largest ({'6·N·D' if form == 'chinchilla' else x}); "
             f"fitted on {h.n_fit}",
@@ -273,8 +284,8 @@ def _print(
                 for o, p, r in zip(h.observed, h.predicted, h.rel_error, strict=True)
             ],
         )
-    if "regime" in result:
-        _print_regime(result["regime"])
+    if result.regime is not None:
+        _print_regime(result.regime.to_dict())
 
 
 def _finite(value: Any) -> bool:

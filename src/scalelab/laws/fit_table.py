@@ -1,5 +1,6 @@
 """The fits of a results table's columns and the regime analysis of its loss-vs-size curve:
-what `scalelab fit` prints (`fit_table`; `fit_groups` fits each value of a column apart)."""
+what `scalelab fit` prints (`fit_table` -> `TableFit`; `fit_groups` fits each value of a column
+apart -> `GroupFits`)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,70 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scalelab.config import OMIT_DEFAULT, Record
 from scalelab.errors import InputError
 from scalelab.laws.fit import chinchilla, power_law
+from scalelab.laws.fit.chinchilla import ChinchillaExtrapolation, ChinchillaFit
+from scalelab.laws.fit.fitted import PowerLawFit
+from scalelab.laws.fit.power_law import Extrapolation
 from scalelab.laws.regime.analysis import RegimeAnalysis, analyse_regime
 from scalelab.laws.regime.rules import RegimeConfig
 from scalelab.laws.table import numeric_columns
 
 #: The forms `scalelab fit --form` takes: the one-variable ones and the joint law.
 TABLE_FORMS = ("power", "power+E", "chinchilla")
+
+
+@dataclass(frozen=True)
+class ComputeOptimal(Record):
+    """The joint law's best split of a compute budget `C` = 6·N·D."""
+
+    C: float
+    N_opt: float
+    D_opt: float
+    tokens_per_param: float
+
+
+@dataclass(frozen=True)
+class TableFit(Record):
+    """What `fit_table` measured (and `scalelab fit --out` saves): the fit, then what each
+    form adds where asked: the compute-optimal split (chinchilla with budgets), the fit without
+    the largest sizes beside its error on them (`holdout`), and the regime analysis of the
+    curve (the one-variable forms)."""
+
+    table: str
+    form: str
+    fit: PowerLawFit | ChinchillaFit
+    compute_optimal: tuple[ComputeOptimal, ...] | None = field(default=None, metadata=OMIT_DEFAULT)
+    holdout: Extrapolation | ChinchillaExtrapolation | None = field(
+        default=None, metadata=OMIT_DEFAULT
+    )
+    regime: RegimeAnalysis | None = field(default=None, metadata=OMIT_DEFAULT)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TableFit:
+        """The fit and held-out check as the form's kinds (the type hints name two each)."""
+        joint = data["form"] == "chinchilla"
+        values = dict(data)
+        values["fit"] = (ChinchillaFit if joint else PowerLawFit).from_dict(data["fit"])
+        if data.get("holdout") is not None:
+            kind = ChinchillaExtrapolation if joint else Extrapolation
+            values["holdout"] = kind.from_dict(data["holdout"])
+        return super().from_dict(values)
+
+
+@dataclass(frozen=True)
+class GroupFits(Record):
+    """`fit_table` on each value of one column, keyed by the value (as text)."""
+
+    table: str
+    group: str
+    groups: dict[str, TableFit]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GroupFits:
+        groups = {k: TableFit.from_dict(v) for k, v in data["groups"].items()}
+        return cls(table=data["table"], group=data["group"], groups=groups)
 
 
 def fit_table(
@@ -35,53 +92,48 @@ def fit_table(
     seed: int = 0,
     name: str = "table",
     regime: RegimeInputs | None = None,
-) -> dict[str, Any]:
-    """A scaling law fitted to columns of a tidy table (what `scalelab fit` prints): `fit`
-    (the fit's `to_dict`), `holdout` (the `laws.fit.power_law.Extrapolation` without the `holdout`
-    largest sizes, an object the JSON writer saves as its `to_dict`), for chinchilla with
-    `compute` budgets `compute_optimal` (N_opt, D_opt), and for the one-variable forms
-    `regime` (`scalelab.laws.regime.analysis.analyse_regime`)."""
+) -> TableFit:
+    """A scaling law fitted to columns of a tidy table (what `scalelab fit` prints): see
+    `TableFit`; `holdout` > 0 refits without that many largest sizes."""
     if compute and form != "chinchilla":
         raise InputError("--compute needs --form chinchilla (the joint fit gives N_opt, D_opt)")
     if form not in TABLE_FORMS:
         raise InputError(f"unknown --form {form!r}; choose one of {', '.join(TABLE_FORMS)}")
     if holdout < 0:
         raise InputError(f"--holdout must be >= 0, got {holdout}")
-    result: dict[str, Any] = {"table": name, "form": form}
     if form == "chinchilla":
         if n_col is None or (d_col is None) == (c_col is None):
             raise InputError("--form chinchilla needs --n-col and one of --d-col or --c-col")
         cols = numeric_columns(df, [y, n_col, d_col or c_col], name)
         n = cols[n_col]
         d = cols[d_col] if d_col else cols[c_col] / (6.0 * n)
-        fit = chinchilla.fit_chinchilla(n, d, cols[y], n_boot=n_boot, seed=seed)
-        result["fit"] = fit.to_dict()
+        joint = chinchilla.fit_chinchilla(n, d, cols[y], n_boot=n_boot, seed=seed)
+        best = None
         if compute:
             if any(not c > 0 for c in compute):
                 raise InputError(f"--compute values must be positive numbers, got {compute}")
-            n_opt, d_opt = fit.compute_optimal(compute)
-            result["compute_optimal"] = [
-                {"C": c, "N_opt": float(a), "D_opt": float(b), "tokens_per_param": float(b / a)}
+            n_opt, d_opt = joint.compute_optimal(compute)
+            best = tuple(
+                ComputeOptimal(C=c, N_opt=float(a), D_opt=float(b), tokens_per_param=float(b / a))
                 for c, a, b in zip(compute, n_opt, d_opt, strict=True)
-            ]
-        if holdout:
-            result["holdout"] = chinchilla.chinchilla_extrapolation_check(
-                n, d, cols[y], holdout=holdout
             )
-        return result
+        check = (
+            chinchilla.chinchilla_extrapolation_check(n, d, cols[y], holdout=holdout)
+            if holdout
+            else None
+        )
+        return TableFit(table=name, form=form, fit=joint, compute_optimal=best, holdout=check)
     if x is None:
         raise InputError(f"--form {form} needs --x COLUMN (the size column)")
     cols = numeric_columns(df, [x, y], name)
     fit = power_law.fit_power_law(cols[x], cols[y], form=form, n_boot=n_boot, seed=seed)
-    result["fit"] = fit.to_dict()
-    if holdout:
-        result["holdout"] = power_law.extrapolation_check(
-            cols[x], cols[y], form=form, holdout=holdout, n_boot=0
-        )
-    result["regime"] = table_regime(
-        df, x, y, regime or RegimeInputs(), n_boot=n_boot, seed=seed, name=name
-    ).to_dict()
-    return result
+    check = (
+        power_law.extrapolation_check(cols[x], cols[y], form=form, holdout=holdout, n_boot=0)
+        if holdout
+        else None
+    )
+    analysis = table_regime(df, x, y, regime or RegimeInputs(), n_boot=n_boot, seed=seed, name=name)
+    return TableFit(table=name, form=form, fit=fit, holdout=check, regime=analysis)
 
 
 @dataclass(frozen=True)
@@ -165,7 +217,7 @@ def table_regime(
     )
 
 
-def fit_groups(df: pd.DataFrame, y: str, group: str, **kwargs: Any) -> dict[str, Any]:
+def fit_groups(df: pd.DataFrame, y: str, group: str, **kwargs: Any) -> GroupFits:
     """`fit_table` on each value of the `group` column (e.g. one fit per corpus); limited
     run names are checked against the whole table, then each group gets its own."""
     if group not in df.columns:
@@ -182,4 +234,4 @@ def fit_groups(df: pd.DataFrame, y: str, group: str, **kwargs: Any) -> dict[str,
         groups[str(key)] = fit_table(
             part, y, name=f"{name} [{group}={key}]", regime=replace(inputs, limited=mine), **kwargs
         )
-    return {"table": name, "group": group, "groups": groups}
+    return GroupFits(table=name, group=group, groups=groups)

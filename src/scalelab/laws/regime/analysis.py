@@ -88,6 +88,11 @@ class RegimeAnalysis(Record):
             **{k: out[k] for k in keys[at:]},
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RegimeAnalysis:
+        """A saved analysis; `excess_power_law` is derived from `excess_outcome`."""
+        return super().from_dict({k: v for k, v in data.items() if k != "excess_power_law"})
+
 
 def analyse_regime(
     x: Any,
