@@ -18,12 +18,15 @@ from scalelab.cli.common import (
     print_table,
     renamed_option,
 )
+from scalelab.cli.options import From, derive
+from scalelab.laws.regime.rules import RegimeConfig
 from scalelab.runs.outdir import check_file
 
 if TYPE_CHECKING:
     from scalelab.laws.fit_table import GroupFits, TableFit
 
-# The regime options (defaults: RegimeConfig and RegimeInputs, tests/test_cli_defaults.py).
+# The regime inputs (defaults: RegimeInputs, tests/test_cli_defaults.py); the rules' constants
+# are RegimeConfig's options.
 _UNIGRAM_ENTROPY = typer.Option(
     None,
     "--unigram-entropy",
@@ -58,16 +61,6 @@ _LIMITED = typer.Option(
 )
 _RUN_COL = typer.Option("run", "--run-col", help="Column of run names for --limited.")
 _GROUP = typer.Option(None, "--group", help="Fit each value of this column apart (e.g. corpus).")
-_TOLERANCE = typer.Option(
-    0.5, "--tolerance", help="Largest change of the exponent across the range, relative."
-)
-_LEVEL = typer.Option(0.9, "--level", help="Interval level of the curvature test.")
-_MIN_DECADES = typer.Option(
-    1.5, "--min-decades", help="Decades the range must span to be called a power law."
-)
-_UNIGRAM_MARGIN = typer.Option(
-    0.1, "--unigram-margin", help="Nats below the unigram entropy where the range starts."
-)
 _FIGURES = typer.Option(
     None, "--figures", help="Write the loss and local-slope figures (PNG) to this folder."
 )
@@ -128,10 +121,7 @@ def fit_command(
     limited: str | None = _LIMITED,
     run_col: str = _RUN_COL,
     group: str | None = _GROUP,
-    tolerance: float = _TOLERANCE,
-    level: float = _LEVEL,
-    min_decades: float = _MIN_DECADES,
-    unigram_margin: float = _UNIGRAM_MARGIN,
+    rules: RegimeConfig = From(RegimeConfig),
     figures: Path | None = _FIGURES,
     out: Path | None = typer.Option(None, "--out", help="Also write the result as JSON here."),
     json_out: bool = JSON,
@@ -152,7 +142,7 @@ def fit_command(
         k: opts[k] for k in ("form", "x", "n_col", "d_col", "c_col", "holdout", "n_boot", "seed")
     }
     kwargs["compute"] = parse_list(compute, float, "--compute") if compute else None
-    kwargs["regime"] = _regime_inputs(opts)
+    kwargs["regime"] = _regime_inputs(opts, rules)
     kwargs["name"] = str(table)
     df = read_table(table)
     result = fit_groups(df, y, group, **kwargs) if group else fit_table(df, y, **kwargs)
@@ -196,17 +186,13 @@ def _emit(
         _print(part, shown["y"], shown["x"], rows, shown["n_boot"], shown["holdout"])
 
 
-def _regime_inputs(opts: dict[str, Any]) -> Any:
+def _regime_inputs(opts: dict[str, Any], config: RegimeConfig) -> Any:
     """The regime inputs from the command's options (`ctx.params`); a store gives its test
     split's unigram entropy and, when it holds a facts corpus, the exact floor and the ideal
     learner's exponent."""
     from scalelab.errors import InputError
     from scalelab.laws.fit_table import RegimeInputs
-    from scalelab.laws.regime.rules import RegimeConfig
 
-    config = RegimeConfig(
-        **{k: opts[k] for k in ("tolerance", "level", "min_decades", "unigram_margin")}
-    )
     names = ("unigram_entropy", "unigram_col", "floor", "floor_col", "limited_col", "run_col")
     given = {k: opts[k] for k in names}
     if opts["limited"]:
@@ -360,4 +346,4 @@ def _print_regime(regime: dict[str, Any]) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add `scalelab fit` to the top-level app."""
-    app.command("fit")(fit_command)
+    app.command("fit")(derive(fit_command))

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from scalelab.config import Config, Record
+from scalelab.config import Config, Record, option
 from scalelab.errors import ConfigError, InputError
 
 #: Fewest distinct sizes the curvature test runs on: a quadratic (3 parameters) with two
@@ -80,10 +80,10 @@ class RegimeConfig(Config):
       spans.
     """
 
-    tolerance: float = 0.5
-    level: float = 0.90
-    min_decades: float = 1.5
-    unigram_margin: float = 0.1
+    tolerance: float = option(0.5, "Largest change of the exponent across the range, relative.")
+    level: float = option(0.90, "Interval level of the curvature test.")
+    min_decades: float = option(1.5, "Decades the range must span to be called a power law.")
+    unigram_margin: float = option(0.1, "Nats below the unigram entropy where the range starts.")
 
     def validate(self) -> None:
         if not 0 < self.tolerance < 10:
