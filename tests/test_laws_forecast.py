@@ -1,15 +1,19 @@
 """Forecasts against truths known in advance: noiseless laws (a correct fixed exponent forecasts
 exactly), hand-computed held-out errors, numpy's and scipy's least squares, the closed form of
-the compute-optimal split checked by a numerical search, and the inversion round trip."""
+the compute-optimal split checked by a numerical search, and the inversion round trip; the
+results (`ScoreResult`, `ForecastResult`) save as the dicts they replaced and read back."""
 
+import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.optimize import minimize_scalar, nnls
 
 from scalelab.errors import InputError
-from scalelab.laws.forecast.config import ForecastConfig
+from scalelab.laws.forecast.config import ForecastConfig, ForecastRequest
 from scalelab.laws.forecast.fits import (
     Exponent,
     fit_forecast,
@@ -17,7 +21,16 @@ from scalelab.laws.forecast.fits import (
     forecast_table,
     nonneg_linear_fit,
 )
-from scalelab.laws.forecast.holdout import CorpusRuns, loo_exponent, score_corpora
+from scalelab.laws.forecast.holdout import (
+    CorpusRuns,
+    ScoreResult,
+    corpus_table,
+    loo_exponent,
+    observed_exponent,
+    score_corpora,
+    summarize,
+)
+from scalelab.laws.forecast.run import ForecastResult, run_forecast
 
 X = np.geomspace(1e3, 1e6, 7)
 E0, A0, ALPHA0 = 2.0, 20.0, 0.3
@@ -62,7 +75,7 @@ def test_held_out_are_is_the_hand_computed_one() -> None:
     y = 5.0 * X**-0.1
     y[-1] *= 1.03
     cfg = ForecastConfig(ks=(3,), constant_alpha=0.1, n_boot=0)
-    rows = score_corpora([CorpusRuns("c", X, y)], cfg)["rows"]
+    rows = score_corpora([CorpusRuns("c", X, y)], cfg).rows
     by = {r["method"]: r for r in rows}
     for method in ("log-log free", "constant 0.1", "constant 0.1, E=0", "E+A free"):
         assert by[method]["are_largest"] == pytest.approx(0.03 / 1.03, rel=1e-6), method
@@ -203,3 +216,68 @@ def test_joint_one_free_exponent_is_recovered(a, b) -> None:
     n, d, loss = _grid()
     fit = fit_joint(n, d, loss, a=a, b=b)
     assert (fit.a, fit.b) == pytest.approx((JAE, JBE), rel=1e-4)
+
+
+# ---- the results as records -------------------------------------------------------------
+
+
+def test_score_result_is_the_former_dict_and_round_trips() -> None:
+    """`to_dict` is the layout `score_corpora` returned as a dict (forecast.json's `score`,
+    less its tables), and reads back into an equal record."""
+    corpora = [CorpusRuns(f"c{a}", X, 5.0 * X**-a) for a in (0.1, 0.2)]
+    cfg = ForecastConfig(n_boot=0)
+    result = score_corpora(corpora, cfg)
+    assert result.to_dict() == {
+        "config": {
+            "ks": [3, 4, 5],
+            "score_without_floor": True,
+            "constant_alpha": 0.095,
+            "n_boot": 0,
+            "level": 0.95,
+            "seed": 0,
+        },
+        "observed_exponents": {c.name: observed_exponent(c) for c in corpora},
+        "rows": result.rows,
+        "summary": summarize(result.rows),
+    }
+    assert list(result.rows[0]) == [
+        *("corpus", "k", "method", "alpha", "E", "A", "fit_upto", "largest"),
+        *("decades_beyond", "are_largest", "covered_largest", "are_by_step", "held_out"),
+    ]
+    assert ScoreResult.from_dict(result.to_dict()) == result
+    assert result.tables() == {c.name: corpus_table(result.rows, c.name) for c in corpora}
+
+
+def test_forecast_result_is_the_former_dict_and_round_trips(tmp_path: Path) -> None:
+    """Every part asked for (forecasts with data needed, the joint split, the scores): the
+    keys in the order forecast.json has always had them, the score's tables added, and the
+    record read back from its dict; parts not asked for are absent, not null."""
+    table = tmp_path / "runs.csv"
+    frames = [
+        pd.DataFrame({"corpus": f"c{a}", "train_tokens": X, "test_loss_nats": law(X, alpha=a)})
+        for a in (0.2, 0.3)
+    ]
+    pd.concat(frames).to_csv(table, index=False)
+    n, d = (v.ravel() for v in np.meshgrid(np.geomspace(1e5, 1e8, 4), np.geomspace(1e6, 1e9, 4)))
+    grid = tmp_path / "grid.csv"
+    loss = 1.2 + 30.0 * n**-0.25 + 80.0 * d**-0.2
+    pd.DataFrame({"N": n, "C": 6 * n * d, "test_loss_nats": loss}).to_csv(grid, index=False)
+    cfg = ForecastConfig(n_boot=0)
+    request = ForecastRequest(
+        d=8.0, k=4, loss=2.5, budget=(1e18,), grid=str(grid), n_col="N", c_col="C", score=True
+    )
+    result = run_forecast([table], request, cfg)
+    saved = result.to_dict()
+    assert list(saved) == ["config", "choice", "forecasts", "joint", "score"]
+    assert saved["choice"] == {"alpha": None, "d": 8.0, "source": None, "floor": True}
+    assert [list(f) for f in saved["forecasts"]] == [
+        ["corpus", "forecast", "at", "data_needed"]
+    ] * 2
+    assert saved["joint"]["fit"] == dataclasses.asdict(result.joint.fit)  # as it was saved
+    assert list(saved["score"]) == ["config", "observed_exponents", "rows", "summary", "tables"]
+    assert saved["score"]["tables"] == result.score.tables()
+    assert ForecastResult.from_dict(saved) == result
+
+    plain = run_forecast([table], ForecastRequest(alpha=0.2), cfg).to_dict()
+    assert list(plain) == ["config", "choice", "forecasts"]
+    assert [list(f) for f in plain["forecasts"]] == [["corpus", "forecast", "at"]] * 2

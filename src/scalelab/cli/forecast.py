@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from scalelab.cli.common import JSON, print_json, print_table
 from scalelab.cli.options import From, derive
 from scalelab.laws.forecast.config import ForecastConfig, ForecastRequest
+
+if TYPE_CHECKING:  # annotations only: the command imports numpy and pandas when it runs
+    from scalelab.laws.forecast.run import ForecastResult
 
 
 def forecast_command(
@@ -51,34 +54,33 @@ def _report_writer(score: bool, out: Path | None) -> Callable | None:
     return write_forecast_report
 
 
-def _print(result: dict[str, Any]) -> None:
-    for f in result["forecasts"]:
-        fc = f["forecast"]
+def _print(result: ForecastResult) -> None:
+    for f in result.forecasts:
+        fc = f.forecast  # the fitted law as saved (PowerForecast.to_dict)
         e = "" if fc["method"] in ("log-log", "fixed, E=0") else f"{fc['E']:.4g} + "
         print_table(
-            f"{f['corpus']}: L = {e}{fc['A']:.4g}·n^-{fc['alpha']:.4f} ({fc['label']}, "
+            f"{f.corpus}: L = {e}{fc['A']:.4g}·n^-{fc['alpha']:.4f} ({fc['label']}, "
             f"fitted on {fc['n_fit']} runs up to {fc['x_range'][1]:,.0f})",
-            f["at"],
+            f.at,
         )
-        if "data_needed" in f:
-            dn = f["data_needed"]
+        if f.data_needed is not None:
+            dn = f.data_needed
             lo, hi = dn["interval"]
             row = {"loss": dn["loss"], "n": dn["n"], "lo": lo, "hi": hi, "level": dn["level"]}
-            print_table(f"{f['corpus']}: data needed", [row])
-    if "joint" in result:
-        j = result["joint"]["fit"]
+            print_table(f"{f.corpus}: data needed", [row])
+    if result.joint is not None:
+        j = result.joint.fit
         typer.echo(
-            f"joint law ({j['method']}, {j['n_points']} runs): L = {j['E']:.4g} + "
-            f"{j['A']:.4g}·N^-{j['a']:.4f} + {j['B']:.4g}·D^-{j['b']:.4f}"
+            f"joint law ({j.method}, {j.n_points} runs): L = {j.E:.4g} + "
+            f"{j.A:.4g}·N^-{j.a:.4f} + {j.B:.4g}·D^-{j.b:.4f}"
         )
-        print_table("compute-optimal split (C = 6·N·D)", result["joint"]["compute_optimal"])
-    if "score" in result:
-        s = result["score"]
-        for name, rows in s["tables"].items():
+        print_table("compute-optimal split (C = 6·N·D)", result.joint.compute_optimal)
+    if result.score is not None:
+        for name, rows in result.score.tables().items():
             print_table(f"{name}: held-out ARE", rows)
-        print_table("summary: mean ARE on the largest run", s["summary"])
-    if "report" in result:
-        typer.echo(f"wrote {result['report']['html']} and {result['report']['md']}")
+        print_table("summary: mean ARE on the largest run", result.score.summary)
+    if result.report is not None:
+        typer.echo(f"wrote {result.report['html']} and {result.report['md']}")
 
 
 def register(app: typer.Typer) -> None:

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter
 
 from scalelab.laws.forecast.config import ForecastConfig
-from scalelab.laws.forecast.holdout import CorpusRuns, Fan, corpus_table
+from scalelab.laws.forecast.holdout import CorpusRuns, Fan, ScoreResult, corpus_table
 from scalelab.report.document import Report
 from scalelab.report.plots import new_figure
 
@@ -41,7 +41,7 @@ def forecast_figure(runs: CorpusRuns, k: int, forecasts: list[tuple[str, Any]]) 
 
 
 def write_forecast_report(
-    result: dict[str, Any], fans: list[Fan], cfg: ForecastConfig, out_dir: str | Path
+    result: ScoreResult, fans: list[Fan], cfg: ForecastConfig, out_dir: str | Path
 ) -> tuple[Path, Path]:
     """report.html and report.md (figures beside the Markdown) for a scoring result and the
     forecast fan of each corpus (`laws.forecast.holdout.forecast_fans`)."""
@@ -53,15 +53,15 @@ def write_forecast_report(
         f"{cfg.level:.0%} bootstrap (residuals, and the exponent's interval where it has one)."
     )
     rep.heading("Summary across corpora (mean ARE on the largest run)")
-    rep.table(result["summary"], caption="sorted by the mean over k; covered: band held it")
-    observed = result["observed_exponents"]
+    rep.table(result.summary, caption="sorted by the mean over k; covered: band held it")
+    observed = result.observed_exponents
     for fan in fans:
         runs, k = fan.runs, fan.k
         rep.heading(f"{runs.name} (observed log-log exponent {observed[runs.name]:.4f})")
-        rep.table(corpus_table(result["rows"], runs.name))
+        rep.table(corpus_table(result.rows, runs.name))
         rep.figure(
             forecast_figure(runs, k, fan.forecasts), caption=f"{runs.name}: forecast fan, k = {k}"
         )
     rep.heading("Config")
-    rep.json(result["config"])
+    rep.json(result.config)
     return rep.write(out_dir)

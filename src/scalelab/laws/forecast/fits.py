@@ -29,11 +29,12 @@ other is profiled (bounded scalar search of the linear solve's residual). With b
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from scalelab.config import Record
 from scalelab.errors import InputError
 from scalelab.laws.fit.chinchilla import compute_optimal, fit_chinchilla
 from scalelab.laws.fit.inputs import check_nld, check_xy
@@ -324,8 +325,9 @@ def forecast_table(fc: PowerForecast, at: Any) -> list[dict[str, Any]]:
 
 
 @dataclass(frozen=True)
-class JointFit:
-    """`L = E + A·N^-a + B·D^-b`; `method` says which exponents were fixed."""
+class JointFit(Record):
+    """`L = E + A·N^-a + B·D^-b`; `method` says which exponents were fixed. A record: saved
+    in forecast.json as its fields."""
 
     E: float
     A: float
@@ -362,9 +364,6 @@ class JointFit:
             }
             for ci, n, d, lo in zip(c, n_opt, d_opt, loss, strict=True)
         ]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _nnls(N: np.ndarray, D: np.ndarray, L: np.ndarray, a: float, b: float):

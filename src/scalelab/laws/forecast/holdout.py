@@ -6,6 +6,7 @@ Methods per corpus: free log-log; free `E + A·n^-α`; α fixed from each d sour
 α fixed at a constant (a baseline that ignores d); α fixed at the leave-one-out mean of the
 other corpora's observed log-log exponents (fitted on all their runs), when there are others.
 Each fixed α is fitted as `E + A·n^-α` and (`score_without_floor`) also as `A·n^-α`.
+`score_corpora` returns a `ScoreResult`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from scalelab.config import Record
 from scalelab.errors import InputError
 from scalelab.laws.forecast.config import ForecastConfig
 from scalelab.laws.forecast.fits import Exponent, PowerForecast, fit_forecast
@@ -139,11 +141,26 @@ def _score_one(runs: CorpusRuns, k: int, name: str, fc: PowerForecast) -> dict[s
     }
 
 
-def score_corpora(
-    corpora: list[CorpusRuns], cfg: ForecastConfig = ForecastConfig()
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ScoreResult(Record):
+    """Every method scored on every corpus: the config used, each corpus's observed log-log
+    exponent (in corpus order), `rows` (one per corpus, k and method, each with its held-out
+    runs) and `summary` (mean ARE per method, best first; see `summarize`). Rows are plain
+    dicts: table rows, flattened per corpus by `tables`."""
+
+    config: ForecastConfig
+    observed_exponents: dict[str, float]
+    rows: list[dict[str, Any]]
+    summary: list[dict[str, Any]]
+
+    def tables(self) -> dict[str, list[dict[str, Any]]]:
+        """Per corpus, its flat table (`corpus_table`): what the CLI prints."""
+        return {name: corpus_table(self.rows, name) for name in self.observed_exponents}
+
+
+def score_corpora(corpora: list[CorpusRuns], cfg: ForecastConfig = ForecastConfig()) -> ScoreResult:
     """Every method on every corpus for each k in `cfg.ks` (k skipped where it leaves no run
-    to forecast): `rows` (one per corpus, k, method) and `summary` (mean ARE per method)."""
+    to forecast)."""
     if not corpora:
         raise InputError("no corpus to score: give at least one sweep with >= 4 runs")
     names = [c.name for c in corpora]
@@ -160,12 +177,12 @@ def score_corpora(
         for k in ks:
             for name, fc in method_forecasts(runs, k, loo, cfg):
                 rows.append(_score_one(runs, k, name, fc))
-    return {
-        "config": cfg.to_dict(),
-        "observed_exponents": {c.name: observed_exponent(c) for c in corpora},
-        "rows": rows,
-        "summary": summarize(rows),
-    }
+    return ScoreResult(
+        config=cfg,
+        observed_exponents={c.name: observed_exponent(c) for c in corpora},
+        rows=rows,
+        summary=summarize(rows),
+    )
 
 
 def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

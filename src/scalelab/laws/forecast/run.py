@@ -1,7 +1,8 @@
 """`scalelab forecast` as a library call: read runs, forecast larger ones from the smaller,
 answer "data needed for loss X", the compute-optimal split for a budget, and score every
-method on held-out runs; optionally write forecast.json, and with a `draw` (the CLI passes
-`report.forecast.write_forecast_report`: report/ stands above laws/) the report, to a folder.
+method on held-out runs (a `ForecastResult`); optionally write forecast.json, and with a
+`draw` (the CLI passes `report.forecast.write_forecast_report`: report/ stands above laws/) the
+report, to a folder.
 
 The runs are read from what scalelab writes or from a plain table:
 - a sweep folder: `runs.csv` (one row per finished run);
@@ -19,18 +20,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from scalelab.config import OMIT_DEFAULT, Record
 from scalelab.errors import InputError
 from scalelab.io import atomic_write_json, provenance
 from scalelab.laws.forecast.config import ForecastConfig, ForecastRequest
-from scalelab.laws.forecast.fits import Exponent, fit_forecast, fit_joint, forecast_table
-from scalelab.laws.forecast.holdout import CorpusRuns, corpus_table, forecast_fans, score_corpora
+from scalelab.laws.forecast.fits import Exponent, JointFit, fit_forecast, fit_joint, forecast_table
+from scalelab.laws.forecast.holdout import CorpusRuns, ScoreResult, forecast_fans, score_corpora
 from scalelab.laws.table import numeric_columns, read_table
 
 SIZE, LOSS = "train_tokens", "test_loss_nats"
@@ -143,9 +145,10 @@ def load_grid(
 
 
 @dataclass(frozen=True)
-class ExponentChoice:
+class ExponentChoice(Record):
     """Where the exponent comes from: a number (`alpha`), a d (`d`), a d source of the input
-    (`source`), or none of them (free); with a fixed exponent, `floor` keeps the term E."""
+    (`source`), or none of them (free); with a fixed exponent, `floor` keeps the term E. A
+    record: a forecast's result says which was used."""
 
     alpha: float | None = None
     d: float | None = None
@@ -189,6 +192,18 @@ def _fit_part(runs: CorpusRuns, fit_upto: float | None, k: int | None) -> int:
     return n
 
 
+@dataclass(frozen=True)
+class CorpusForecast(Record):
+    """One corpus's forecast: the fitted law as saved (`PowerForecast.to_dict`: its draws
+    stay behind), the table of sizes forecast (with observed losses and ARE where a run
+    exists), and the data needed for a loss where one was asked."""
+
+    corpus: str
+    forecast: dict[str, Any]
+    at: list[dict[str, Any]]
+    data_needed: dict[str, Any] | None = field(default=None, metadata=OMIT_DEFAULT)
+
+
 def forecast_one(
     runs: CorpusRuns,
     choice: ExponentChoice,
@@ -198,7 +213,7 @@ def forecast_one(
     k: int | None = None,
     at: list[float] | None = None,
     loss: float | None = None,
-) -> dict[str, Any]:
+) -> CorpusForecast:
     """Fit on the smallest runs, forecast `at` (default: the runs left out, else 10× the
     largest), with observed losses and ARE where a run exists there."""
     n = _fit_part(runs, fit_upto, k)
@@ -219,10 +234,18 @@ def forecast_one(
         obs = observed.get(row["n"])
         row["observed"] = obs
         row["are"] = abs(row["loss"] - obs) / obs if obs else None
-    out = {"corpus": runs.name, "forecast": fc.to_dict(), "at": rows}
-    if loss is not None:
-        out["data_needed"] = fc.data_needed(loss)
-    return out
+    needed = fc.data_needed(loss) if loss is not None else None
+    return CorpusForecast(runs.name, fc.to_dict(), rows, needed)
+
+
+@dataclass(frozen=True)
+class JointSplit(Record):
+    """The joint law fitted on a grid (its path) and its compute-optimal split per budget
+    (table rows)."""
+
+    grid: str
+    fit: JointFit
+    compute_optimal: list[dict[str, Any]]
 
 
 def joint_split(
@@ -231,7 +254,7 @@ def joint_split(
     choice: ExponentChoice,
     runs: Any = None,
     **cols: Any,
-) -> dict[str, Any]:
+) -> JointSplit:
     """The joint law on a data × model grid and its compute-optimal split per budget. From d
     both exponents are fixed (a = 2/d, b = 2/(2+d)); from --alpha only b (the data one)."""
     g = load_grid(grid_path, **cols)
@@ -244,11 +267,37 @@ def joint_split(
     elif exp is not None:
         b = exp.alpha
     fit = fit_joint(g["N"], g["D"], g["L"], a=a, b=b)
-    return {
-        "grid": str(grid_path),
-        "fit": fit.to_dict(),
-        "compute_optimal": fit.compute_optimal(budgets),
-    }
+    return JointSplit(str(grid_path), fit, fit.compute_optimal(budgets))
+
+
+@dataclass(frozen=True)
+class ForecastResult(Record):
+    """Everything `scalelab forecast` prints and saves as forecast.json (with provenance):
+    the config and exponent used, a forecast per corpus, and where asked the joint split, the
+    held-out scores and the report's files.
+
+    The saved layout adds each corpus's flat score table (`ScoreResult.tables`) inside
+    `score`: derived from its rows, so not a field."""
+
+    config: ForecastConfig
+    choice: ExponentChoice
+    forecasts: tuple[CorpusForecast, ...]
+    joint: JointSplit | None = field(default=None, metadata=OMIT_DEFAULT)
+    score: ScoreResult | None = field(default=None, metadata=OMIT_DEFAULT)
+    report: dict[str, str] | None = field(default=None, metadata=OMIT_DEFAULT)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if self.score is not None:
+            out["score"]["tables"] = self.score.tables()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ForecastResult:
+        if data.get("score") is not None:
+            score = {k: v for k, v in data["score"].items() if k != "tables"}
+            data = {**data, "score": score}
+        return super().from_dict(data)
 
 
 def run_forecast(
@@ -258,8 +307,8 @@ def run_forecast(
     *,
     out: str | Path | None = None,
     draw: Callable[..., tuple[Path, Path]] | None = None,
-) -> dict[str, Any]:
-    """Everything `scalelab forecast` prints, as one dict (also OUT/forecast.json). The
+) -> ForecastResult:
+    """Everything `scalelab forecast` prints, as one record (also OUT/forecast.json). The
     request's `corpus` limits the forecasts (not the scoring, whose leave-one-out needs every
     corpus) to one. `draw(score, fans, cfg, out)` writes the report of a --score run into
     `out` (the CLI passes `scalelab.report.forecast.write_forecast_report`); None:
@@ -267,7 +316,6 @@ def run_forecast(
     r = request
     choice = ExponentChoice(alpha=r.alpha, d=r.d, source=r.source, floor=r.floor)
     budgets, at, corpus = list(r.budget), list(r.at) or None, r.corpus
-    result: dict[str, Any] = {"config": cfg.to_dict(), "choice": choice.__dict__}
     corpora = (
         []
         if (budgets and r.grid is None and not r.score and _grid_only(inputs))
@@ -277,21 +325,19 @@ def run_forecast(
     if corpus is not None and not chosen:
         have = ", ".join(c.name for c in corpora)
         raise InputError(f"no corpus {corpus!r} in the input (corpora: {have}); name one of those")
-    result["forecasts"] = [
+    forecasts = tuple(
         forecast_one(c, choice, cfg, fit_upto=r.fit_upto, k=r.k, at=at, loss=r.loss) for c in chosen
-    ]
+    )
+    joint = None
     if budgets:
         src = r.grid if r.grid is not None else inputs[0]
         runs = corpora[0] if corpora and Path(inputs[0]).is_dir() else None
         cols = {"n_col": r.n_col, "d_col": r.d_col, "c_col": r.c_col}
-        result["joint"] = joint_split(src, budgets, choice, runs, y=r.y, **cols)
-    if r.score:
-        result["score"] = score_corpora(corpora, cfg)
-        result["score"]["tables"] = {
-            c.name: corpus_table(result["score"]["rows"], c.name) for c in corpora
-        }
+        joint = joint_split(src, budgets, choice, runs, y=r.y, **cols)
+    score = score_corpora(corpora, cfg) if r.score else None
+    result = ForecastResult(cfg, choice, forecasts, joint, score)
     if out is not None:
-        _write(Path(out), result, corpora, cfg, draw)
+        result = _write(Path(out), result, corpora, cfg, draw)
     return result
 
 
@@ -301,10 +347,14 @@ def _grid_only(inputs: list[str | Path]) -> bool:
     return len(inputs) == 1 and Path(inputs[0]).is_file()
 
 
-def _write(out: Path, result: dict[str, Any], corpora: list[CorpusRuns], cfg, draw) -> None:
+def _write(
+    out: Path, result: ForecastResult, corpora: list[CorpusRuns], cfg, draw
+) -> ForecastResult:
+    """forecast.json (after the report, whose files it names); the result with them."""
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file; give a folder")
-    if "score" in result and draw is not None:
-        html, md = draw(result["score"], forecast_fans(corpora, cfg), cfg, out)
-        result["report"] = {"html": str(html), "md": str(md)}
-    atomic_write_json(out / "forecast.json", {**result, "provenance": provenance()})
+    if result.score is not None and draw is not None:
+        html, md = draw(result.score, forecast_fans(corpora, cfg), cfg, out)
+        result = result.replace(report={"html": str(html), "md": str(md)})
+    atomic_write_json(out / "forecast.json", {**result.to_dict(), "provenance": provenance()})
+    return result
