@@ -23,3 +23,17 @@ def test_python_md_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     # part 5: the steps one by one made their own folder, with the same runs
     assert (tmp_path / "steps" / "pipeline.json").is_file()
     assert len(namespace["data"].specs) == 3
+
+
+def test_exports_resolve_and_return_no_bare_dicts() -> None:
+    """Every name in `scalelab._EXPORTS` resolves, and no exported function is annotated to
+    return a dict: results are records with attributes (`config.Record`)."""
+    import inspect
+
+    import scalelab
+
+    for name in scalelab._EXPORTS:
+        obj = getattr(scalelab, name)
+        if inspect.isfunction(obj):
+            returns = str(inspect.signature(obj).return_annotation)
+            assert not returns.startswith("dict"), f"{name} returns {returns}"

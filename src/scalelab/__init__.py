@@ -34,6 +34,8 @@ _EXPORTS: dict[str, str] = {
     "fit_power_law": "scalelab.laws.fit.power_law",
     "fit_chinchilla": "scalelab.laws.fit.chinchilla",
     "fit_table": "scalelab.laws.fit_table",
+    "TableFit": "scalelab.laws.fit_table",
+    "GroupFits": "scalelab.laws.fit_table",
     "read_table": "scalelab.laws.table",
     # forecasts
     "Exponent": "scalelab.laws.forecast.fits",
@@ -42,7 +44,9 @@ _EXPORTS: dict[str, str] = {
     "ForecastRequest": "scalelab.laws.forecast.config",
     "fit_joint": "scalelab.laws.forecast.fits",
     "score_corpora": "scalelab.laws.forecast.holdout",
+    "ScoreResult": "scalelab.laws.forecast.holdout",
     "run_forecast": "scalelab.laws.forecast.run",
+    "ForecastResult": "scalelab.laws.forecast.run",
     # language models: configs, presets, training, loading
     "GPTConfig": "scalelab.lm.config",
     "TrainConfig": "scalelab.lm.config",
