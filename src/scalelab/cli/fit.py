@@ -19,6 +19,7 @@ from scalelab.cli.common import (
     renamed_option,
 )
 from scalelab.cli.options import From, derive
+from scalelab.laws.fit.forms import FORMS
 from scalelab.laws.regime.rules import RegimeConfig
 from scalelab.runs.outdir import check_file
 
@@ -66,6 +67,9 @@ _FIGURES = typer.Option(
 )
 
 
+_FORM_HELP = "; ".join(f"{name}: {f.help}" for name, f in FORMS.items())
+_FORM_HELP += "; chinchilla: L = E + A/N^α + B/D^β."
+
 _TABLE = typer.Argument(..., metavar="TABLE", help="Results table: .csv, .tsv, .parquet or .jsonl.")
 TABLES = (".csv", ".tsv", ".parquet", ".jsonl", ".ndjson")
 
@@ -77,21 +81,16 @@ def _check_inputs(table: Path, form: str, x: str | None) -> None:
     if table.suffix.lower() not in TABLES:
         hint = " (a point cloud is for `scalelab id`)" if table.suffix.lower() == ".npy" else ""
         raise InputError(f"TABLE {table}: give a {'/'.join(TABLES)} file{hint}")
-    if form in ("power", "power+E") and x is None:
+    if form in FORMS and x is None:
         raise ConfigError(f"--form {form} needs --x: give the size column with --x COLUMN")
 
 
 def fit_command(
     ctx: typer.Context,
     table: Path = _TABLE,
-    x: str | None = typer.Option(None, "--x", help="Size column (power, power+E)."),
+    x: str | None = typer.Option(None, "--x", help=f"Size column ({', '.join(FORMS)})."),
     y: str = typer.Option(..., "--y", help="Loss column (positive)."),
-    form: str = typer.Option(
-        "power",
-        "--form",
-        help="power: log-log least squares (the paper's fit); power+E: y = E + A·x^-α; "
-        "chinchilla: L = E + A/N^α + B/D^β.",
-    ),
+    form: str = typer.Option("power", "--form", help=_FORM_HELP),
     n_col: str | None = typer.Option(None, "--n-col", help="Parameters column (chinchilla)."),
     d_col: str | None = typer.Option(None, "--d-col", help="Tokens column (chinchilla)."),
     c_col: str | None = typer.Option(

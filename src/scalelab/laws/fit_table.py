@@ -16,13 +16,14 @@ from scalelab.errors import InputError
 from scalelab.laws.fit import chinchilla, power_law
 from scalelab.laws.fit.chinchilla import ChinchillaExtrapolation, ChinchillaFit
 from scalelab.laws.fit.fitted import PowerLawFit
+from scalelab.laws.fit.forms import FORMS
 from scalelab.laws.fit.power_law import Extrapolation
 from scalelab.laws.regime.analysis import RegimeAnalysis, analyse_regime
 from scalelab.laws.regime.rules import RegimeConfig
 from scalelab.laws.table import numeric_columns
 
 #: The forms `scalelab fit --form` takes: the one-variable ones and the joint law.
-TABLE_FORMS = ("power", "power+E", "chinchilla")
+TABLE_FORMS = (*FORMS, "chinchilla")
 
 
 @dataclass(frozen=True)

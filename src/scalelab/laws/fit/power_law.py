@@ -22,9 +22,8 @@ from scipy.special import expit
 from scalelab.config import Record
 from scalelab.errors import EstimationError, InputError
 from scalelab.laws.fit.fitted import PowerLawFit
+from scalelab.laws.fit.forms import FORMS
 from scalelab.laws.fit.inputs import check_xy
-
-FORMS = ("power", "power+E")
 
 # Starts for power+E: exponents, and E as a fraction of min(y) (A then follows in closed form).
 _PE_ALPHAS = (0.05, 0.1, 0.2, 0.4, 0.7, 1.0, 1.5, 2.5)
@@ -36,19 +35,18 @@ _PE_BOOT_FRACTIONS = (0.05, 0.5, 0.9)
 def fit_power_law(
     x: Any, y: Any, *, form: str = "power", n_boot: int = 1000, seed: int = 0
 ) -> PowerLawFit:
-    """Fit a decreasing power law to positive `(x, y)` pairs with a seeded bootstrap CI."""
+    """Fit a decreasing power law to positive `(x, y)` pairs with a seeded bootstrap CI, in
+    one of the forms of `laws.fit.forms.FORMS`."""
     if form not in FORMS:
         raise InputError(f"unknown form {form!r}; choose one of {', '.join(FORMS)}")
     if n_boot < 0:
         raise InputError(f"n_boot must be >= 0, got {n_boot}")
-    xa, ya = check_xy(x, y, 3 if form == "power" else 4)
-    rng = np.random.default_rng(seed)
-    if form == "power":
-        return _fit_power(xa, ya, n_boot, rng, seed)
-    return _fit_power_e(xa, ya, n_boot, rng, seed)
+    xa, ya = check_xy(x, y, FORMS[form].min_points)
+    return FORMS[form].function()(xa, ya, n_boot, np.random.default_rng(seed), seed)
 
 
-def _fit_power(x: np.ndarray, y: np.ndarray, n_boot: int, rng, seed: int) -> PowerLawFit:
+def fit_log_log(x: np.ndarray, y: np.ndarray, n_boot: int, rng, seed: int) -> PowerLawFit:
+    """The "power" form: least squares of log y on log x, a studentized residual bootstrap."""
     lx, ly = np.log(x), np.log(y)
     n = lx.size
     xc = lx - lx.mean()
@@ -151,7 +149,8 @@ def _pe_solve(
     return theta, sse[np.arange(n_data), best]
 
 
-def _fit_power_e(x: np.ndarray, y: np.ndarray, n_boot: int, rng, seed: int) -> PowerLawFit:
+def fit_with_floor(x: np.ndarray, y: np.ndarray, n_boot: int, rng, seed: int) -> PowerLawFit:
+    """The "power+E" form: least squares on log y from a grid of starts, 0 <= E < min y."""
     lx, ly = np.log(x), np.log(y)
     n = lx.size
     log_m = float(ly.min())
@@ -253,7 +252,9 @@ def extrapolation_check(
 ) -> Extrapolation:
     """Fit on all but the `holdout` largest x and report the error predicting those."""
     xa, ya = check_xy(x, y, 1)
-    need = 3 if form == "power" else 4
+    if form not in FORMS:
+        raise InputError(f"unknown form {form!r}; choose one of {', '.join(FORMS)}")
+    need = FORMS[form].min_points
     if holdout < 1 or xa.size - holdout < need:
         raise InputError(
             f"holdout={holdout} leaves {xa.size - holdout} of {xa.size} points to fit; "
