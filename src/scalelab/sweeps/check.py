@@ -50,6 +50,7 @@ from scalelab.errors import ConfigError
 from scalelab.fields import positive_int
 from scalelab.io import atomic_write_json, read_json
 from scalelab.laws.regime.rules import FitRange, fit_range
+from scalelab.lm.result import TrainResult
 from scalelab.sweeps.schedule import cooled
 
 if TYPE_CHECKING:  # torch and pandas come with these: `CheckConfig` is read without them
@@ -111,7 +112,7 @@ def stricter(spec: LMRun, factor: int = FACTOR) -> LMRun:
 def cooldown(spec: LMRun, run_dir: Path, fraction: float = COOLDOWN_FRACTION) -> LMRun:
     """A run that starts from `run_dir`'s tested weights and decays the learning rate to zero
     over `fraction` of the steps to its best (`sweeps.schedule.cooled`, the one rule)."""
-    best = int(read_json(run_dir / "result.json")["best_step"])
+    best = TrainResult.load(run_dir / "result.json").best_step
     return spec.with_train(cooled(spec.train, best, run_dir, fraction))
 
 
@@ -176,9 +177,9 @@ def plan(sweep_dir: Path, specs: Sequence[LMRun], rule: CheckConfig) -> list[dic
     rows = []
     for spec, end in ends:
         run_dir = sweep_dir / "runs" / spec.name
-        result = read_json(run_dir / "result.json")
+        result = TrainResult.load(run_dir / "result.json")
         original = spec.train
-        regular = int(result["steps"]) % original.eval_interval == 0
+        regular = result.steps % original.eval_interval == 0
         made = {
             "stricter": lambda s=spec: stricter(s, rule.factor),
             "seed": lambda s=spec: reseeded(s),
@@ -231,7 +232,7 @@ def run_check(
     run_specs(check_dir, unique, workers=workers, backend=backend, only=None, quiet=quiet)
     out = []
     for r in rows:
-        got = read_json(check_dir / "runs" / r["spec"].name / "result.json")
+        got = TrainResult.load(check_dir / "runs" / r["spec"].name / "result.json")
         out.append(
             {
                 "run": r["run"],
@@ -240,13 +241,13 @@ def run_check(
                 "key": r["key"],
                 "how": "continued" if r["continue"] else "trained",
                 "check_run": r["spec"].name,
-                "steps": r["result"]["steps"],
-                "stop_reason": r["result"]["stop_reason"],
-                "test_loss_nats": r["result"]["test_loss_nats"],
-                "test_loss_se_nats": r["result"].get("test_loss_se_nats"),
-                "steps_perturbed": got["steps"],
-                "stop_reason_perturbed": got["stop_reason"],
-                "test_loss_nats_perturbed": got["test_loss_nats"],
+                "steps": r["result"].steps,
+                "stop_reason": r["result"].stop_reason,
+                "test_loss_nats": r["result"].test_loss_nats,
+                "test_loss_se_nats": r["result"].test_loss_se_nats,
+                "steps_perturbed": got.steps,
+                "stop_reason_perturbed": got.stop_reason,
+                "test_loss_nats_perturbed": got.test_loss_nats,
             }
         )
     return out
