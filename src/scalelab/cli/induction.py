@@ -32,41 +32,55 @@ from scalelab.induction.config import InductionConfig, InductionSweepConfig, Ind
 # The CLI's defaults are the configs'.
 _M, _T = InductionConfig(), InductionTrainConfig()
 
-# The experiments of `cli.induction_heads` (their configs import torch) with their helps'
-# first lines, listed from here and imported when one runs (`tests/test_cli_lazy.py` checks
-# the lines against the commands).
+# The experiments, each in one module that holds its config, run, figure, tables and an
+# `EXPERIMENT` record (`runs.experiment.Experiment`; `cli.experiment` makes the command):
+# command -> (that module, its help's first line). A new experiment is its module and one
+# line here; the help is listed from here without importing the module (torch).
+EXPERIMENTS: dict[str, tuple[str, str]] = {
+    "separation": (
+        "scalelab.induction.separation",
+        "Accuracy on hard instances vs h·m·p/n: 1 vs 2 layers, constructed and trained.",
+    ),
+    "size": (
+        "scalelab.induction.size",
+        "h·m·p against n: the constant-width two-layer construction (least exact p), the "
+        "one-layer gather construction and the one-layer lower bound.",
+    ),
+    "formation": (
+        "scalelab.induction.formation",
+        "Attention-only 1- vs 2-layer models: head scores, hard accuracy and loss by step.",
+    ),
+    "bound": (
+        "scalelab.induction.bound_trained",
+        "Trained 1-layer models below the bound (p-bit training) vs 2 layers: hard accuracy.",
+    ),
+    "trained-separation": (
+        "scalelab.induction.trained_separation",
+        "2 vs 1 layers trained at one (h, m, p) where the bound forbids every 1-layer model.",
+    ),
+}
+
+# The commands of `cli.induction_heads` (other inputs than a config; their modules import
+# torch) and the experiments (`cli.experiment`), with their helps' first lines, listed from
+# here and imported when one runs (`tests/test_cli_lazy.py` checks the lines against the
+# commands).
 HEADS = {
-    name: ("induction_heads", text)
-    for name, text in (
-        ("gather", "Check the one-layer gather construction at p bits on every position."),
-        ("heads", "Induction and previous-token score of every head; in-context-learning score."),
-        (
-            "compare-depth",
-            "Train a 1-layer and a 2-layer GPT (equal non-embedding parameters); track head "
-            "scores.",
-        ),
-        (
-            "separation",
-            "Accuracy on hard instances vs h·m·p/n: 1 vs 2 layers, constructed and trained.",
-        ),
-        (
-            "size",
-            "h·m·p against n: the constant-width two-layer construction (least exact p), the "
-            "one-layer gather construction and the one-layer lower bound.",
-        ),
-        (
-            "formation",
-            "Attention-only 1- vs 2-layer models: head scores, hard accuracy and loss by step.",
-        ),
-        (
-            "bound",
-            "Trained 1-layer models below the bound (p-bit training) vs 2 layers: hard accuracy.",
-        ),
-        (
-            "trained-separation",
-            "2 vs 1 layers trained at one (h, m, p) where the bound forbids every 1-layer model.",
-        ),
-    )
+    **{
+        name: ("induction_heads", text)
+        for name, text in (
+            ("gather", "Check the one-layer gather construction at p bits on every position."),
+            (
+                "heads",
+                "Induction and previous-token score of every head; in-context-learning score.",
+            ),
+            (
+                "compare-depth",
+                "Train a 1-layer and a 2-layer GPT (equal non-embedding parameters); track head "
+                "scores.",
+            ),
+        )
+    },
+    **{name: ("experiment", text) for name, (_, text) in EXPERIMENTS.items()},
 }
 
 sub = typer.Typer(

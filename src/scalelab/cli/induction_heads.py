@@ -1,8 +1,8 @@
-"""`scalelab induction gather | heads | compare-depth | separation | size | formation |
-bound | trained-separation`: the one-layer construction, induction heads in language
-models, the depth separation in training, the sizes of the solutions against n, induction
-heads forming in training, trained one-layer models where the lower bound applies, and
-both depths trained at one size where the bound forbids every one-layer model."""
+"""`scalelab induction gather | heads | compare-depth`: the one-layer construction,
+induction heads in language models, and the depth separation in training a language model.
+They take other inputs than one config (a model, a corpus, a token store); the experiments
+that take one config and write a folder (`separation`, `size`, ...) are each in their own
+module, made commands by `cli.experiment`."""
 
 from __future__ import annotations
 
@@ -22,34 +22,11 @@ from scalelab.cli.common import (
     set_threads,
     threads_option,
 )
+from scalelab.cli.experiment import check_out
 from scalelab.cli.options import From, derive
 from scalelab.errors import ConfigError
-from scalelab.induction.bound_trained import BoundTrainedConfig
-from scalelab.induction.formation import FormationConfig
-from scalelab.induction.separation import SeparationConfig
-from scalelab.induction.size import SizeConfig
-from scalelab.induction.trained_separation import TrainedSeparationConfig
 from scalelab.probe.depth import DepthConfig
 from scalelab.probe.heads import HeadScoreConfig
-
-_SMALL_GRID = "a small grid of the same kinds of rows (seconds; for trying it out)"
-_SMALL = "a small version (seconds; for trying it out)"
-
-
-def quick_preset(cls: type, what: str) -> dict:
-    """`--preset quick` (the config's `quick()`), the one way an experiment's small version
-    is chosen; `--quick`, the switch that chose it before, still works with a note."""
-    return {
-        "presets": {"quick": lambda: cls().quick()},
-        "preset_help": f"quick: {what}; options given here override it.",
-        "retired_presets": {"--quick": "quick"},
-    }
-
-
-def _check_out(out: Path | None) -> None:
-    """Refuse an output path that is an existing file, before any work is done."""
-    if out is not None and out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file; give a folder path")
 
 
 def gather_command(
@@ -117,7 +94,7 @@ def heads_command(
     from scalelab.probe.heads import run_heads
     from scalelab.report.heads import write_heads_report
 
-    _check_out(out)
+    check_out(out)
     set_threads(threads)
     result = run_heads(model, cfg, corpus, out, bos=bos)
     if out is not None:
@@ -158,7 +135,7 @@ def compare_depth_command(
     from scalelab.probe.depth import compare_depth
     from scalelab.report.heads import write_depth_figure
 
-    _check_out(out)
+    check_out(out)
     torch.set_num_threads(1)
     summary = compare_depth(data, out, cfg, quiet=quiet)
     write_depth_figure(summary, out)
@@ -178,123 +155,8 @@ def compare_depth_command(
     print_table(f"depth comparison in {out} (final scores: max over heads)", rows)
 
 
-def separation_command(
-    out: Path = typer.Option(..., help="Folder for separation.csv/.png and trained runs."),
-    cfg: SeparationConfig = From(SeparationConfig, **quick_preset(SeparationConfig, _SMALL_GRID)),
-    json_out: bool = JSON,
-) -> None:
-    """Accuracy on hard instances vs h·m·p/n: 1 vs 2 layers, constructed and trained."""
-    from scalelab.induction.separation import run_separation
-    from scalelab.report.separation import write_separation_figure
-
-    torch.set_num_threads(1)
-    rows = run_separation(cfg, out)
-    write_separation_figure(rows, out)
-    if json_out:
-        print_json(rows)
-    else:
-        keys = ("kind", "n_layer", "n", "h", "m", "p", "hmp_over_n", "acc_hard")
-        print_table(f"separation ({cfg.mode} point)", [{k: r[k] for k in keys} for r in rows])
-
-
-def size_command(
-    out: Path = typer.Option(..., help="Folder for size.csv/.json and size.png."),
-    cfg: SizeConfig = From(SizeConfig),
-    json_out: bool = JSON,
-) -> None:
-    """h·m·p against n: the constant-width two-layer construction (least exact p), the
-    one-layer gather construction and the one-layer lower bound."""
-    from scalelab.induction.size import run_size
-    from scalelab.report.separation import write_size_figure
-
-    _check_out(out)
-    torch.set_num_threads(1)
-    rows = run_size(cfg, out)
-    write_size_figure(rows, out)
-    if json_out:
-        print_json(rows)
-    else:
-        keys = ("kind", "n", "alphabet_size", "m", "p", "hmp")
-        print_table("h·m·p against n", [{k: r.get(k) for k in keys} for r in rows])
-
-
-def formation_command(
-    out: Path = typer.Option(..., help="Folder for formation.json/.png and the runs."),
-    cfg: FormationConfig = From(FormationConfig, **quick_preset(FormationConfig, _SMALL)),
-    json_out: bool = JSON,
-) -> None:
-    """Attention-only 1- vs 2-layer models: head scores, hard accuracy and loss by step."""
-    from scalelab.induction.formation import run_formation
-    from scalelab.report.induction import write_formation_figure
-
-    _check_out(out)
-    torch.set_num_threads(1)
-    doc = run_formation(cfg, out)
-    write_formation_figure(doc, out)
-    keys = ("n_layer", "seed", "width", "params", "formed_at", "final_induction_max")
-    rows = [{k: r[k] for k in (*keys, "final_acc_hard", "cpu_time_s")} for r in doc["runs"]]
-    if json_out:
-        print_json(rows)
-    else:
-        print_table(f"induction heads forming ({out}/formation.png)", rows)
-
-
-def bound_command(
-    out: Path = typer.Option(..., help="Folder for bound.csv/.json/.png and trained runs."),
-    cfg: BoundTrainedConfig = From(BoundTrainedConfig),
-    json_out: bool = JSON,
-) -> None:
-    """Trained 1-layer models below the bound (p-bit training) vs 2 layers: hard accuracy."""
-    from scalelab.induction.bound_trained import run_bound_trained
-    from scalelab.report.separation import write_bound_figure
-
-    _check_out(out)
-    torch.set_num_threads(1)
-    rows = run_bound_trained(cfg, out)
-    write_bound_figure(rows, out)
-    if json_out:
-        print_json(rows)
-    else:
-        keys = ("n_layer", "n", "m", "p", "message_bits", "k", "acc_hard", "steps")
-        print_table("trained models against the bound", [{k: r[k] for k in keys} for r in rows])
-
-
-def trained_separation_command(
-    out: Path = typer.Option(..., help="Folder for trained-separation.csv/.json/.png and runs."),
-    cfg: TrainedSeparationConfig = From(
-        TrainedSeparationConfig, **quick_preset(TrainedSeparationConfig, _SMALL)
-    ),
-    quiet: bool = QUIET,
-    json_out: bool = JSON,
-) -> None:
-    """2 vs 1 layers trained at one (h, m, p) where the bound forbids every 1-layer model."""
-    from scalelab.induction.trained_separation import plan, run_trained_separation
-    from scalelab.report.separation import write_trained_separation_figure
-
-    _check_out(out)
-    if not json_out:
-        print_record("size and bound (before training)", plan(cfg))
-    torch.set_num_threads(1)
-    start = time.perf_counter()
-    doc = run_trained_separation(cfg, out, quiet=quiet)
-    write_trained_separation_figure(doc, out)
-    if json_out:
-        print_json(doc)
-        return
-    keys = ("n_layer", "seed", "n", "m", "p", "acc_hard", "protocol_message_bits", "steps")
-    trained = [r for r in doc["rows"] if r["kind"] == "trained-relative"]
-    print_table("trained at one size", [{k: r.get(k) for k in keys} for r in trained])
-    print_table("paired margin (2 layers − 1 layer, 95%)", doc["margins"])
-    print(f"{time.perf_counter() - start:.0f} s wall; figure {out}/trained_separation.png")
-
-
 def register(group: typer.Typer) -> None:
     """Add these commands to the `induction` group."""
     group.command("gather")(gather_command)
     group.command("heads")(derive(heads_command))
     group.command("compare-depth")(derive(compare_depth_command))
-    group.command("separation")(derive(separation_command))
-    group.command("size")(derive(size_command))
-    group.command("formation")(derive(formation_command))
-    group.command("bound")(derive(bound_command))
-    group.command("trained-separation")(derive(trained_separation_command))

@@ -9,6 +9,7 @@ message `protocol.run_protocol` actually sent on 64 hard instances), message_ove
 acc_hard (last position of `eval_instances` hard instances, evaluated at the training p),
 steps. The proven ceiling (`separation.index_ceiling`) is drawn against message/n.
 `run_bound_trained` writes `bound.csv` and `bound.json`; runs are kept under `out/runs`.
+`bound_figure` draws them (`bound.png`); `EXPERIMENT` is the command's record.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,11 +25,15 @@ from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 from scalelab.induction.config import MODES
 from scalelab.induction.precision import Precision
-from scalelab.induction.protocol import message_bits, run_protocol
-from scalelab.induction.separation import acc_hard, train_or_reuse
+from scalelab.induction.protocol import MESSAGE_BITS_PER_HMP, message_bits, run_protocol
+from scalelab.induction.separation import acc_hard, index_ceiling, train_or_reuse
 from scalelab.induction.task import hard_instances
 from scalelab.io import atomic_write_json, atomic_write_text, provenance
 from scalelab.runs import outdir
+from scalelab.runs.experiment import Experiment, Table, save_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CONFIG = "bound-config.json"
 
@@ -107,3 +112,71 @@ def run_bound_trained(cfg: BoundTrainedConfig, out: str | Path) -> list[dict[str
         doc = {"config": cfg.to_dict(), "rows": rows, "provenance": provenance()}
         atomic_write_json(out / "bound.json", doc)
     return rows
+
+
+def bound_figure(rows: list[dict[str, Any]]) -> Figure:
+    """Trained models' hard-instance accuracy against (protocol message bits) / n: one
+    layer (h = 1, p-bit straight-through training) by width, two layers at the same h, m
+    and p = 2·⌈log2 n⌉ + 1; the proven one-layer ceiling from INDEX drawn for the
+    smallest and largest n (k = (n − 1)/2 bits must cross the message)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9.5, 4.6), layout="constrained")
+    ax = fig.subplots()
+    xs = np.array([r["message_over_n"] for r in rows])
+    grid = np.geomspace(xs.min() / 1.5, xs.max() * 1.5, 300)
+    ns = sorted({r["n"] for r in rows})
+    for n, ls in ((ns[0], ":"), (ns[-1], "--")):
+        ax.plot(
+            grid,
+            index_ceiling(grid / MESSAGE_BITS_PER_HMP, n),
+            "k" + ls,
+            lw=1,
+            label=f"proven 1-layer ceiling, n = {n}",
+        )
+    ax.axhline(0.5, color="0.6", ls=":", lw=1, label="chance")
+    widths = sorted({r["m"] for r in rows})
+    for layers, marker in ((1, "o"), (2, "s")):
+        for i, m in enumerate(widths):
+            sel = sorted(
+                (r for r in rows if r["n_layer"] == layers and r["m"] == m), key=lambda r: r["n"]
+            )
+            if not sel:
+                continue
+            ax.plot(
+                [r["message_over_n"] for r in sel],
+                [r["acc_hard"] for r in sel],
+                "-" if layers == 1 else "--",
+                marker=marker,
+                color=f"C{i}",
+                mfc=f"C{i}" if layers == 1 else "none",
+                lw=0.8,
+                label=f"{layers} layer{'s' * (layers > 1)}, h = 1, m = {m}, p = "
+                + (f"{sel[0]['p']}" if layers == 1 else "2⌈log2 n⌉+1"),
+            )
+    ax.set_xscale("log")
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel(f"message bits / n   ({MESSAGE_BITS_PER_HMP:g}·h·m·p / n; n grows to the left)")
+    ax.set_ylabel("accuracy on INDEX hard instances")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return fig
+
+
+def write_bound_figure(rows: list[dict[str, Any]], out: str | Path) -> Path:
+    """Draw `run_bound_trained`'s rows into `out/bound.png`."""
+    return save_figure(bound_figure(rows), Path(out) / "bound.png")
+
+
+def bound_tables(rows: list[dict[str, Any]], cfg: BoundTrainedConfig, out: Path) -> list[Table]:
+    """The command's table: each model's size, message and accuracy."""
+    keys = ("n_layer", "n", "m", "p", "message_bits", "k", "acc_hard", "steps")
+    return [("trained models against the bound", [{k: r[k] for k in keys} for r in rows])]
+
+
+EXPERIMENT = Experiment(
+    config=BoundTrainedConfig,
+    run=run_bound_trained,
+    draw=write_bound_figure,
+    tables=bound_tables,
+    out_help="Folder for bound.csv/.json/.png and trained runs.",
+)

@@ -15,7 +15,8 @@ evaluation at which some head's induction score reaches `threshold`.
 
 `run_formation` writes one `train_induction` run folder per (depth, seed) under
 `out/runs` (metrics.jsonl rows carry the scores; a finished run is reused) and
-`formation.json`; `scalelab.report.induction.formation_figure` draws it.
+`formation.json`; `formation_figure` draws it (`formation.png`); `EXPERIMENT` is the
+command's record.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -36,6 +37,10 @@ from scalelab.induction.task import solve, uniform_instances
 from scalelab.induction.train import train_induction
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.runs import outdir
+from scalelab.runs.experiment import Experiment, Table, save_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CONFIG = "formation-config.json"
 
@@ -214,3 +219,75 @@ def run_formation(cfg: FormationConfig, out: str | Path) -> dict[str, Any]:
         doc = {"config": cfg.to_dict(), "runs": runs, "provenance": provenance()}
         atomic_write_json(out / "formation.json", doc)
     return doc
+
+
+FORMATION_PANELS = (
+    ("induction_max", "induction score (max over heads)"),
+    ("previous_token_max", "previous-token score (max over heads)"),
+    ("acc_hard", "accuracy, INDEX hard instances"),
+    ("eval_loss", "held-out loss (nats)"),
+)
+
+
+def formation_figure(doc: dict[str, Any]) -> Figure:
+    """`run_formation`'s curves against the step: one colour per depth, one line per seed,
+    each run's formation step (first induction score ≥ threshold) as a dotted line."""
+    from matplotlib.figure import Figure
+
+    threshold = doc["config"]["threshold"]
+    fig = Figure(figsize=(13.0, 3.4), layout="constrained")
+    axes = fig.subplots(1, len(FORMATION_PANELS))
+    colors = {1: "C0", 2: "C3"}
+    for ax, (key, title) in zip(axes, FORMATION_PANELS, strict=True):
+        for run in doc["runs"]:
+            rows = run["curve"]
+            color = colors[run["n_layer"]]
+            label = None
+            if run["seed"] == doc["runs"][0]["seed"]:
+                label = f"{run['n_layer']} layer{'s' * (run['n_layer'] > 1)} (m={run['width']})"
+            ax.plot(
+                [r["step"] for r in rows],
+                [r.get(key) for r in rows],
+                color=color,
+                lw=1,
+                alpha=0.8,
+                label=label,
+            )
+            if run["formed_at"] is not None:
+                ax.axvline(run["formed_at"], color=color, ls=":", lw=0.9)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("training step")
+    axes[0].axhline(threshold, color="0.5", ls="--", lw=0.8)
+    axes[0].text(0, threshold + 0.02, f"threshold {threshold:g}", color="0.4", fontsize=7)
+    axes[2].axhline(0.5, color="0.5", ls="--", lw=0.8)
+    axes[2].text(0, 0.52, "chance", color="0.4", fontsize=7)
+    for ax in axes[:3]:
+        ax.set_ylim(-0.02, 1.02)
+    axes[0].legend(fontsize=7, loc="center right")
+    return fig
+
+
+def write_formation_figure(doc: dict[str, Any], out: str | Path) -> Path:
+    """Draw `run_formation`'s result into `out/formation.png`."""
+    return save_figure(formation_figure(doc), Path(out) / "formation.png")
+
+
+def formation_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per run, its curve left out: the command's table, and what --json prints."""
+    keys = ("n_layer", "seed", "width", "params", "formed_at", "final_induction_max")
+    return [{k: r[k] for k in (*keys, "final_acc_hard", "cpu_time_s")} for r in doc["runs"]]
+
+
+def formation_tables(doc: dict[str, Any], cfg: FormationConfig, out: Path) -> list[Table]:
+    return [(f"induction heads forming ({out}/formation.png)", formation_rows(doc))]
+
+
+EXPERIMENT = Experiment(
+    config=FormationConfig,
+    run=run_formation,
+    draw=write_formation_figure,
+    tables=formation_tables,
+    json=formation_rows,
+    out_help="Folder for formation.json/.png and the runs.",
+    quick="a small version (seconds; for trying it out)",
+)

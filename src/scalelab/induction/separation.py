@@ -15,14 +15,15 @@ What is proven and what is measured:
 
 Rows: kind (construction / trained), n_layer, n, h, m, p, hmp_over_n, acc_hard.
 `run_separation` computes them into a folder (`separation-config.json`, `separation.csv`,
-`separation.json`, trained runs under `runs/`); `scalelab.report.separation` draws them.
+`separation.json`, trained runs under `runs/`); `separation_figure` draws them
+(`separation.png`), also for `trained_separation`; `EXPERIMENT` is the command's record.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -38,6 +39,10 @@ from scalelab.induction.task import hard_instances
 from scalelab.induction.train import load_induction_model, train_induction
 from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.runs import outdir
+from scalelab.runs.experiment import Experiment, Table, save_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CONFIG = "separation-config.json"  # a separation folder's marker and saved config
 
@@ -224,3 +229,97 @@ def run_separation(cfg: SeparationConfig, out: str | Path) -> list[dict[str, Any
         doc = {"config": cfg.to_dict(), "rows": rows, "provenance": provenance()}
         atomic_write_json(out / "separation.json", doc)
     return rows
+
+
+STYLE = {
+    ("construction", 1): ("C0", "o", "1 layer, construction (gather)"),
+    ("trained", 1): ("C0", "^", "1 layer, trained (MLP, hard instances)"),
+    ("construction", 2): ("C3", "*", "2 layers, construction"),
+    ("trained", 2): ("C3", "s", "2 layers, trained"),
+    ("trained-relative", 1): ("C2", "v", "1 layer, trained short, tested at n (relative pos.)"),
+    ("trained-relative", 2): ("C1", "D", "2 layers, trained short, tested at n (same method)"),
+}
+
+
+def separation_figure(rows: list[dict[str, Any]]) -> Figure:
+    """Scatter of acc_hard vs h·m·p/n (log x) by kind and depth; constructions at one n are
+    joined; the proven region (Alice's ≈ C·h·m·p-bit message shorter than k) is shaded and the
+    INDEX accuracy ceiling for one layer is drawn."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.5, 4.6), layout="constrained")
+    ax = fig.subplots()
+    xs = np.array([r["hmp_over_n"] for r in rows])
+    n_big = max(r["n"] for r in rows)
+    edge = (n_big - 1) / (2 * MESSAGE_BITS_PER_HMP * n_big)
+    lo, hi = min(xs.min() / 1.5, edge / 3), xs.max() * 1.5
+    ax.axvspan(
+        lo,
+        edge,
+        color="0.85",
+        zorder=0,
+        label=f"proven: no 1-layer model exact ({MESSAGE_BITS_PER_HMP:g}·hmp < k)",
+    )
+    grid = np.geomspace(lo, hi, 300)
+    ax.plot(
+        grid,
+        index_ceiling(grid, n_big),
+        "k--",
+        lw=1,
+        label="proven 1-layer ceiling (INDEX, message 4·hmp bits)",
+    )
+    ax.axhline(0.5, color="0.6", ls=":", lw=1, label="chance")
+    for (kind, layers), (color, marker, label) in STYLE.items():
+        sel = [r for r in rows if r["kind"] == kind and r["n_layer"] == layers]
+        if not sel:
+            continue
+        if kind == "construction" and layers == 1:
+            for n in sorted({r["n"] for r in sel}):
+                line = sorted((r for r in sel if r["n"] == n), key=lambda r: r["hmp_over_n"])
+                ax.plot(
+                    [r["hmp_over_n"] for r in line],
+                    [r["acc_hard"] for r in line],
+                    "-",
+                    color=color,
+                    alpha=0.4,
+                    lw=1,
+                )
+        hollow = kind == "construction" and layers == 1
+        ax.scatter(
+            [r["hmp_over_n"] for r in sel],
+            [r["acc_hard"] for r in sel],
+            marker=marker,
+            s=60 if marker == "*" else 30,
+            label=label,
+            zorder=3,
+            facecolors="none" if hollow else color,
+            edgecolors=color,
+        )
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(-0.03, 1.05)
+    ax.set_xlabel("h·m·p / n   (heads × width × bits of precision, per sequence length)")
+    ax.set_ylabel("accuracy on INDEX hard instances")
+    ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def write_separation_figure(rows: list[dict[str, Any]], out: str | Path) -> Path:
+    """Draw `run_separation`'s rows into `out/separation.png`."""
+    return save_figure(separation_figure(rows), Path(out) / "separation.png")
+
+
+def separation_tables(rows: list[dict[str, Any]], cfg: SeparationConfig, out: Path) -> list[Table]:
+    """The command's table: every row, its size and accuracy."""
+    keys = ("kind", "n_layer", "n", "h", "m", "p", "hmp_over_n", "acc_hard")
+    return [(f"separation ({cfg.mode} point)", [{k: r[k] for k in keys} for r in rows])]
+
+
+EXPERIMENT = Experiment(
+    config=SeparationConfig,
+    run=run_separation,
+    draw=write_separation_figure,
+    tables=separation_tables,
+    out_help="Folder for separation.csv/.png and trained runs.",
+    quick="a small grid of the same kinds of rows (seconds; for trying it out)",
+)

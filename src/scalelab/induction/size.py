@@ -14,7 +14,7 @@ Three kinds of row, for alphabets |Σ| ∈ {3, √n, n} (the `alphabets` rule):
   the protocol run here; larger |Σ|: scalelab's extension, docs/induction.md). Proven.
 
 `run_size` writes `size.csv` and `size.json` (rows, config, provenance) into a folder;
-`scalelab.report.separation.size_figure` draws them.
+`size_figure` draws them (`size.png`); `EXPERIMENT` is the command's record.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -38,6 +38,10 @@ from scalelab.induction.protocol import least_one_layer_hmp
 from scalelab.induction.task import hard_instances
 from scalelab.io import atomic_write_json, atomic_write_text, provenance
 from scalelab.runs import outdir
+from scalelab.runs.experiment import Experiment, Table, save_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CONFIG = "size-config.json"
 ALPHABETS = ("3", "sqrt", "n")
@@ -166,3 +170,67 @@ def run_size(cfg: SizeConfig, out: str | Path) -> list[dict[str, Any]]:
         doc = {"config": cfg.to_dict(), "rows": rows, "provenance": provenance()}
         atomic_write_json(out / "size.json", doc)
     return rows
+
+
+RULE_LABEL = {"3": "|Σ| = 3", "sqrt": "|Σ| = √n", "n": "|Σ| = n"}
+
+
+def size_figure(rows: list[dict[str, Any]]) -> Figure:
+    """h·m·p against n (log–log): the constant-width two-layer construction at its least
+    exact p (solid), the one-layer gather construction (dashed) and the one-layer lower
+    bound (dotted, shaded below for |Σ| = n), one colour per alphabet rule."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.5, 4.8), layout="constrained")
+    ax = fig.subplots()
+    rules = [r for r in RULE_LABEL if any(row["alphabet_rule"] == r for row in rows)]
+    styles = {"two-layer": ("-", "o"), "gather": ("--", "s"), "bound": (":", None)}
+    names = {
+        "two-layer": "2 layers, constant width (measured p)",
+        "gather": "1 layer, gather construction",
+        "bound": "1-layer lower bound (proven)",
+    }
+    for color, rule in zip(("C0", "C1", "C3"), rules, strict=False):
+        for kind, (ls, marker) in styles.items():
+            sel = sorted(
+                (r for r in rows if r["kind"] == kind and r["alphabet_rule"] == rule),
+                key=lambda r: r["n"],
+            )
+            sel = [r for r in sel if r.get("hmp") is not None]
+            if sel:
+                ax.plot(
+                    [r["n"] for r in sel],
+                    [r["hmp"] for r in sel],
+                    ls,
+                    marker=marker,
+                    ms=4,
+                    color=color,
+                    label=f"{names[kind]}, {RULE_LABEL[rule]}",
+                )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("sequence length n")
+    ax.set_ylabel("h·m·p  (heads per layer × width × bits)")
+    ax.legend(fontsize=7, loc="upper left")
+    ax.grid(True, which="major", alpha=0.3)
+    return fig
+
+
+def write_size_figure(rows: list[dict[str, Any]], out: str | Path) -> Path:
+    """Draw `run_size`'s rows into `out/size.png`."""
+    return save_figure(size_figure(rows), Path(out) / "size.png")
+
+
+def size_tables(rows: list[dict[str, Any]], cfg: SizeConfig, out: Path) -> list[Table]:
+    """The command's table: each solution's size at each n."""
+    keys = ("kind", "n", "alphabet_size", "m", "p", "hmp")
+    return [("h·m·p against n", [{k: r.get(k) for k in keys} for r in rows])]
+
+
+EXPERIMENT = Experiment(
+    config=SizeConfig,
+    run=run_size,
+    draw=write_size_figure,
+    tables=size_tables,
+    out_help="Folder for size.csv/.json and size.png.",
+)

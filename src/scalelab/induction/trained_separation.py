@@ -17,6 +17,9 @@ straight-through rounding to p bits while training. One layer gets an MLP (its r
 then be nonlinear, which only helps it), two layers are attention-only. Evaluated at n and
 p on the same `eval_instances` hard instances for both depths (a paired comparison), and
 `run_protocol` on the one-layer models at n.
+
+`run_trained_separation` writes the rows into a folder, `write_trained_separation_figure`
+draws them (`trained_separation.png`); `EXPERIMENT` is the command's record.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from scalelab.induction.separation import (
     SeparationConfig,
     gather_rows,
     index_ceiling,
+    separation_figure,
     two_layer_rows,
 )
 from scalelab.induction.task import hard_instances
@@ -46,6 +50,7 @@ from scalelab.induction.train import load_induction_model, train_induction
 from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.progress import progress
 from scalelab.runs import outdir
+from scalelab.runs.experiment import Experiment, Table, save_figure
 
 CONFIG = "trained-separation-config.json"
 
@@ -265,3 +270,50 @@ def run_trained_separation(
         )
         atomic_write_json(out / "trained-separation.json", doc)
     return doc
+
+
+def write_trained_separation_figure(doc: dict[str, Any], out: str | Path) -> Path:
+    """The separation figure of `run_trained_separation`'s rows (its trained models, one
+    point per seed, beside the constructions and the bound): `out/trained_separation.png`."""
+    fig = separation_figure(doc["rows"])
+    p = doc["plan"]
+    fig.axes[0].set_title(
+        f"h = {p['h']}, m = {p['m']}, p = {p['p']} at n = {p['n']}: message "
+        f"{p['message_bits']:g} bits vs k = {p['k']:g}; "
+        f"1-layer ceiling {p['one_layer_ceiling']:.3f}",
+        fontsize=8,
+    )
+    return save_figure(fig, Path(out) / "trained_separation.png")
+
+
+def _before(cfg: TrainedSeparationConfig) -> tuple[str, dict[str, Any]]:
+    return "size and bound (before training)", plan(cfg)
+
+
+def trained_separation_tables(
+    doc: dict[str, Any], cfg: TrainedSeparationConfig, out: Path
+) -> list[Table]:
+    """The command's tables: the trained models at n, then the paired margins."""
+    keys = ("n_layer", "seed", "n", "m", "p", "acc_hard", "protocol_message_bits", "steps")
+    trained = [r for r in doc["rows"] if r["kind"] == "trained-relative"]
+    return [
+        ("trained at one size", [{k: r.get(k) for k in keys} for r in trained]),
+        ("paired margin (2 layers − 1 layer, 95%)", doc["margins"]),
+    ]
+
+
+def _after(doc: dict[str, Any], out: Path, seconds: float) -> str:
+    return f"{seconds:.0f} s wall; figure {out}/trained_separation.png"
+
+
+EXPERIMENT = Experiment(
+    config=TrainedSeparationConfig,
+    run=run_trained_separation,
+    draw=write_trained_separation_figure,
+    tables=trained_separation_tables,
+    out_help="Folder for trained-separation.csv/.json/.png and runs.",
+    quick="a small version (seconds; for trying it out)",
+    quiet=True,
+    before=_before,
+    after=_after,
+)

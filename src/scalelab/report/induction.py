@@ -5,9 +5,7 @@ shorter than the k = (n − 1)/2 bits INDEX needs)."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,7 +14,6 @@ from matplotlib.figure import Figure
 from scalelab.errors import InputError
 from scalelab.induction.protocol import MESSAGE_BITS_PER_HMP
 from scalelab.induction.sweep import FLOAT32_BITS, bound_columns
-from scalelab.io import atomic_write_bytes
 from scalelab.report.document import Report
 
 METRICS = (
@@ -146,56 +143,3 @@ def draw(analysis: None, report: Report, sweep_dir: Path) -> None:
     ]
     rows = table[cols].replace({np.nan: None}).to_dict("records")
     report.table(rows, "one row per finished run (wall and CPU seconds on the machine that ran it)")
-
-
-FORMATION_PANELS = (
-    ("induction_max", "induction score (max over heads)"),
-    ("previous_token_max", "previous-token score (max over heads)"),
-    ("acc_hard", "accuracy, INDEX hard instances"),
-    ("eval_loss", "held-out loss (nats)"),
-)
-
-
-def formation_figure(doc: dict[str, Any]) -> Figure:
-    """`run_formation`'s curves against the step: one colour per depth, one line per seed,
-    each run's formation step (first induction score ≥ threshold) as a dotted line."""
-    threshold = doc["config"]["threshold"]
-    fig = Figure(figsize=(13.0, 3.4), layout="constrained")
-    axes = fig.subplots(1, len(FORMATION_PANELS))
-    colors = {1: "C0", 2: "C3"}
-    for ax, (key, title) in zip(axes, FORMATION_PANELS, strict=True):
-        for run in doc["runs"]:
-            rows = run["curve"]
-            color = colors[run["n_layer"]]
-            label = None
-            if run["seed"] == doc["runs"][0]["seed"]:
-                label = f"{run['n_layer']} layer{'s' * (run['n_layer'] > 1)} (m={run['width']})"
-            ax.plot(
-                [r["step"] for r in rows],
-                [r.get(key) for r in rows],
-                color=color,
-                lw=1,
-                alpha=0.8,
-                label=label,
-            )
-            if run["formed_at"] is not None:
-                ax.axvline(run["formed_at"], color=color, ls=":", lw=0.9)
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("training step")
-    axes[0].axhline(threshold, color="0.5", ls="--", lw=0.8)
-    axes[0].text(0, threshold + 0.02, f"threshold {threshold:g}", color="0.4", fontsize=7)
-    axes[2].axhline(0.5, color="0.5", ls="--", lw=0.8)
-    axes[2].text(0, 0.52, "chance", color="0.4", fontsize=7)
-    for ax in axes[:3]:
-        ax.set_ylim(-0.02, 1.02)
-    axes[0].legend(fontsize=7, loc="center right")
-    return fig
-
-
-def write_formation_figure(doc: dict[str, Any], out: str | Path) -> Path:
-    """Draw `run_formation`'s result into `out/formation.png`."""
-    buf = io.BytesIO()
-    formation_figure(doc).savefig(buf, format="png", dpi=90)
-    path = Path(out) / "formation.png"
-    atomic_write_bytes(path, buf.getvalue())
-    return path
