@@ -28,6 +28,7 @@ from safetensors.numpy import save_file
 from test_sweeps_data import make_store
 
 from scalelab.cli import make_app
+from scalelab.cli.induction import EXPERIMENTS
 
 # A fix is an instruction (an imperative verb first) or the rule a valid value obeys (a bound,
 # a range or the allowed choices). Each case names the phrase of its line that is the fix.
@@ -725,6 +726,11 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["validate", "--corpus", "{store}", "--out", "{out}", "--reference-model", "{tmp}/nope"],
         "--reference-model",
     ),
+    # every experiment (cli.induction.EXPERIMENTS): --out an existing file, refused before work
+    **{
+        f"induction-{name}-out-is-file": (["induction", name, "--out", "{table}"], "is a file")
+        for name in EXPERIMENTS
+    },
 }
 
 
@@ -930,6 +936,7 @@ FIXES = {
     "validate-reference-path": "check the path",
     "validate-too-few-points": "give a corpus whose test split (10% of the documents) holds 128 "
     "documents of 128+ tokens or --id-batch-size 4096 (a smaller scale)",
+    **{f"induction-{name}-out-is-file": "give a folder path" for name in EXPERIMENTS},
 }
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from scalelab.cli import COMMANDS, load_command
+from scalelab.cli.induction import EXPERIMENTS
 from scalelab.intrinsic.protocol import make_estimator
 from scalelab.laws.fit_table import RegimeInputs, fit_table
 from scalelab.laws.regime.rules import RegimeConfig
@@ -72,11 +73,7 @@ DERIVED = {
     "sweep model",
     "induction heads",
     "induction compare-depth",
-    "induction separation",
-    "induction size",
-    "induction formation",
-    "induction bound",
-    "induction trained-separation",
+    *(f"induction {name}" for name in EXPERIMENTS),  # cli.experiment: From(EXPERIMENT.config)
     "validate",
     "demo",
     "induction sweep",
