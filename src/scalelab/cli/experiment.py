@@ -1,8 +1,9 @@
-"""Each experiment of `scalelab.cli.induction.EXPERIMENTS` as a command, made from its
+"""Each experiment of `scalelab.induction.experiments.EXPERIMENTS` as a command, made from its
 module's `EXPERIMENT` record (`scalelab.runs.experiment.Experiment`): --out, the config's
 options (`cli.options.From`: --preset quick where the config has `quick()`, --config FILE),
 --quiet where the experiment has it, and --json. One adapter, so that an experiment's
-command is written once, not once per experiment."""
+command is written once, not once per experiment. It also writes the folder's marker
+(`runs.experiment.mark`), from which `scalelab report OUT` draws the experiment's section."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from typing import Any
 import typer
 
 from scalelab.cli.common import JSON, QUIET, print_json, print_record, print_table, set_threads
-from scalelab.cli.induction import EXPERIMENTS
 from scalelab.cli.options import From, derive
 from scalelab.errors import ConfigError
-from scalelab.runs.experiment import Experiment
+from scalelab.induction.experiments import EXPERIMENTS
+from scalelab.runs.experiment import Experiment, check_marker, mark
 
 
 def quick_preset(cls: type, what: str) -> dict[str, Any]:
@@ -39,17 +40,20 @@ def check_out(out: Path | None) -> None:
         raise ConfigError(f"--out {out} is a file; give a folder path")
 
 
-def experiment_command(exp: Experiment) -> Callable[..., None]:
-    """The command of `exp` (Typer reads its signature; see `Experiment` for what it does)."""
+def experiment_command(exp: Experiment, name: str) -> Callable[..., None]:
+    """The command `name` of `exp` (Typer reads its signature; see `Experiment` for what it
+    does); its folder gets the marker naming `name` once `run` has returned."""
 
     def command(out: Path, cfg: Any, json_out: bool, quiet: bool = False) -> None:
         check_out(out)
+        check_marker(out, name)
         if exp.before is not None and not json_out:
             print_record(*exp.before(cfg))
         if "torch" in sys.modules:  # the experiment uses torch: one thread (a shared machine)
             set_threads(1)
         start = time.perf_counter()
         result = exp.run(cfg, out, quiet=quiet) if exp.quiet else exp.run(cfg, out)
+        mark(out, name, cfg)
         exp.draw(result, out)
         if json_out:
             print_json(exp.json(result))
@@ -75,7 +79,7 @@ def register(group: typer.Typer, table: Mapping[str, tuple[str, str]] = EXPERIME
     help's first line)) to `group`."""
     for name, (module, text) in table.items():
         exp = importlib.import_module(module).EXPERIMENT
-        group.command(name, help=text)(experiment_command(exp))
+        group.command(name, help=text)(experiment_command(exp, name))
 
 
 def _kw(name: str, annotation: Any, default: Any) -> inspect.Parameter:

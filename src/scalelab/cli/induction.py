@@ -28,37 +28,15 @@ from scalelab.cli.common import (
 from scalelab.cli.options import From, derive
 from scalelab.errors import ConfigError, InputError
 from scalelab.induction.config import InductionConfig, InductionSweepConfig, InductionTrainConfig
+from scalelab.induction.experiments import EXPERIMENTS
 
 # The CLI's defaults are the configs'.
 _M, _T = InductionConfig(), InductionTrainConfig()
 
-# The experiments, each in one module that holds its config, run, figure, tables and an
-# `EXPERIMENT` record (`runs.experiment.Experiment`; `cli.experiment` makes the command):
-# command -> (that module, its help's first line). A new experiment is its module and one
-# line here; the help is listed from here without importing the module (torch).
-EXPERIMENTS: dict[str, tuple[str, str]] = {
-    "separation": (
-        "scalelab.induction.separation",
-        "Accuracy on hard instances vs h·m·p/n: 1 vs 2 layers, constructed and trained.",
-    ),
-    "size": (
-        "scalelab.induction.size",
-        "h·m·p against n: the constant-width two-layer construction (least exact p), the "
-        "one-layer gather construction and the one-layer lower bound.",
-    ),
-    "formation": (
-        "scalelab.induction.formation",
-        "Attention-only 1- vs 2-layer models: head scores, hard accuracy and loss by step.",
-    ),
-    "bound": (
-        "scalelab.induction.bound_trained",
-        "Trained 1-layer models below the bound (p-bit training) vs 2 layers: hard accuracy.",
-    ),
-    "trained-separation": (
-        "scalelab.induction.trained_separation",
-        "2 vs 1 layers trained at one (h, m, p) where the bound forbids every 1-layer model.",
-    ),
-}
+# EXPERIMENTS (command -> (module, help's first line)), imported above: the one registry of
+# experiments, in a torch-free module that the report's analysis may import too
+# (`induction.experiments`); each line gives its experiment a command here (`cli.experiment`)
+# and a section in `scalelab report`.
 
 # The commands of `cli.induction_heads` (other inputs than a config; their modules import
 # torch) and the experiments (`cli.experiment`), with their helps' first lines, listed from

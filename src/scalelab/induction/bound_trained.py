@@ -30,7 +30,7 @@ from scalelab.induction.separation import acc_hard, index_ceiling, train_or_reus
 from scalelab.induction.task import hard_instances
 from scalelab.io import atomic_write_json, atomic_write_text, provenance
 from scalelab.runs import outdir
-from scalelab.runs.experiment import Experiment, Table, save_figure
+from scalelab.runs.experiment import Experiment, Table, save_figure, saved_json
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -179,4 +179,5 @@ EXPERIMENT = Experiment(
     draw=write_bound_figure,
     tables=bound_tables,
     out_help="Folder for bound.csv/.json/.png and trained runs.",
+    load=saved_json("bound.json", "rows"),
 )

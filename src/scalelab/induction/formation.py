@@ -37,7 +37,7 @@ from scalelab.induction.task import solve, uniform_instances
 from scalelab.induction.train import train_induction
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.runs import outdir
-from scalelab.runs.experiment import Experiment, Table, save_figure
+from scalelab.runs.experiment import Experiment, Table, save_figure, saved_json
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -290,4 +290,5 @@ EXPERIMENT = Experiment(
     json=formation_rows,
     out_help="Folder for formation.json/.png and the runs.",
     quick="a small version (seconds; for trying it out)",
+    load=saved_json("formation.json"),
 )

@@ -39,7 +39,7 @@ from scalelab.induction.task import hard_instances
 from scalelab.induction.train import load_induction_model, train_induction
 from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.runs import outdir
-from scalelab.runs.experiment import Experiment, Table, save_figure
+from scalelab.runs.experiment import Experiment, Table, save_figure, saved_json
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -322,4 +322,5 @@ EXPERIMENT = Experiment(
     tables=separation_tables,
     out_help="Folder for separation.csv/.png and trained runs.",
     quick="a small grid of the same kinds of rows (seconds; for trying it out)",
+    load=saved_json("separation.json", "rows"),
 )

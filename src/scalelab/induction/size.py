@@ -38,7 +38,7 @@ from scalelab.induction.protocol import least_one_layer_hmp
 from scalelab.induction.task import hard_instances
 from scalelab.io import atomic_write_json, atomic_write_text, provenance
 from scalelab.runs import outdir
-from scalelab.runs.experiment import Experiment, Table, save_figure
+from scalelab.runs.experiment import Experiment, Table, save_figure, saved_json
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -233,4 +233,5 @@ EXPERIMENT = Experiment(
     draw=write_size_figure,
     tables=size_tables,
     out_help="Folder for size.csv/.json and size.png.",
+    load=saved_json("size.json", "rows"),
 )

@@ -50,7 +50,7 @@ from scalelab.induction.train import load_induction_model, train_induction
 from scalelab.io import atomic_write_json, atomic_write_text, provenance, read_json
 from scalelab.progress import progress
 from scalelab.runs import outdir
-from scalelab.runs.experiment import Experiment, Table, save_figure
+from scalelab.runs.experiment import Experiment, Table, save_figure, saved_json
 
 CONFIG = "trained-separation-config.json"
 
@@ -316,4 +316,5 @@ EXPERIMENT = Experiment(
     quiet=True,
     before=_before,
     after=_after,
+    load=saved_json("trained-separation.json"),
 )
