@@ -10,7 +10,9 @@ from scalelab.cli.common import JSON, print_json
 
 
 def report_command(
-    sweep_dir: Path = typer.Argument(..., help="A sweep folder (it holds sweep.json)."),
+    sweep_dir: Path = typer.Argument(
+        ..., help="A sweep folder (it holds sweep.json) or an experiment's (experiment.json)."
+    ),
     out: Path | None = typer.Option(
         None, "--out", help="Folder for report.html and report.md (default SWEEP_DIR/report)."
     ),

@@ -13,10 +13,11 @@ from scalelab.report.build import KINDS, build_report, sweep_kind
 
 if TYPE_CHECKING:
     from scalelab.manifold.results import ManifoldAnalysis
+    from scalelab.runs.experiment import ExperimentAnalysis
     from scalelab.sweeps.analysis import SweepAnalysis
 
 
-def analyse(sweep_dir: str | Path) -> SweepAnalysis | ManifoldAnalysis | None:
+def analyse(sweep_dir: str | Path) -> SweepAnalysis | ManifoldAnalysis | ExperimentAnalysis | None:
     """The analysed object that `build_report` draws for `sweep_dir`: the fits of a data or
     model sweep, the exponents and checks of a manifold sweep; None for the kinds whose
     section draws the folder's tables (induction, depth)."""

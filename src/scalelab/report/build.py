@@ -5,8 +5,11 @@ module draws that kind and which function analyses its folder. Every section has
 protocol, `draw(analysis, report, sweep_dir)`: a data, model or manifold sweep's section draws
 the analysis it is handed, which the caller computed (`scalelab.pipeline.report.report_sweep`
 runs the kind's `analyse`; report/ computes nothing); an induction or depth section, whose
-kind has no analysis, draws its folder's tables. Every page ends with the sweep's config and
-provenance and the report's own. Nothing is written unless the whole page built.
+kind has no analysis, draws its folder's tables. An experiment's folder (kind "experiment", in
+its marker `experiment.json`, not sweep.json) is one generic section: `analyse_experiment`
+reads it back through the experiments' registry and `report.experiment` draws it. Every page
+ends with the sweep's config and provenance and the report's own. Nothing is written unless
+the whole page built.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from typing import TYPE_CHECKING
 from scalelab.errors import InputError
 from scalelab.io import provenance, read_json
 from scalelab.report.document import Report
+from scalelab.runs.experiment import MARKER
 
 if TYPE_CHECKING:
     from scalelab.manifold.results import ManifoldAnalysis
+    from scalelab.runs.experiment import ExperimentAnalysis
     from scalelab.sweeps.analysis import SweepAnalysis
 
 
@@ -43,16 +48,21 @@ KINDS: dict[str, SweepKind] = {
     "manifold": SweepKind("manifold", "scalelab.manifold.results:analyse_sweep"),
     "induction": SweepKind("induction"),
     "depth": SweepKind("heads"),
+    # every experiment of `induction.experiments.EXPERIMENTS`: its marker names which
+    "experiment": SweepKind("experiment", "scalelab.induction.experiments:analyse_experiment"),
 }
 
 
 def sweep_kind(sweep_dir: Path) -> tuple[str, dict]:
     """The kind and the parsed sweep.json of a sweep folder, or an InputError saying why not."""
     meta_path = sweep_dir / "sweep.json"
+    if not meta_path.is_file() and (sweep_dir / MARKER).is_file():
+        meta_path = sweep_dir / MARKER  # an experiment's folder
     if not meta_path.is_file():
         raise InputError(
             f"{sweep_dir} has no sweep.json; give a folder made by `scalelab sweep` "
-            "(or `scalelab manifold sweep` / `scalelab induction sweep`)"
+            "(or `scalelab manifold sweep` / `scalelab induction sweep`, or an experiment "
+            "such as `scalelab induction separation`)"
         )
     try:
         meta = read_json(meta_path)
@@ -74,7 +84,7 @@ def build_report(
     sweep_dir: str | Path,
     out_dir: str | Path | None = None,
     *,
-    analysis: SweepAnalysis | ManifoldAnalysis | None = None,
+    analysis: SweepAnalysis | ManifoldAnalysis | ExperimentAnalysis | None = None,
 ) -> tuple[Path, Path]:
     """Write `report.html` (self-contained) and `report.md` into `out_dir` (default
     `SWEEP_DIR/report`); returns both paths. `analysis` is the folder's analysed object for a
@@ -92,12 +102,18 @@ def build_report(
     except ModuleNotFoundError:
         raise InputError(f"this scalelab has no report section for {kind!r} sweeps") from None
     where = sweep_dir.resolve()
-    report = Report(f"scalelab report: {kind} sweep in {where.parent.name}/{where.name}")
+    what, saved = f"{kind} sweep", "The sweep's config as saved in sweep.json:"
+    if kind == "experiment":
+        what = f"{meta.get('experiment')} experiment"
+        saved = f"The experiment's config as saved in {MARKER}:"
+    report = Report(f"scalelab report: {what} in {where.parent.name}/{where.name}")
     section.draw(analysis, report, sweep_dir)
     report.heading("Configuration and provenance")
-    report.paragraph("The sweep's config as saved in sweep.json:")
+    report.paragraph(saved)
     report.json(meta.get("config", {}))
-    report.paragraph("Provenance of the sweep (versions, git revision, command, time):")
+    report.paragraph(
+        f"Provenance of the {what.split()[-1]} (versions, git revision, command, time):"
+    )
     report.json(meta.get("provenance", {}))
     report.paragraph("Provenance of this report:")
     report.json(provenance())

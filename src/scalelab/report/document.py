@@ -85,6 +85,10 @@ class Report:
         fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
         self._blocks.append(("figure", (buf.getvalue(), caption)))
 
+    def image(self, png: bytes, caption: str = "") -> None:
+        """A figure already drawn, as PNG bytes (a file a command saved)."""
+        self._blocks.append(("figure", (png, caption)))
+
     def code(self, text: str) -> None:
         self._blocks.append(("code", text))
 
