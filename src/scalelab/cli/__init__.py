@@ -48,7 +48,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": (
         "report",
         "Write a self-contained HTML report (figures embedded) and its Markdown twin for a "
-        "data, model, manifold or induction sweep; prints where they are.",
+        "data, model, manifold or induction sweep, or an experiment's folder; prints where they "
+        "are.",
     ),
     "validate": (
         "validate",

@@ -19,7 +19,8 @@ def report_command(
     json_out: bool = JSON,
 ) -> None:
     """Write a self-contained HTML report (figures embedded) and its Markdown twin for a
-    data, model, manifold or induction sweep; prints where they are."""
+    data, model, manifold or induction sweep, or an experiment's folder; prints where they
+    are."""
     from scalelab.pipeline.report import report_sweep  # matplotlib, pandas: not for --help
 
     html_path, md_path = report_sweep(sweep_dir, out)
