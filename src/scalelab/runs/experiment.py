@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scalelab.config import Config
-from scalelab.errors import ConfigError, InputError
+from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_bytes, atomic_write_json, provenance, read_json
+from scalelab.runs.outdir import read_meta
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -72,16 +73,7 @@ MARKER = "experiment.json"
 
 def read_marker(out: Path) -> dict[str, Any]:
     """The marker of the folder `out` (an InputError where it is missing or unreadable)."""
-    try:
-        meta = read_json(Path(out) / MARKER)
-    except (OSError, ValueError) as err:
-        raise InputError(
-            f"cannot read {Path(out) / MARKER} ({err}); run the experiment's command again "
-            "into this folder, or into a new one"
-        ) from None
-    if not isinstance(meta, dict):
-        raise InputError(f"{Path(out) / MARKER} does not hold a JSON object")
-    return meta
+    return read_meta(Path(out) / MARKER)
 
 
 def check_marker(out: Path, name: str) -> None:
