@@ -602,7 +602,7 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["induction", "sweep", "--out", "{induction_sweep}", *IND_SWEEP, "--seeds", "5"],
         "different config",
     ),
-    "induction-gather-n": (["induction", "gather", "--n", "0"], "--n must be >= 1"),
+    "induction-gather-n": (["induction", "gather", "--n", "0"], "--n 0: n must be >= 1"),
     "induction-gather-mode": (["induction", "gather", "--n", "8", "--mode", "round"], "round"),
     "induction-gather-bits": (["induction", "gather", "--n", "8", "--bits", "0"], "bits"),
     "induction-heads-missing": (
@@ -829,7 +829,7 @@ FIXES = {
     "induction-evaluate-truncated": "point at a folder written by `scalelab induction train`",
     "induction-gather-bits": "raise --bits",
     "induction-gather-mode": "use 'float' or 'fixed'",
-    "induction-gather-n": "--n must be >= 1 and --random/--hard >= 0",
+    "induction-gather-n": "give a sequence length, e.g. 65",
     "induction-generate-count": "raise the one that is too small",
     "induction-generate-hard-fraction": "hard_fraction must lie in [0, 1]",
     "induction-generate-kind": "--kind must be uniform, hard or mixture",

@@ -56,7 +56,6 @@ UNCHECKED = {
     "induction evaluate",
     "induction construct",
     "induction protocol",
-    "induction gather",
 }
 
 
@@ -71,6 +70,7 @@ DERIVED = {
     "train",
     "sweep data",
     "sweep model",
+    "induction gather",
     "induction heads",
     "induction compare-depth",
     *(f"induction {name}" for name in EXPERIMENTS),  # cli.experiment: From(EXPERIMENT.config)

@@ -6,7 +6,6 @@ module, made commands by `cli.experiment`."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import torch
@@ -15,7 +14,6 @@ import typer
 from scalelab.cli.common import (
     JSON,
     QUIET,
-    SEED,
     print_json,
     print_record,
     print_table,
@@ -24,53 +22,19 @@ from scalelab.cli.common import (
 )
 from scalelab.cli.experiment import check_out
 from scalelab.cli.options import From, derive
-from scalelab.errors import ConfigError
+from scalelab.induction.one_layer import GatherCheckConfig
 from scalelab.probe.depth import DepthConfig
 from scalelab.probe.heads import HeadScoreConfig
 
 
 def gather_command(
-    n: int = typer.Option(65, help="Sequence length the construction is built for."),
-    alphabet: int = typer.Option(3, help="Alphabet size."),
-    bits: int | None = typer.Option(None, help="Precision p (default: the least it allows)."),
-    mode: str = typer.Option("float", help="Rounding: float (p significant bits) | fixed."),
-    random: int = typer.Option(500, help="Uniform random instances to check."),
-    hard: int = typer.Option(500, help="INDEX hard instances to check (needs alphabet >= 3)."),
-    seed: int = SEED,
-    json_out: bool = JSON,
+    cfg: GatherCheckConfig = From(GatherCheckConfig), json_out: bool = JSON
 ) -> None:
     """Check the one-layer gather construction at p bits on every position."""
-    from scalelab.induction.construction import count_errors, evaluation_instances
-    from scalelab.induction.one_layer import GatherLayout, one_layer_construction
-    from scalelab.induction.precision import Precision
+    from scalelab.induction.one_layer import check_gather
 
-    if n < 1 or random < 0 or hard < 0:
-        raise ConfigError("--n must be >= 1 and --random/--hard >= 0")
-    if hard and alphabet < 3:
-        raise ConfigError("hard instances use three symbols; give --alphabet >= 3 or --hard 0")
     torch.set_num_threads(1)
-    t0 = time.perf_counter()
-    p = bits if bits is not None else GatherLayout.least_bits(n, alphabet, mode)
-    model = one_layer_construction(alphabet, n, p, mode)
-    seqs = evaluation_instances(n, alphabet, random, hard, seed)
-    wrong_pos, wrong_seq = count_errors(model, seqs, Precision(p, mode))
-    lay = model.layout
-    result = {
-        "n": n,
-        "alphabet_size": alphabet,
-        "mode": mode,
-        "heads_h": 1,
-        "width_m": lay.width,
-        "bits_p": p,
-        "digits_per_coordinate": lay.per_coordinate,
-        "hmp": lay.hmp,
-        "hmp_over_n": round(lay.hmp / n, 4),
-        "instances": len(seqs),
-        "positions_checked": int(seqs.size),
-        "wrong_positions": wrong_pos,
-        "wrong_sequences": wrong_seq,
-        "wall_s": round(time.perf_counter() - t0, 2),
-    }
+    result = check_gather(cfg)
     if json_out:
         print_json(result)
     else:
@@ -157,6 +121,6 @@ def compare_depth_command(
 
 def register(group: typer.Typer) -> None:
     """Add these commands to the `induction` group."""
-    group.command("gather")(gather_command)
+    group.command("gather")(derive(gather_command))
     group.command("heads")(derive(heads_command))
     group.command("compare-depth")(derive(compare_depth_command))
