@@ -395,3 +395,29 @@ def test_fit_table_returns_records_that_read_back() -> None:
     assert 6 * best.N_opt * best.D_opt == pytest.approx(1e20, rel=1e-6)
     assert best.tokens_per_param == pytest.approx(best.D_opt / best.N_opt)
     assert joint.regime is None and TableFit.from_dict(joint.to_dict()) == joint
+
+
+def test_a_form_registered_once_is_fitted_checked_and_refused_by_its_minimum(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new one-variable form is one `FORMS` line naming its function: `fit_power_law` and the
+    held-out check then take it, and its fewest points are enforced (laws/fit/forms.py)."""
+    from scalelab.laws.fit import forms
+    from scalelab.laws.fit.fitted import PowerLawFit
+
+    def two_point(x, y, n_boot, rng, seed):  # the slope through the first and last points
+        slope = np.log(y[-1] / y[0]) / np.log(x[-1] / x[0])
+        return PowerLawFit(
+            "two-point", -slope, (np.nan, np.nan), y[0] * x[0] ** -slope, None, x.size
+        )
+
+    monkeypatch.setattr(sys.modules[__name__], "two_point", two_point, raising=False)
+    toy = forms.Form("first and last point", 5, f"{__name__}:two_point")
+    monkeypatch.setitem(forms.FORMS, "two-point", toy)
+    x = np.geomspace(10, 1e4, 7)
+    fit = fit_power_law(x, 3 * x**-0.35, form="two-point")
+    assert fit.form == "two-point" and fit.exponent == pytest.approx(0.35)
+    check = extrapolation_check(x, 3 * x**-0.35, form="two-point", holdout=2)
+    assert check.max_abs_rel_error == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(InputError, match="needs 5"):
+        extrapolation_check(x, 3 * x**-0.35, form="two-point", holdout=3)
