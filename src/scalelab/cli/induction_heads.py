@@ -27,9 +27,7 @@ from scalelab.probe.depth import DepthConfig
 from scalelab.probe.heads import HeadScoreConfig
 
 
-def gather_command(
-    cfg: GatherCheckConfig = From(GatherCheckConfig), json_out: bool = JSON
-) -> None:
+def gather_command(cfg: GatherCheckConfig = From(GatherCheckConfig), json_out: bool = JSON) -> None:
     """Check the one-layer gather construction at p bits on every position."""
     from scalelab.induction.one_layer import check_gather
 
