@@ -25,6 +25,7 @@ from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.steps import CONFIG, base_configs
 from scalelab.runs import outdir
+from scalelab.runs.outdir import read_meta
 from scalelab.runs.sweep import open_sweep
 from scalelab.sweeps import data as data_sweep
 from scalelab.sweeps.check import CheckConfig, check_sweep
@@ -33,7 +34,7 @@ from scalelab.sweeps.worker import reuse_runs, run_specs
 
 
 def _config(folder: Path) -> PipelineConfig:
-    saved = read_json(folder / CONFIG)
+    saved = read_meta(folder / CONFIG)
     return PipelineConfig.from_dict({k: v for k, v in saved.items() if k != "references"})
 
 

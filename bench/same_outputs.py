@@ -19,6 +19,8 @@ what is derived from a path:
 Compared: every runs.csv (data sweep, model sweep, check); every *.safetensors; every run's
 config.json and result.json; summary.json, fits.json, synthetic.json and pipeline.json
 (d of every source, the fits, the regime analysis, the convergence verdicts, the runs).
+A description file (config.json, pipeline.json) is compared as `scalelab.runs.migrate` reads
+it, so folders of two formats compare by what they hold (format 2 adds only the format key).
 Floats are compared exactly. Prints each difference and exits 1 if there is any.
 """
 
@@ -34,6 +36,9 @@ from typing import Any
 
 import pandas as pd
 
+from scalelab.runs.migrate import migrate
+
+DESCRIPTIONS = {"config.json", "pipeline.json", "sweep.json", "experiment.json"}
 VOLATILE = {"provenance", "invocations", "stage_wall_s", "stage_cpu_s", "wall_s", "cpu_s"}
 VOLATILE |= {"meta_sha256", "weights_sha256", "time_utc"}
 VOLATILE_SUFFIXES = ("time_s", "_wall_s", "_cpu_s", "per_s", "per_cpu_s")
@@ -71,7 +76,7 @@ def check_pairs(old: Path, new: Path, subs: list[tuple[str, str]]) -> list[tuple
         text = path.read_text(encoding="utf-8")
         for a, b in subs if replace else ():
             text = text.replace(a, b)
-        return json.dumps(json.loads(text), sort_keys=True)
+        return json.dumps(migrate(json.loads(text)), sort_keys=True)
 
     news = {config(p, False): p.parent.name for p in new.glob("check/runs/*/config.json")}
     pairs = []
@@ -156,6 +161,8 @@ def compare(old: Path, new: Path) -> tuple[list[str], dict[str, int]]:
                 out += [f"{rel} header{d}" for d in diff_json(r.value(ha), hb)]
             else:
                 ja, jb = json.loads(a[rel].read_text()), json.loads((new / rel).read_text())
+                if Path(rel).name in DESCRIPTIONS:
+                    ja, jb = migrate(ja), migrate(jb)
                 out += [f"{rel}{d}" for d in diff_json(r.value(ja), jb)]
     return out, counts
 

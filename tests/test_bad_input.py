@@ -1004,7 +1004,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (p["run_no_config"] / "config.json").unlink()
     p["ind_run"] = root / "ind_run"
     train_induction(
-        InductionConfig(alphabet_size=4, max_len=8, n_layer=1, n_head=1, d_model=8),
+        InductionConfig(alphabet_size=4, max_len=8, n_layer=1, n_head=1, n_embd=8),
         InductionTrainConfig(n=8, max_steps=2, eval_interval=2, eval_samples=8),
         p["ind_run"],
     )

@@ -217,7 +217,7 @@ def test_induction_train_reads_a_run_config_json(
         raise ConfigError("stop")
 
     monkeypatch.setattr(induction_train, "train_induction", fake)
-    model, training = InductionConfig(n_layer=1, d_model=32), InductionTrainConfig(max_steps=5)
+    model, training = InductionConfig(n_layer=1, n_embd=32), InductionTrainConfig(max_steps=5)
     run = {"model": model.to_dict(), "train": training.to_dict()}
     (tmp_path / "config.json").write_text(json.dumps(run))
     args = ["induction", "train", "--out", str(tmp_path / "o"), "--config"]

@@ -44,7 +44,7 @@ def test_constant_width_construction_is_exact_at_n_4096_with_alphabet_n() -> Non
 
 
 def test_constant_width_is_the_same_number_at_n_256_and_4096() -> None:
-    widths = {two_layer_construction(s, n).cfg.d_model for n in (256, 4096) for s in (3, 64, n)}
+    widths = {two_layer_construction(s, n).cfg.n_embd for n in (256, 4096) for s in (3, 64, n)}
     assert widths == {WIDTH} == {12}
 
 
@@ -52,8 +52,8 @@ def test_one_hot_construction_is_exact_at_n_1024_and_grows_with_the_alphabet() -
     model = one_hot_construction(3, 1024)
     seqs = evaluation_instances(1024, 3, n_random=300, n_hard=300, seed=7)
     assert count_errors(model, seqs, chunk=50) == (0, 0)
-    assert {one_hot_construction(5, n).cfg.d_model for n in (8, 2048)} == {3 * 5 + 5}
-    assert one_hot_construction(64, 8).cfg.d_model == 3 * 64 + 5
+    assert {one_hot_construction(5, n).cfg.n_embd for n in (8, 2048)} == {3 * 5 + 5}
+    assert one_hot_construction(64, 8).cfg.n_embd == 3 * 64 + 5
 
 
 @pytest.mark.parametrize("kind", ["constant-width", "one-hot"])

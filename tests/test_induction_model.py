@@ -46,7 +46,7 @@ def test_model_is_causal(kw: dict) -> None:
 
 def test_rounding_happens_at_the_embedding_qkv_and_head_outputs() -> None:
     """Recompute a one-layer forward by hand with explicit softmax and rounding."""
-    model = _model(n_layer=1, layer_norm=False, bias=False, n_head=2, d_model=8)
+    model = _model(n_layer=1, layer_norm=False, bias=False, n_head=2, n_embd=8)
     prec = Precision(5, "float")
     x = torch.randint(0, 5, (3, 10), generator=torch.Generator().manual_seed(2))
     r = lambda t: round_to_bits(t, 5, "float")  # noqa: E731
@@ -79,11 +79,11 @@ def test_model_rejects_bad_tokens_and_lengths() -> None:
     with pytest.raises(InputError, match="token ids"):
         model(torch.full((1, 4), 5))
     with pytest.raises(ConfigError):
-        InductionConfig(d_model=10, n_head=3)
+        InductionConfig(n_embd=10, n_head=3)
 
 
 def test_two_layers_learn_the_task_and_checkpoints_round_trip(tmp_path: Path) -> None:
-    mcfg = InductionConfig(alphabet_size=4, max_len=16, n_layer=2, n_head=2, d_model=64)
+    mcfg = InductionConfig(alphabet_size=4, max_len=16, n_layer=2, n_head=2, n_embd=64)
     tcfg = InductionTrainConfig(n=16, max_steps=600, target_acc=0.97, eval_interval=25)
     model, result = train_induction(mcfg, tcfg, tmp_path / "run")
     assert result["stop_reason"] == "target" and result["acc_all"] >= 0.97
@@ -100,7 +100,7 @@ def test_two_layers_learn_the_task_and_checkpoints_round_trip(tmp_path: Path) ->
 
 
 def test_straight_through_training_at_p_bits_updates_the_weights(tmp_path: Path) -> None:
-    mcfg = InductionConfig(alphabet_size=3, max_len=9, n_layer=1, n_head=1, d_model=8)
+    mcfg = InductionConfig(alphabet_size=3, max_len=9, n_layer=1, n_head=1, n_embd=8)
     tcfg = InductionTrainConfig(n=9, max_steps=5, eval_interval=5, train_bits=3)
     model, result = train_induction(mcfg, tcfg, tmp_path)
     with torch.random.fork_rng(devices=[]):

@@ -27,9 +27,9 @@ def random_one_layer(seed: int, **kw) -> InductionTransformer:
 @pytest.mark.parametrize(
     "arch",
     [
-        {"n_head": 2, "d_model": 16},
-        {"n_head": 4, "d_model": 16, "mlp": True},
-        {"n_head": 1, "d_model": 8, "layer_norm": False, "positions": "sinusoidal"},
+        {"n_head": 2, "n_embd": 16},
+        {"n_head": 4, "n_embd": 16, "mlp": True},
+        {"n_head": 1, "n_embd": 8, "layer_norm": False, "positions": "sinusoidal"},
     ],
 )
 def test_bob_reproduces_the_model_within_2_to_minus_p(bits: int, arch: dict) -> None:
@@ -45,7 +45,7 @@ def test_bob_reproduces_the_model_within_2_to_minus_p(bits: int, arch: dict) -> 
 def test_alices_message_carries_the_information() -> None:
     """Control: a message computed from other bits f' moves Bob's output far off, so the
     agreement above is not automatic."""
-    model = random_one_layer(3, n_head=2, d_model=16)
+    model = random_one_layer(3, n_head=2, n_embd=16)
     rng = np.random.default_rng(0)
     inst = hard_instances_k(200, 16, rng)
     flipped = inst.seqs.copy()
@@ -58,7 +58,7 @@ def test_alices_message_carries_the_information() -> None:
 
 
 def test_message_length_grows_only_with_log_k() -> None:
-    model = random_one_layer(4, n_head=2, d_model=16)
+    model = random_one_layer(4, n_head=2, n_embd=16)
     rows = message_bits_vs_k(model, [2, 8, 32], 8, np.random.default_rng(1), batch=32)
     bits = [r["message_bits"] for r in rows]
     numbers = 2 * (8 + 1)  # h (d_head + 1)

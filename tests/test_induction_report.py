@@ -18,20 +18,20 @@ def _rows() -> pd.DataFrame:
                 "n": n,
                 "n_layer": 1,
                 "n_head": 1,
-                "d_model": 8,
+                "n_embd": 8,
                 "acc_hard": 0.5,
                 "train_bits_effective": 2,
             }
             for n in (65, 129, 257)
         ]
         + [
-            # §1: h = 2 heads of 32 (d_model 64), float32 (p = 24); h·d_model·p = 3072
+            # §1: h = 2 heads of 32 (n_embd 64), float32 (p = 24); h·n_embd·p = 3072
             {
                 **common,
                 "n": 128,
                 "n_layer": 1,
                 "n_head": 2,
-                "d_model": 64,
+                "n_embd": 64,
                 "acc_hard": 0.5,
                 "train_bits_effective": None,
             }

@@ -21,7 +21,7 @@ from scalelab.induction.trained_separation import (
 
 
 def relative_model(seed: int, **kw) -> InductionTransformer:
-    base = dict(alphabet_size=4, max_len=200, n_head=2, d_model=16, positions="relative")
+    base = dict(alphabet_size=4, max_len=200, n_head=2, n_embd=16, positions="relative")
     cfg = InductionConfig(**{**base, "rel_distances": 5, **kw})
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

@@ -29,6 +29,7 @@ from scalelab.lm.distributed import DistContext
 from scalelab.lm.model import GPT
 from scalelab.lm.stopping import StopRule
 from scalelab.lm.train import evaluate, train
+from scalelab.runs.migrate import FORMAT, KEY
 from scalelab.text.corpora import Corpus, Document
 from scalelab.text.store import TokenStore, prepare_corpus
 
@@ -304,6 +305,7 @@ def test_folder_from_before_newer_fields_resumes_or_names_the_cause(
     assert _cli(args, capsys)[0] == 0
     result = (run / "result.json").read_bytes()
     config = json.loads((run / "config.json").read_text())
+    assert config.pop(KEY) == FORMAT  # as format 1 saved it: no format key, and
     for name in ("patience_fraction", "min_delta_sd", "init_from"):
         del config["train"][name]
     (run / "config.json").write_text(json.dumps(config))

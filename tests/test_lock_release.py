@@ -84,7 +84,7 @@ def test_data_sweep_releases_its_folder(tmp_path: Path) -> None:
 
 
 def test_induction_runs_release_their_folders(tmp_path: Path) -> None:
-    mcfg = InductionConfig(alphabet_size=3, max_len=9, n_layer=1, n_head=1, d_model=4)
+    mcfg = InductionConfig(alphabet_size=3, max_len=9, n_layer=1, n_head=1, n_embd=4)
     tcfg = InductionTrainConfig(n=9, max_steps=2, eval_interval=2, eval_samples=8)
     train_induction(mcfg, tcfg, tmp_path / "run")
     assert other_process_can_lock(tmp_path / "run")

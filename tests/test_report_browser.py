@@ -132,7 +132,7 @@ def induction_sweep(root: Path) -> Path:
             acc = 0.99 if layers == 2 else 1.0 / np.log2(n)
             rows.append(
                 {"run": f"{model}{layers}-n{n}", "model": model, "alphabet_size": 4, "n": n}
-                | {"n_layer": layers, "n_head": 2, "d_model": 32, "hmp": 2 * 32 * 24}
+                | {"n_layer": layers, "n_head": 2, "n_embd": 32, "hmp": 2 * 32 * 24}
                 | {"acc_all": acc, "acc_last": acc, "acc_hard": acc, "acc_hard_p8": acc / 2}
                 | {"acc_non_bottom": acc, "steps": 500, "stop_reason": "target"}
             )

@@ -1,5 +1,5 @@
 """Resume checks of output folders: configs compared key by key, and folders saved before a
-field existed (runs.outdir.same_config and ABSENT)."""
+field existed (runs.outdir.same_config, which reads the saved side through runs.migrate)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from scalelab.lm.config import TrainConfig
 from scalelab.lm.stopping import StopRule
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.probe.config import EstimateConfig
-from scalelab.runs.outdir import ABSENT, same_config
+from scalelab.runs.outdir import same_config
 
 
 def _older(config: dict, *names: str) -> dict:
@@ -18,7 +18,7 @@ def _older(config: dict, *names: str) -> dict:
     return {k: v for k, v in config.items() if k not in names}
 
 
-def test_missing_fields_read_as_their_absent_value() -> None:
+def test_missing_fields_read_as_the_value_that_reproduces_format_1() -> None:
     wanted = {
         "train": TrainConfig(stop=StopRule(4)).to_dict(),
         "estimate": EstimateConfig(dtype="auto").to_dict(),
@@ -37,7 +37,7 @@ def test_nested_fields_are_compared_and_named_by_dotted_key() -> None:
     wanted = PipelineConfig().to_dict()
     schedule = {k: v for k, v in wanted["schedule"].items() if k != "patience_fraction"}
     # the saved schedule predates patience_fraction (= 0.0); the default asks for 0.25
-    assert wanted["schedule"]["patience_fraction"] != ABSENT["patience_fraction"]
+    assert wanted["schedule"]["patience_fraction"] != 0.0
     with pytest.raises(ConfigError, match=r"schedule\.patience_fraction: saved=0\.0 now=0\.25"):
         same_config({**wanted, "schedule": schedule}, wanted, "old")
     lr = {**wanted, "train": {**wanted["train"], "lr": 1e-3}}

@@ -47,7 +47,7 @@ def test_seeds_are_runs_with_the_next_seeds_on_the_same_subset(swept) -> None:
     assert seeds == [3, 4] * 2
     assert {s.params["train_tokens"] for s in specs[:2]} == {600}
     one = data_sweep.make_config(cfg.data_dir, MODEL, TRAIN, SCHEDULE, [600, 1200])
-    assert "seeds" not in one.to_dict()  # a one-seed sweep's folder from before seeds resumes
+    assert one.to_dict()["seeds"] == 1  # saved; a folder from before seeds reads as 1 (migrate)
 
 
 def test_the_annealed_table_holds_every_run_once_with_its_cooldown(swept) -> None:

@@ -140,7 +140,7 @@ def generate_command(
 # `--n` is the training length (InductionTrainConfig.n), and the model is built for it.
 MODEL = From(
     InductionConfig,
-    only=("alphabet_size", "n_layer", "n_head", "d_model", "positions", "mlp"),
+    only=("alphabet_size", "n_layer", "n_head", "n_embd", "positions", "mlp"),
     section="model",
 )
 TRAINING = From(
@@ -187,10 +187,10 @@ def evaluate_command(
     """Accuracy of a trained model (all, non-⊥, last position, hard) at full and p bits."""
     from scalelab.induction.precision import FULL, Precision
     from scalelab.induction.train import evaluate, load_induction_model
-    from scalelab.io import read_json
+    from scalelab.runs.outdir import read_meta
 
     model = load_induction_model(run).double()
-    length = n or read_json(run / "config.json")["train"]["n"]
+    length = n or read_meta(run / "config.json")["train"]["n"]
     precisions = [FULL] + [Precision(b, mode) for b in (_ints(bits, "--bits") if bits else [])]
     rows = []
     for prec in precisions:
@@ -246,7 +246,7 @@ def construct_command(
         "kind": kind,
         "n": n,
         "alphabet_size": alphabet,
-        "width": model.cfg.d_model,
+        "width": model.cfg.n_embd,
         "heads_per_layer": 1,
         "instances": len(seqs),
         "positions_checked": int(seqs.size),
@@ -288,7 +288,7 @@ def protocol_command(
         model = load_induction_model(run)
     else:
         cfg = InductionConfig(
-            alphabet_size=3, max_len=2 * max(k_list) + 1, n_layer=1, n_head=heads, d_model=width
+            alphabet_size=3, max_len=2 * max(k_list) + 1, n_layer=1, n_head=heads, n_embd=width
         )
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)

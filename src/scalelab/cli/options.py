@@ -34,7 +34,8 @@ import typer
 
 from scalelab.cli.common import configured, parse_list, renamed_option
 from scalelab.config import Config, saved_key
-from scalelab.errors import ConfigError
+from scalelab.errors import ConfigError, InputError
+from scalelab.runs.migrate import KEY, migrate, renamed
 
 CONFIG_HELP = (
     "Settings from a TOML or JSON file: the keys of the config.json a run saves. Options "
@@ -261,8 +262,13 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 def from_file(cls: type[Config], base: Config, doc: dict[str, Any], path: Path) -> Config:
     """`base` with the file's keys over it: the keys `cls.to_dict` writes (a field saved under
-    an older key, `saved_as`, is read under either name); a saved file's `provenance` (where
-    and with what it ran) is no setting and is left aside."""
+    an older key, `saved_as`, is read under either name; a name of an older version as this
+    version names it, `runs.migrate`); a saved file (it has a format key) is `migrate`d whole.
+    A saved file's `provenance` (where and with what it ran) is no setting and is left aside."""
+    try:
+        doc = migrate(doc) if KEY in doc else renamed(doc)
+    except InputError as err:
+        raise ConfigError(f"--config {path}: {err}") from None
     doc = {k: v for k, v in doc.items() if k != "provenance"}
     saved = {f.name: saved_key(f) for f in dataclasses.fields(cls)}
     try:

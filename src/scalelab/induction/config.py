@@ -16,13 +16,13 @@ POSITIONS = ("learned", "sinusoidal", "relative")
 
 @dataclass(frozen=True)
 class InductionConfig(Config):
-    """Architecture of an induction model; `d_head` defaults to d_model // n_head."""
+    """Architecture of an induction model; `d_head` defaults to n_embd // n_head."""
 
     alphabet_size: int = option(8, "Alphabet size.", flag="--alphabet")
     max_len: int = option(64, "Longest sequence the model takes.")
     n_layer: int = option(2, "Number of attention layers L.", flag="--layers")
     n_head: int = option(2, "Heads per layer h.", flag="--heads")
-    d_model: int = option(64, "Model width m.", flag="--width")
+    n_embd: int = option(64, "Model width m.", flag="--width")
     d_head: int | None = None
     positions: str = option("learned", "learned | sinusoidal | relative.")
     mlp: bool = option(False, "Add an MLP to each block.")
@@ -33,16 +33,16 @@ class InductionConfig(Config):
     rel_scale: float = 1.0  # the bias is rel_scale × its parameter: Adam moves it that much faster
 
     def validate(self) -> None:
-        for name in ("alphabet_size", "max_len", "n_layer", "n_head", "d_model"):
+        for name in ("alphabet_size", "max_len", "n_layer", "n_head", "n_embd"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.alphabet_size < 2:
             raise ConfigError("alphabet_size must be >= 2")
         if self.positions not in POSITIONS:
             raise ConfigError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
-        if self.d_head is None and self.d_model % self.n_head:
+        if self.d_head is None and self.n_embd % self.n_head:
             raise ConfigError(
-                f"d_model {self.d_model} is not divisible by n_head {self.n_head}; "
+                f"n_embd {self.n_embd} is not divisible by n_head {self.n_head}; "
                 "change one or set d_head"
             )
         if self.rel_distances < 1:
@@ -52,7 +52,7 @@ class InductionConfig(Config):
 
     @property
     def head_dim(self) -> int:
-        return self.d_head if self.d_head is not None else self.d_model // self.n_head
+        return self.d_head if self.d_head is not None else self.n_embd // self.n_head
 
     @property
     def n_classes(self) -> int:

@@ -202,7 +202,7 @@ def smallest_exact_bits(
     while start_bits > 1 and _is_exact(model, seqs, Precision(start_bits, mode)):
         start_bits -= 1  # the guess was high: step down until one bit fewer fails
     row = {"n": n, "alphabet_size": alphabet_size, "mode": mode, "kind": kind}
-    row.update(width=model.cfg.d_model, log2_n=math.log2(n))
+    row.update(width=model.cfg.n_embd, log2_n=math.log2(n))
     for bits in range(start_bits, max_bits + 1):
         if _is_exact(model, seqs, Precision(bits, mode)):
             last = bits

@@ -98,7 +98,7 @@ class FormationConfig(Config):
             max_len=self.n,
             n_layer=layers,
             n_head=self.n_head,
-            d_model=width or self.width,
+            n_embd=width or self.width,
             mlp=False,
         )
 

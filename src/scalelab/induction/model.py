@@ -51,10 +51,10 @@ class Attention(nn.Module):
         super().__init__()
         self.n_head, self.d_head = cfg.n_head, cfg.head_dim
         inner = cfg.n_head * cfg.head_dim
-        self.q = nn.Linear(cfg.d_model, inner, bias=cfg.bias)
-        self.k = nn.Linear(cfg.d_model, inner, bias=cfg.bias)
-        self.v = nn.Linear(cfg.d_model, inner, bias=cfg.bias)
-        self.o = nn.Linear(inner, cfg.d_model, bias=cfg.bias)
+        self.q = nn.Linear(cfg.n_embd, inner, bias=cfg.bias)
+        self.k = nn.Linear(cfg.n_embd, inner, bias=cfg.bias)
+        self.v = nn.Linear(cfg.n_embd, inner, bias=cfg.bias)
+        self.o = nn.Linear(inner, cfg.n_embd, bias=cfg.bias)
         self.scale = 1.0 / math.sqrt(cfg.head_dim)
         self.max_distance, self.rel_scale = cfg.rel_distances, cfg.rel_scale
         self.rel = (
@@ -152,15 +152,15 @@ class Block(nn.Module):
 
     def __init__(self, cfg: InductionConfig) -> None:
         super().__init__()
-        norm = (lambda: nn.LayerNorm(cfg.d_model)) if cfg.layer_norm else nn.Identity
+        norm = (lambda: nn.LayerNorm(cfg.n_embd)) if cfg.layer_norm else nn.Identity
         self.ln1 = norm()
         self.attn = Attention(cfg)
         self.mlp = (
             nn.Sequential(
                 norm(),
-                nn.Linear(cfg.d_model, 4 * cfg.d_model, bias=cfg.bias),
+                nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=cfg.bias),
                 nn.GELU(),
-                nn.Linear(4 * cfg.d_model, cfg.d_model, bias=cfg.bias),
+                nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=cfg.bias),
             )
             if cfg.mlp
             else None
@@ -189,16 +189,16 @@ class InductionTransformer(nn.Module):
     def __init__(self, cfg: InductionConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        self.tok = nn.Embedding(cfg.alphabet_size + int(cfg.bos), cfg.d_model)
+        self.tok = nn.Embedding(cfg.alphabet_size + int(cfg.bos), cfg.n_embd)
         if cfg.positions == "learned":
-            self.pos = nn.Parameter(0.02 * torch.randn(cfg.n_positions, cfg.d_model))
+            self.pos = nn.Parameter(0.02 * torch.randn(cfg.n_positions, cfg.n_embd))
         elif cfg.positions == "sinusoidal":
-            self.register_buffer("pos", sinusoidal_table(cfg.n_positions, cfg.d_model))
+            self.register_buffer("pos", sinusoidal_table(cfg.n_positions, cfg.n_embd))
         else:
             self.pos = None
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
-        self.ln_f = nn.LayerNorm(cfg.d_model) if cfg.layer_norm else nn.Identity()
-        self.head = nn.Linear(cfg.d_model, cfg.n_classes, bias=cfg.bias)
+        self.ln_f = nn.LayerNorm(cfg.n_embd) if cfg.layer_norm else nn.Identity()
+        self.head = nn.Linear(cfg.n_embd, cfg.n_classes, bias=cfg.bias)
         self.apply(_init_weights)
 
     def with_bos(self, seqs: torch.Tensor) -> torch.Tensor:

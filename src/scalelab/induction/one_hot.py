@@ -74,7 +74,7 @@ def blank_two_layer(
         max_len=max_len,
         n_layer=2,
         n_head=1,
-        d_model=width,
+        n_embd=width,
         d_head=d_head,
         positions="learned",
         mlp=False,

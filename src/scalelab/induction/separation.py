@@ -166,7 +166,7 @@ def two_layer_rows(cfg: SeparationConfig) -> list[dict[str, Any]]:
             p -= 1
         while not exact(p):
             p += 1
-        rows.append(_row("construction", 2, n, 1, model.cfg.d_model, p, 1.0))
+        rows.append(_row("construction", 2, n, 1, model.cfg.n_embd, p, 1.0))
         rows[-1]["instances"] = count
     return rows
 
@@ -179,7 +179,7 @@ def train_or_reuse(
     if (run / "result.json").is_file():
         return load_induction_model(run), read_json(run / "result.json")
     mcfg = InductionConfig(
-        alphabet_size=3, max_len=n, n_layer=layers, n_head=h, d_model=m, mlp=layers == 1
+        alphabet_size=3, max_len=n, n_layer=layers, n_head=h, n_embd=m, mlp=layers == 1
     )
     tcfg = InductionTrainConfig(
         n=n,

@@ -66,7 +66,7 @@ def build_specs(cfg: InductionSweepConfig) -> list[RunSpec]:
                     "n": n,
                     "n_layer": layers,
                     "n_head": h,
-                    "d_model": m,
+                    "n_embd": m,
                     "train_bits": bits,
                     "seed": seed,
                     "max_steps": steps or cfg.max_steps,
@@ -92,7 +92,7 @@ def run_configs(params: dict[str, Any]) -> tuple[InductionConfig, InductionTrain
         max_len=params["n"],
         n_layer=params["n_layer"],
         n_head=params["n_head"],
-        d_model=params["d_model"],
+        n_embd=params["n_embd"],
         mlp=params.get("mlp", False),
     )
     tcfg = InductionTrainConfig(
@@ -117,13 +117,13 @@ def run_one(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     t0, c0 = time.perf_counter(), time.process_time()
     if params["model"] == "construction":
         model = two_layer_construction(params["alphabet_size"], params["n"])
-        row: dict[str, Any] = {"n_layer": 2, "n_head": 1, "d_model": model.cfg.d_model}
+        row: dict[str, Any] = {"n_layer": 2, "n_head": 1, "n_embd": model.cfg.n_embd}
         row.update(evaluate(model, params["n"], np.random.default_rng(eval_seed), 256))
         row.update(steps=0, stop_reason="constructed")
     else:
         mcfg, tcfg = run_configs(params)
         model, result = train_induction(mcfg, tcfg, run_dir / "train", quiet=True)
-        row = {"n_layer": mcfg.n_layer, "n_head": mcfg.n_head, "d_model": mcfg.d_model}
+        row = {"n_layer": mcfg.n_layer, "n_head": mcfg.n_head, "n_embd": mcfg.n_embd}
         row.update({k: v for k, v in result.items() if not k.endswith("time_s")})
     model = model.double()
     for bits in params["eval_bits"]:

@@ -36,6 +36,7 @@ from scalelab.io import append_jsonl, atomic_write, atomic_write_json, provenanc
 from scalelab.lm.config import warmup_cosine
 from scalelab.progress import progress
 from scalelab.runs import outdir
+from scalelab.runs.migrate import migrate
 from scalelab.scalars import Scalars
 
 
@@ -239,7 +240,7 @@ def load_induction_model(run_dir: str | Path) -> InductionTransformer:
     run_dir = Path(run_dir)
     path = run_dir / "config.json"
     try:
-        cfg = InductionConfig.from_dict(read_json(path)["model"])
+        cfg = InductionConfig.from_dict(migrate(read_json(path))["model"])
         path = run_dir / "model.safetensors"
         state = load_file(str(path))
     except (OSError, KeyError, ValueError, TypeError, SafetensorError) as err:

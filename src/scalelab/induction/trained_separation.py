@@ -143,7 +143,7 @@ def _configs(
 ) -> tuple[InductionConfig, InductionTrainConfig]:
     mcfg = InductionConfig(
         alphabet_size=cfg.alphabet_size, max_len=cfg.n, n_layer=layers, n_head=cfg.n_head,
-        d_model=cfg.width, positions="relative", rel_distances=cfg.rel_distances,
+        n_embd=cfg.width, positions="relative", rel_distances=cfg.rel_distances,
         rel_scale=cfg.rel_scale, mlp=layers == 1,
     )  # fmt: skip
     tcfg = InductionTrainConfig(

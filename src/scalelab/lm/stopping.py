@@ -20,7 +20,7 @@ both save it as the flat keys `patience`, `patience_fraction`, `min_delta_sd` of
 (a `FLAT` field, scalelab/config.py), the keys saved run folders hold, so they resume.
 A new parameter of the rule: a field (with its check) here and its use in `StopState.stopped`
 or `stricter` (made with `config.option`, the field is also `scalelab sweep`'s flag); its old
-behaviour's value in `runs.outdir.ABSENT`, so run folders saved before it resume
+behaviour's value in a new format step of `runs.migrate`, so run folders saved before it resume
 (docs/architecture.md).
 """
 

@@ -13,9 +13,9 @@ from typing import Any
 import pandas as pd
 
 from scalelab.errors import InputError
-from scalelab.io import read_json
 from scalelab.manifold import analysis, theorem
 from scalelab.manifold.plan import config_from_json
+from scalelab.runs.outdir import read_meta
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -35,7 +35,7 @@ class ManifoldAnalysis:
 
 def _load(sweep_dir: Path) -> tuple[dict, pd.DataFrame]:
     try:
-        meta = read_json(sweep_dir / "sweep.json")
+        meta = read_meta(sweep_dir / "sweep.json")
         table = pd.read_csv(sweep_dir / "runs.csv")
     except (OSError, ValueError) as err:
         raise InputError(

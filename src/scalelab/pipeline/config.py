@@ -217,10 +217,12 @@ class PipelineConfig(Config):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
-        """The config saved by `to_dict` (nested), or a flat one (`FLAT_BEFORE`'s names,
-        as in docs/benchmarks/cpu-hour/summary.json)."""
-        if any(k in data for k in FLAT_BEFORE):
-            return cls.from_options(**{FLAT_BEFORE.get(k, k): v for k, v in data.items()})
+        """The config saved by `to_dict` (nested), or flat options (`FLAT`'s names; a flat
+        config saved by an older version, as docs/benchmarks/cpu-hour/summary.json holds, has
+        them once `runs.migrate` has read it)."""
+        nested = {f.name for f in dataclasses.fields(cls)}
+        if any(k in FLAT and k not in nested for k in data):
+            return cls.from_options(**data)
         return super().from_dict(data)
 
     @classmethod
@@ -274,19 +276,6 @@ def _flat() -> dict[str, tuple[str | None, str | None]]:
 
 
 FLAT = _flat()
-# The names a flat saved config (e.g. docs/benchmarks/cpu-hour/summary.json) holds, where
-# they differ from `FLAT`'s.
-FLAT_BEFORE = {
-    "context_len": "train_block_size",
-    "batch_size": "train_batch_size",
-    "lr": "train_lr",
-    "min_lr": "train_min_lr",
-    "eval_interval": "train_eval_interval",
-    "eval_batches": "train_eval_batches",
-    "test_tokens": "train_test_tokens",
-    "model_tokens": "model_sweep_tokens",
-    "id_precision": "id_dtype",
-}
 
 
 def _replaced(part: Config, name: str, changes: dict[str, Any]) -> Config:

@@ -43,6 +43,7 @@ from scalelab.pipeline.predictors import (
     predict_corpus,
 )
 from scalelab.pipeline.results import Summary
+from scalelab.runs import outdir
 from scalelab.runs.sweep import WORKERS
 
 TABLE_COLUMNS = [
@@ -93,7 +94,7 @@ def _request(e: Entry, refs: list[tuple[str, str]]) -> tuple[Any, list[str]]:
     if e.corpus is not None:
         return PipelineConfig.from_options(**e.options, corpus=e.corpus), [p for _, p in refs]
     if (e.folder / CONFIG).is_file():
-        request = read_json(e.folder / CONFIG)
+        request = outdir.read_meta(e.folder / CONFIG)
         paths = request.pop("references", [])
         return PipelineConfig.from_dict(request), paths
     raise InputError(f"{e.folder} is neither a validate folder nor a corpus; check it")
@@ -110,7 +111,6 @@ def preflight(out: Path, items: list[Entry], refs: list[tuple[str, str]], say: C
     one message, not when its turn comes. On refusal every folder this made is removed again
     (`out` too, if it made it): nothing is left half-written."""
     from scalelab.pipeline import steps
-    from scalelab.runs import outdir
 
     todo = [e for e in items if not (e.folder / SUMMARY).is_file()]
     if todo:

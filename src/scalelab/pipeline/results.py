@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from scalelab.config import FLAT, OMIT_DEFAULT, Record, saved_as, saved_key
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.declaration import SUMMARY
+from scalelab.runs.migrate import migrate
 
 if TYPE_CHECKING:
     from scalelab.laws.fit.fitted import PowerLawFit
@@ -167,7 +168,7 @@ class Summary(Record):
         """Keys this version does not know are left out (a summary.json is read, not
         resumed)."""
         keys = {saved_key(f) for f in dataclasses.fields(cls)}
-        return super().from_dict({k: v for k, v in data.items() if k in keys})
+        return super().from_dict({k: v for k, v in migrate(data).items() if k in keys})
 
     @classmethod
     def load(cls, folder: str | Path) -> Summary:

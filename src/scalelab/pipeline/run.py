@@ -151,7 +151,7 @@ def add_references(
         return
     outdir.same_config(read_json(path), Request(cfg, saved), out)  # the rest as it was
     outdir.lock(out)
-    atomic_write_json(path, Request(cfg, wanted))
+    outdir.write_meta(path, Request(cfg, wanted))
     say(f"      {len(wanted) - len(saved)} reference model(s) added; finished runs are reused")
 
 

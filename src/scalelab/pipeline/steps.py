@@ -12,10 +12,10 @@ notebook can run them one by one (docs/python.md) and `run_pipeline` composes th
 Nothing is shared but what a step returns (the dataclasses of `pipeline.results`); every
 step leaves a finished artefact under `prep.out` that a re-run finds and skips.
 
-A new fit-range rule: the rule is `laws.regime.rules.fit_range` (its ends and reasons, constants in
-`RegimeConfig`); its inputs are gathered once here, in `data_fit_range`; the constant's old
-value goes in `runs.outdir.ABSENT`. The check's refits, the fit and the report read the one
-`FitRange` it returns (docs/architecture.md).
+A new fit-range rule: the rule is `laws.regime.rules.fit_range` (its ends and reasons,
+constants in `RegimeConfig`); its inputs are gathered once here, in `data_fit_range`; the
+constant's old value goes in a new format step of `runs.migrate`. The check's refits, the fit
+and the report read the one `FitRange` it returns (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from scalelab.errors import InputError
 from scalelab.induction.protocol import MESSAGE_BITS_PER_HMP
 from scalelab.induction.sweep import FLOAT32_BITS, bound_columns
 from scalelab.report.document import Report
+from scalelab.runs.migrate import migrate_table
 
 METRICS = (
     ("acc_all", "all positions (uniform)"),
@@ -28,7 +29,7 @@ TABLE_COLS = (
     "n",
     "n_layer",
     "n_head",
-    "d_model",
+    "n_embd",
     "acc_all",
     "acc_non_bottom",
     "acc_last",
@@ -46,19 +47,17 @@ TABLE_COLS = (
 def _label(row: pd.Series) -> str:
     if row["model"] == "construction":
         return f"construction, |Σ|={row['alphabet_size']}"
-    arch = f"h={row['n_head']} m={row['d_model']}"
+    arch = f"h={row['n_head']} m={row['n_embd']}"
     return f"{int(row['n_layer'])} layer(s), {arch}, |Σ|={row['alphabet_size']}"
 
 
 def with_bound(table: pd.DataFrame) -> pd.DataFrame:
     """The table with `hmp`, `message_bits` and `errors_forced_from` recomputed from each
-    run's shape (runs.csv files written before these columns had h·d_model·p in `hmp`)."""
+    run's shape (runs.csv files written before these columns had h·n_embd·p in `hmp`)."""
     bits = table.get("train_bits_effective", pd.Series(FLOAT32_BITS, index=table.index))
     cols = [
         bound_columns(int(h), int(m) // int(h), int(p))
-        for h, m, p in zip(
-            table["n_head"], table["d_model"], bits.fillna(FLOAT32_BITS), strict=True
-        )
+        for h, m, p in zip(table["n_head"], table["n_embd"], bits.fillna(FLOAT32_BITS), strict=True)
     ]
     return table.assign(**pd.DataFrame(cols, index=table.index))
 
@@ -103,7 +102,7 @@ def draw(analysis: None, report: Report, sweep_dir: Path) -> None:
     analysis) to `report`."""
     sweep_dir = Path(sweep_dir)
     try:
-        table = pd.read_csv(sweep_dir / "runs.csv")
+        table = migrate_table(pd.read_csv(sweep_dir / "runs.csv"))
     except (OSError, pd.errors.EmptyDataError) as err:
         raise InputError(
             f"{sweep_dir} has no readable runs.csv ({err}); run `scalelab induction sweep` first"

@@ -21,6 +21,7 @@ from scalelab.laws.theory import d_from_alpha_D, d_from_alpha_N
 from scalelab.report.document import Report
 from scalelab.report.regime import loss_figure, regime_sentence, regime_words, slopes_figure
 from scalelab.report.validate_figures import along_figure, curves_figure, scaling_sources_figure
+from scalelab.runs import outdir
 
 SIDES = {
     "data": ("sweep", "check", "train_tokens", "alpha_D", "training tokens"),
@@ -375,7 +376,7 @@ def _run_rows(side: str, table: pd.DataFrame) -> list[dict[str, Any]]:
 def build_validate_report(out: str | Path) -> tuple[Path, Path]:
     """Write `OUT/report/report.html` and `report.md` from a validation folder."""
     out = Path(out)
-    cfg = read_json(out / "pipeline.json")
+    cfg = outdir.read_meta(out / "pipeline.json")
     fits = read_json(out / "fits.json")
     tables = {"data": pd.read_csv(out / "sweep" / "runs.csv")}
     if (out / "model-sweep" / "runs.csv").is_file() and fits.get("model"):

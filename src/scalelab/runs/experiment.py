@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from scalelab.config import Config
 from scalelab.errors import ConfigError
-from scalelab.io import atomic_write_bytes, atomic_write_json, provenance, read_json
-from scalelab.runs.outdir import read_meta
+from scalelab.io import atomic_write_bytes, provenance, read_json
+from scalelab.runs.outdir import read_meta, write_meta
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -87,7 +87,8 @@ def check_marker(out: Path, name: str) -> None:
 def mark(out: Path, name: str, cfg: Config) -> Path:
     """Write the marker of the folder `out`: the experiment `name`, its config, provenance."""
     meta = {"kind": "experiment", "experiment": name, "config": cfg.to_dict()}
-    return atomic_write_json(Path(out) / MARKER, {**meta, "provenance": provenance()})
+    write_meta(Path(out) / MARKER, {**meta, "provenance": provenance()})
+    return Path(out) / MARKER
 
 
 @dataclasses.dataclass(frozen=True)

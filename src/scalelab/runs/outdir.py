@@ -22,6 +22,7 @@ from typing import Any
 from scalelab.config import Record
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write_json, to_json
+from scalelab.runs.migrate import migrate, stamped
 
 #: A config as a folder saves it: its dict, or the record that writes itself as one.
 Saved = dict[str, Any] | Record
@@ -38,27 +39,12 @@ MARKERS = {
 _held: dict[Path, int] = {}  # folder -> open lock file descriptor, for this process
 
 
-# Fields added after runs were first saved, by name (the last part of a dotted key): the value
-# that reproduces what scalelab did before the field existed. A saved config without such a
-# field resumes when the field is asked for with this value. A new field whose default
-# changes what a run does gets an entry here with the old behaviour's value.
-ABSENT: dict[str, Any] = {
-    "patience_fraction": 0.0,  # before the noise-aware stopping rule: patience alone
-    "min_delta_sd": 0.0,  # ... and any improvement counted
-    "init_from": None,  # runs started from scratch
-    "precision": "auto",  # the models that measure d ran at the device's precision
-    "seeds_per_size": 1,  # one run per size of a validation's data sweep
-}
-
-
 def same_config(saved: dict[str, Any], wanted: Saved, where: str | Path) -> None:
-    """Refuse to resume a folder whose saved config differs from the one asked for, key by key
-    (compared as JSON: tuples and lists are the same). A key the saved config lacks reads as
-    its `ABSENT` value, or None."""
-    saved, wanted = _flat(json.loads(to_json(saved))), _flat(json.loads(to_json(wanted)))
-    lacking = {k for k in set(wanted) - set(saved) if k.rsplit(".", 1)[-1] not in ABSENT}
-    for key in set(wanted) - set(saved):
-        saved[key] = ABSENT.get(key.rsplit(".", 1)[-1])
+    """Refuse to resume a folder whose saved config (of any format: `migrate`d) differs from
+    the one asked for, key by key (compared as JSON: tuples and lists are the same)."""
+    saved = _flat(migrate(json.loads(to_json(saved))))
+    wanted = _flat(json.loads(to_json(wanted)))
+    lacking = set(wanted) - set(saved)
     diffs = [k for k in sorted(set(saved) | set(wanted)) if saved.get(k) != wanted.get(k)]
     if not diffs:
         return
@@ -76,7 +62,8 @@ def same_config(saved: dict[str, Any], wanted: Saved, where: str | Path) -> None
 
 
 def read_meta(path: Path) -> dict[str, Any]:
-    """A folder's description file, or an InputError naming the folder and the fix."""
+    """A folder's description file as this version writes it (`migrate`d from its format), or
+    an InputError naming the folder and the fix."""
     try:
         with open(path, encoding="utf-8") as f:
             meta = json.load(f)
@@ -87,7 +74,15 @@ def read_meta(path: Path) -> dict[str, Any]:
         ) from err
     if not isinstance(meta, dict):
         raise InputError(f"{path} does not hold a JSON object; restore it or use a new --out")
-    return meta
+    try:
+        return migrate(meta)
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from None
+
+
+def write_meta(path: Path, body: Saved) -> None:
+    """A description file, atomically, with this version's format key (`migrate`)."""
+    atomic_write_json(path, stamped(json.loads(to_json(body))))
 
 
 def check(
@@ -148,7 +143,7 @@ def claim(
     lock(folder)
     if check(folder, meta, config, kind=kind) is None:  # again, under the lock
         body = config if kind is None else {"kind": kind, "config": config, **(extra or {})}
-        atomic_write_json(folder / meta, body)
+        write_meta(folder / meta, body)
     return folder
 
 

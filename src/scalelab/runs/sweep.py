@@ -26,6 +26,7 @@ from scalelab.config import Config
 from scalelab.errors import ConfigError, ScalelabError
 from scalelab.io import atomic_write, atomic_write_json, provenance, read_json
 from scalelab.progress import progress
+from scalelab.runs.migrate import renamed
 from scalelab.runs.outdir import Saved, claim, claimed
 from scalelab.runs.ray_backend import run_on_ray
 
@@ -154,7 +155,8 @@ def finished_rows(sweep_dir: Path, specs: Sequence[RunSpec]) -> list[dict[str, A
         result = sweep_dir / "runs" / spec.name / "result.json"
         if result.exists():
             scalars = {k: v for k, v in spec.params.items() if isinstance(v, str | int | float)}
-            flat = {k: v for k, v in read_json(result).items() if not isinstance(v, dict | list)}
+            saved = renamed(read_json(result))  # a row of any version, in this one's names
+            flat = {k: v for k, v in saved.items() if not isinstance(v, dict | list)}
             rows.append({"run": spec.name, **scalars, **flat})
     return rows
 

@@ -17,6 +17,7 @@ from scalelab.io import read_json
 from scalelab.laws.fit.fitted import PowerLawFit
 from scalelab.laws.fit.power_law import Extrapolation, extrapolation_check, fit_power_law
 from scalelab.probe.result import EstimateResult
+from scalelab.runs.outdir import read_meta
 
 N_BOOT = 1000
 SEED = 0
@@ -112,7 +113,7 @@ def _holdout(x: np.ndarray, y: np.ndarray) -> list[tuple[str, Extrapolation]]:
 def analyse_sweep(sweep_dir: str | Path) -> SweepAnalysis:
     """The analysis of the data or model sweep in `sweep_dir` (it holds sweep.json)."""
     sweep_dir = Path(sweep_dir)
-    meta = read_json(sweep_dir / "sweep.json")
+    meta = read_meta(sweep_dir / "sweep.json")
     kind = meta["kind"]
     if kind not in SIZE:
         raise InputError(f"report.lm handles data and model sweeps, not {kind!r}")

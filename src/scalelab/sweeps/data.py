@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scalelab.config import OMIT_DEFAULT, Config, option
+from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 from scalelab.fields import positive_int
 from scalelab.io import atomic_write, read_json
@@ -110,9 +110,7 @@ class DataSweepConfig(Config):
     model: GPTConfig
     train: TrainConfig
     schedule: Schedule
-    # runs per size (seed, seed + 1, ...); saved only when not 1, so a one-seed sweep's
-    # folder from before seeds resumes
-    seeds: int = dataclasses.field(default=1, metadata=OMIT_DEFAULT)
+    seeds: int = 1  # runs per size (seed, seed + 1, ...)
 
     def validate(self) -> None:
         for name, kind in (("model", GPTConfig), ("train", TrainConfig), ("schedule", Schedule)):

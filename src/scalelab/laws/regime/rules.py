@@ -35,7 +35,7 @@ The fit range's one rule is `fit_range` (its ends and why). A new rule of the ra
 logic here, with its constant in `RegimeConfig`; its inputs gathered in
 `pipeline.steps.data_fit_range` (validate computes the range there once, and the check's
 refits, the fit and the report use that `FitRange`); and the constant's old value in
-`runs.outdir.ABSENT`, so folders saved before it resume (docs/architecture.md).
+a new format step of `runs.migrate`, so folders saved before it resume (docs/architecture.md).
 """
 
 from __future__ import annotations

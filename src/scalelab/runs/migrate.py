@@ -1,0 +1,140 @@
+"""Saved folders of every scalelab version, read as this version writes them.
+
+Every description file a command writes (a run's `config.json`, a sweep's `sweep.json`, a
+validation's `pipeline.json`, an experiment's `experiment.json`) carries
+`"scalelab_format": FORMAT`.
+`migrate(doc)` takes a file of any format to the current one, one step per format, and is
+called wherever a saved folder is read (`runs.outdir.read_meta`, the resume check, a sweep's
+run rows, `--config FILE`), so the code reads one layout and knows one name per setting.
+
+A step recognises each record in a file by keys only that record holds (its *signature*;
+tests/test_runs_migrate.py checks each signature against every record in scalelab, so a
+step never touches a record it does not mean). A file without the key is format 1.
+
+Format 1 → 2:
+- the induction transformer's width is `n_embd`, as in the LM (`d_model` before), in its
+  config, an induction sweep's run parameters and rows;
+- fields added while format 1 was written get the value that reproduces what scalelab did
+  before them: a stopping rule's `patience_fraction` and `min_delta_sd` 0 (patience alone,
+  any improvement counted), an LM run's `init_from` None (from scratch), an estimate's
+  `precision` "auto" (the device's precision), a validation's `seeds_per_size` 1 and a data
+  sweep's `seeds` 1;
+- a flat validation config (docs/benchmarks/cpu-hour/summary.json) has the flat option names
+  of today (`context_len` → `train_block_size`, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from scalelab.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: The format this version writes.
+FORMAT = 2
+KEY = "scalelab_format"  # not "format": a token store's meta.json has its own
+
+Doc = dict[str, Any]
+
+
+def migrate(doc: Doc) -> Doc:
+    """`doc` (a description file or run row of any format) as this version writes it, without
+    its format key. A file from a newer scalelab is refused with the fix."""
+    version = doc.get(KEY, 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise InputError(f"saved format {version!r} is not a format number; restore the file")
+    if version > FORMAT:
+        raise InputError(
+            f"saved by a newer scalelab (format {version}; this version reads up to {FORMAT}); "
+            "upgrade scalelab to read it"
+        )
+    doc = {k: v for k, v in doc.items() if k != KEY}
+    for step in STEPS[version - 1 :]:
+        doc = _walk(doc, lambda record, step=step: _applied(record, step))
+    return doc
+
+
+def stamped(doc: Doc) -> Doc:
+    """`doc` with this version's format key, as a description file is written."""
+    return {**doc, KEY: FORMAT}
+
+
+def renamed(row: Doc) -> Doc:
+    """A run's result row of any version with this version's names (renamed only: a row
+    holds what a run measured, so nothing is filled in). A row has no format key, and no
+    name is reused, so renaming is safe at any version."""
+    for step in STEPS:
+        row = _walk(row, lambda record, step=step: _applied(record, step, fill=False))
+    return row
+
+
+def migrate_table(table: pd.DataFrame) -> pd.DataFrame:
+    """A runs table written by any version, with this version's column names (`renamed`)."""
+    names = list(renamed(dict.fromkeys(table.columns)))
+    return table if names == list(table.columns) else table.set_axis(names, axis=1)
+
+
+def _walk(value: Any, step: Callable[[Doc], Doc]) -> Any:
+    """`step` applied to every record in `value`, innermost first."""
+    if isinstance(value, dict):
+        return step({k: _walk(v, step) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_walk(v, step) for v in value]
+    return value
+
+
+def _applied(record: Doc, step: tuple[Entry, ...], *, fill: bool = True) -> Doc:
+    """`record` with each entry of `step` whose signature it holds: keys renamed in place
+    (the order kept), then (`fill`) the missing ones filled."""
+    for signature, renames, fills in step:
+        if signature <= record.keys():
+            record = {renames.get(k, k): v for k, v in record.items()}
+            if fill:
+                record |= {k: v for k, v in fills.items() if k not in record}
+    return record
+
+
+#: A step's entry: a record's signature, its renamed keys (old → new) and filled keys.
+Entry = tuple[set[str], dict[str, str], dict[str, Any]]
+
+_BEFORE_NOISE_AWARE_STOP = {"patience_fraction": 0.0, "min_delta_sd": 0.0}
+_INDUCTION_WIDTH: Entry = ({"n_layer", "n_head", "d_model"}, {"d_model": "n_embd"}, {})
+_STOP_RULE_LM: Entry = ({"patience", "grad_accum"}, {}, _BEFORE_NOISE_AWARE_STOP)
+_STOP_RULE_SCHEDULE: Entry = ({"patience", "max_epochs"}, {}, _BEFORE_NOISE_AWARE_STOP)
+_LM_TRAIN: Entry = ({"grad_accum", "warmup_steps"}, {}, {"init_from": None})
+_ESTIMATE: Entry = ({"per_doc", "k"}, {}, {"precision": "auto"})
+_DATA_SWEEP: Entry = ({"data_dir", "sizes", "model", "train", "schedule"}, {}, {"seeds": 1})
+_PIPELINE: Entry = ({"points", "min_tokens", "max_tokens", "train"}, {}, {"seeds_per_size": 1})
+_FLAT_PIPELINE: Entry = (
+    {"corpus", "min_tokens", "max_tokens", "points", "context_len"},
+    {
+        "context_len": "train_block_size",
+        "batch_size": "train_batch_size",
+        "lr": "train_lr",
+        "min_lr": "train_min_lr",
+        "eval_interval": "train_eval_interval",
+        "eval_batches": "train_eval_batches",
+        "test_tokens": "train_test_tokens",
+        "model_tokens": "model_sweep_tokens",
+        "id_precision": "id_dtype",
+    },
+    {},
+)
+#: Format 1 → 2's records: what each is known by, renamed and filled in.
+TO_2 = (
+    _INDUCTION_WIDTH,
+    _STOP_RULE_LM,
+    _STOP_RULE_SCHEDULE,
+    _LM_TRAIN,
+    _ESTIMATE,
+    _DATA_SWEEP,
+    _PIPELINE,
+    _FLAT_PIPELINE,
+)
+
+
+#: STEPS[v - 1] takes format v to v + 1.
+STEPS: tuple[tuple[Entry, ...], ...] = (TO_2,)
