@@ -138,13 +138,15 @@ def _estimate_config(args: list[str], monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def test_estimate_reads_a_saved_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """estimate's --config reads the settings estimate.json saves (dtype under its older key
-    `precision`), and an option given beside it wins."""
+    """estimate's --config reads the settings estimate.json saves (of format 1 too, with the
+    dtype under its older key `precision`), and an option given beside it wins."""
     saved = EstimateConfig(k=7, per_doc=5, dtype="float32", max_documents=3)
     (tmp_path / "c.json").write_text(json.dumps(saved.to_dict()))
-    assert "precision" in saved.to_dict()
     got = _estimate_config(["--config", str(tmp_path / "c.json")], monkeypatch)
     assert got == saved
+    old = {("precision" if k == "dtype" else k): v for k, v in saved.to_dict().items()}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert _estimate_config(["--config", str(tmp_path / "old.json")], monkeypatch) == saved
     got = _estimate_config(["--config", str(tmp_path / "c.json"), "--k", "9"], monkeypatch)
     assert got == saved.replace(k=9)
     (tmp_path / "c.toml").write_text('k = 11\nmax_documents = 4\ndtype = "bfloat16"\n')

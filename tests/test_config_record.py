@@ -1,7 +1,7 @@
 """config.Record: the one rule by which configs and results become their JSON and are read
-back. The truth is the JSON earlier versions wrote (a data-sweep run's config.json, a
-validation's pipeline.json, keys in order): objects must write it byte for byte, so old
-folders resume with the same hashes."""
+back. The truth is the JSON of format 2 (a data-sweep run's config.json, a validation's
+pipeline.json, keys in order), which objects must write byte for byte; the check runs' names
+hash it. Older formats are read through runs.migrate (tests/test_runs_migrate.py)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ QUICK = (
     '"schedule": ' + SCHEDULE + ', "check": {"largest": 1, "factor": 3, "smallest": 0, '
     '"width_factor": 2}, "regime": {"tolerance": 0.5, "level": 0.9, "min_decades": 1.5, '
     '"unigram_margin": 0.1}, "id": {"per_doc": 32, "max_documents": null, '
-    '"reference_documents": 272, "k": 20, "batch_size": 4096, "precision": "auto"}, '
+    '"reference_documents": 272, "k": 20, "batch_size": 4096, "dtype": "auto"}, '
     '"model_sweep": {"models": [], "train_tokens": null}, "n_boot": 1000, "seed": 0}'
 )
 
@@ -54,7 +54,7 @@ def test_a_saved_config_reads_back_and_writes_the_same_bytes(kind, saved):
 
 def test_the_quick_preset_writes_the_pipeline_json_of_before():
     cfg = PipelineConfig.from_preset("quick")
-    assert json.dumps(cfg.to_dict()) == QUICK  # the id part's dtype saved as "precision"
+    assert json.dumps(cfg.to_dict()) == QUICK
     assert PipelineConfig.from_dict(json.loads(QUICK)) == cfg  # nested parts, tuples
 
 

@@ -23,6 +23,7 @@ from scalelab.induction.config import InductionConfig, InductionTrainConfig
 from scalelab.induction.train import load_induction_model, train_induction
 from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.lm.stopping import StopRule
+from scalelab.manifold.plan import config_from_json
 from scalelab.pipeline.config import PipelineConfig
 from scalelab.pipeline.results import Summary
 from scalelab.runs import outdir
@@ -76,7 +77,7 @@ def test_a_signature_touches_only_records_that_hold_what_it_writes(entry) -> Non
     if fills:
         assert holders, "a fill for no record of today"
     if renames:
-        assert not [c for c in RECORDS if signature <= _saved_keys(c)]
+        assert not [c for c in RECORDS if signature | set(renames) <= _saved_keys(c)]
 
 
 def test_format_1_lm_run_config_reads_with_the_values_that_reproduce_it() -> None:
@@ -103,7 +104,8 @@ def test_format_1_induction_configs_and_rows_name_the_width_n_embd() -> None:
 def test_format_1_pipeline_and_data_sweep_configs_read_as_saved() -> None:
     cfg = PipelineConfig.from_preset("quick")
     old = cfg.to_dict()
-    del old["seeds_per_size"], old["id"]["precision"]
+    del old["seeds_per_size"]
+    old["id"] = {("precision" if k == "dtype" else k): v for k, v in old["id"].items()}
     for part in ("train", "schedule"):
         old[part] = {k: v for k, v in old[part].items() if k != "min_delta_sd"}
     assert PipelineConfig.from_dict(migrate(old)) == cfg
@@ -132,18 +134,22 @@ def test_the_committed_flat_summary_reads() -> None:
     assert cfg.model_sweep.models == tuple(flat["model_sweep"])
 
 
-def test_a_committed_format_1_manifold_sweep_reads_and_resumes(tmp_path: Path) -> None:
-    src = REPO / "docs" / "benchmarks" / "manifold_theorem2"
-    if not (src / "sweep.json").is_file():
-        pytest.skip("no committed manifold sweep")
-    meta = json.loads((src / "sweep.json").read_text())
-    assert KEY not in meta  # written as format 1
-    assert outdir.read_meta(src / "sweep.json")["config"] == meta["config"]
+COMMITTED_MANIFOLD = sorted((REPO / "docs" / "benchmarks").glob("manifold*/sweep.json"))
+
+
+@pytest.mark.parametrize("path", COMMITTED_MANIFOLD, ids=lambda p: p.parent.name)
+def test_a_committed_format_1_manifold_sweep_resumes(path: Path, tmp_path: Path) -> None:
+    """The config this version builds from a committed sweep.json (format 1, some written
+    before the plan's later fields) is the one its folder is resumed with."""
+    meta = json.loads(path.read_text())
+    assert KEY not in meta
+    cfg = config_from_json(outdir.read_meta(path)["config"])
     copy = tmp_path / "sweep"
-    shutil.copy(src / "sweep.json", tmp_path / "sweep.json")
     copy.mkdir()
-    shutil.copy(src / "sweep.json", copy / "sweep.json")
-    outdir.check(copy, "sweep.json", meta["config"], kind="manifold")  # the same: resumes
+    shutil.copy(path, copy / "sweep.json")
+    outdir.check(copy, "sweep.json", cfg, kind="manifold")  # no refusal: it resumes
+    with pytest.raises(ConfigError, match=r"ensemble: saved=\d+ now=9"):
+        outdir.check(copy, "sweep.json", cfg.replace(ensemble=9), kind="manifold")
 
 
 def test_a_new_folder_is_stamped_and_a_newer_format_refused(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ def test_missing_fields_read_as_the_value_that_reproduces_format_1() -> None:
     }
     saved = {
         "train": _older(wanted["train"], "patience_fraction", "min_delta_sd", "init_from"),
-        "estimate": _older(wanted["estimate"], "precision"),
+        "estimate": _older(wanted["estimate"], "dtype"),
     }
     same_config(saved, wanted, "old")  # patience alone, from scratch, auto: resumes
     stricter = {**wanted, "train": {**wanted["train"], "patience_fraction": 0.25}}

@@ -4,11 +4,11 @@ by which a dataclass becomes its JSON and is read back (`Record`).
 `Record.to_dict` walks the fields in order: a nested record becomes its own `to_dict` (any
 other dataclass its fields), a tuple a list. A field marked `FLAT`
 (`dataclasses.field(metadata=FLAT)`) is saved as its own keys in place of its name (a run's
-`StopRule`, as saved run folders hold it). A field marked
-`OMIT_DEFAULT` is left out while it holds its default (so a folder saved before the field
-existed keeps its hash). A field marked `saved_as(key)` is saved under `key` in place of
-its name: the one place where the code's name for a concept meets an older on-disk key that
-must not change (saved keys feed folder hashes, so old folders still resume). `from_dict`
+`StopRule`). A field marked `OMIT_DEFAULT` is left out while it holds its default (a
+result's optional section, as a fit's regime analysis; a config field added later is filled
+in where an older folder is read, `runs.migrate`). A field marked
+`saved_as(key)` is saved under `key` in place of its name: a key that is no identifier
+(`power+E`) or a result's established key (`sources`, `convergence`). `from_dict`
 reads that JSON back by the field types: nested records from dicts, tuples from lists, flat
 keys into their field, a `saved_as` key into its field. A subclass overrides
 either only to add what its fields do not say.

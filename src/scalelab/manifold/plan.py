@@ -11,14 +11,13 @@ Five kinds of run (column `task` of runs.csv):
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from scalelab.config import OMIT_DEFAULT, Config, option
+from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 from scalelab.fields import choice
 from scalelab.manifold.config import FitConfig, RegressorConfig, ScheduleConfig
@@ -71,11 +70,11 @@ class ManifoldSweepConfig(Config):
     # the online runs' seeds (empty: seeds[0] alone); steps = online_steps ·
     # (width / narrowest)^online_step_growth; online_long_factor > 1 adds, per width, a run
     # with that many times the steps (seed online_seeds[0]): the tripled-steps check
-    online_seeds: tuple[int, ...] = dataclasses.field(default=(), metadata=OMIT_DEFAULT)
-    online_step_growth: float = dataclasses.field(default=0.0, metadata=OMIT_DEFAULT)
-    online_long_factor: int = dataclasses.field(default=0, metadata=OMIT_DEFAULT)
+    online_seeds: tuple[int, ...] = ()
+    online_step_growth: float = 0.0
+    online_long_factor: int = 0
     # True: only the ID and online runs (α_N alone; n_values still set the field's cap)
-    online_only: bool = dataclasses.field(default=False, metadata=OMIT_DEFAULT)
+    online_only: bool = False
     # optimiser: "patience" (plateau LR halving, early stop) or "fixed" (ScheduleConfig)
     schedule: str = "patience"
     lr: float = 2e-3
@@ -83,7 +82,7 @@ class ManifoldSweepConfig(Config):
     max_steps: int = 20000
     patience: int = 12
     # patience rule: validate every epoch, or every this many steps where an epoch is shorter
-    min_eval_steps: int = dataclasses.field(default=25, metadata=OMIT_DEFAULT)
+    min_eval_steps: int = 25
     epochs: float = 20.0  # fixed schedule: steps = clip(epochs·n/batch, min_steps, max_steps)
     min_steps: int = 400
     # intrinsic dimension of the inputs, and (hidden_id) of the trained models' states
@@ -94,12 +93,10 @@ class ManifoldSweepConfig(Config):
     # together (`manifold.batched`); its prediction is their mean. Member 0 is the run's
     # single model (init and batch order from the run's seed), so single against ensemble is
     # measured on the same seeds.
-    ensemble: int = option(
-        1, "Inits per data run, trained together; the run predicts their mean.", **OMIT_DEFAULT
-    )
+    ensemble: int = option(1, "Inits per data run, trained together; the run predicts their mean.")
     # True: runs ordered curve by curve ((d, β): every seed and size, then its wide run), so a
     # sweep stopped early holds whole curves
-    by_curve: bool = dataclasses.field(default=False, metadata=OMIT_DEFAULT)
+    by_curve: bool = False
 
     def validate(self) -> None:
         if self.manifold not in MANIFOLDS:

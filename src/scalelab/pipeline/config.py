@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Self
 
-from scalelab.config import Config, accepts, option, saved_as
+from scalelab.config import Config, accepts, option
 from scalelab.errors import ConfigError
 from scalelab.fields import DTYPES, choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
@@ -78,13 +78,11 @@ class IdPart(Config):
     )
     k: int = option(PAPER_K, "Neighbours for the MLE.")
     batch_size: int = option(PAPER_BATCH_SIZE, "Points per MLE batch.")
-    # The forward pass's dtype of every model that measures d (`EstimateConfig.dtype`); saved
-    # under the key "precision", which pipeline.json (the folder's hash) holds.
+    # The forward pass's dtype of every model that measures d (`EstimateConfig.dtype`).
     dtype: str = option(
         "auto",
         "Forward-pass dtype of the models that measure d: auto|float32|bfloat16.",
         retired="--precision",
-        **saved_as("precision"),
     )
 
     def validate(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from scalelab.config import Config, option, saved_as
+from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 from scalelab.fields import DTYPES, choice, positive_int
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
@@ -49,14 +49,13 @@ class EstimateConfig(Config):
     batch_tokens: int = option(
         BATCH_TOKENS, "Tokens per forward pass when embedding (memory vs speed)."
     )
-    # The forward pass's dtype (auto: bf16 where native), as `TrainConfig.dtype` names it;
-    # saved under the key "precision", which estimate folders hold.
+    # The forward pass's dtype (auto: bf16 where native), as `TrainConfig.dtype` names it
+    # (format 1 saved it as "precision": runs.migrate).
     dtype: str = option(
         "auto",
         "Forward-pass dtype: auto (bfloat16 autocast where the CPU/GPU has native bf16, about "
         "2x faster, d within 1%), float32 or bfloat16.",
         retired="--precision",
-        **saved_as("precision"),
     )
 
     def validate(self) -> None:

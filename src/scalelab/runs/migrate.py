@@ -14,11 +14,15 @@ step never touches a record it does not mean). A file without the key is format 
 Format 1 → 2:
 - the induction transformer's width is `n_embd`, as in the LM (`d_model` before), in its
   config, an induction sweep's run parameters and rows;
+- the dtype of the models that measure d is saved as `dtype`, its field's name and the LM's
+  (`precision` before, in an estimate's settings and a validation's `id`);
 - fields added while format 1 was written get the value that reproduces what scalelab did
   before them: a stopping rule's `patience_fraction` and `min_delta_sd` 0 (patience alone,
   any improvement counted), an LM run's `init_from` None (from scratch), an estimate's
-  `precision` "auto" (the device's precision), a validation's `seeds_per_size` 1 and a data
-  sweep's `seeds` 1;
+  `dtype` "auto" (the device's precision), a validation's `seeds_per_size` 1, a data
+  sweep's `seeds` 1, and a manifold sweep's later fields the values it ran with before them
+  (one init per run, no online-run extras, validation every 25 steps at most, runs in grid
+  order);
 - a flat validation config (docs/benchmarks/cpu-hour/summary.json) has the flat option names
   of today (`context_len` → `train_block_size`, ...).
 """
@@ -105,8 +109,21 @@ _INDUCTION_WIDTH: Entry = ({"n_layer", "n_head", "d_model"}, {"d_model": "n_embd
 _STOP_RULE_LM: Entry = ({"patience", "grad_accum"}, {}, _BEFORE_NOISE_AWARE_STOP)
 _STOP_RULE_SCHEDULE: Entry = ({"patience", "max_epochs"}, {}, _BEFORE_NOISE_AWARE_STOP)
 _LM_TRAIN: Entry = ({"grad_accum", "warmup_steps"}, {}, {"init_from": None})
-_ESTIMATE: Entry = ({"per_doc", "k"}, {}, {"precision": "auto"})
+_ESTIMATE: Entry = ({"per_doc", "k"}, {"precision": "dtype"}, {"dtype": "auto"})
 _DATA_SWEEP: Entry = ({"data_dir", "sizes", "model", "train", "schedule"}, {}, {"seeds": 1})
+_MANIFOLD_SWEEP: Entry = (
+    {"manifold", "dims", "betas", "n_values"},
+    {},
+    {
+        "online_seeds": [],
+        "online_step_growth": 0.0,
+        "online_long_factor": 0,
+        "online_only": False,
+        "min_eval_steps": 25,
+        "ensemble": 1,
+        "by_curve": False,
+    },
+)
 _PIPELINE: Entry = ({"points", "min_tokens", "max_tokens", "train"}, {}, {"seeds_per_size": 1})
 _FLAT_PIPELINE: Entry = (
     {"corpus", "min_tokens", "max_tokens", "points", "context_len"},
@@ -131,6 +148,7 @@ TO_2 = (
     _LM_TRAIN,
     _ESTIMATE,
     _DATA_SWEEP,
+    _MANIFOLD_SWEEP,
     _PIPELINE,
     _FLAT_PIPELINE,
 )
