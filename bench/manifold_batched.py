@@ -79,7 +79,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10,4", help="models trained together")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    cfg = ScheduleConfig(lr=2e-3, batch_size=64, steps=args.steps, n_evals=5)
+    cfg = ScheduleConfig(lr=2e-3, batch_size=64, max_steps=args.steps, n_evals=5)
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     for size in (int(s) for s in args.sizes.split(",")):
         members, inits = _setup(size, 2048)

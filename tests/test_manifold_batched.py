@@ -12,7 +12,7 @@ from scalelab.manifold.model import TransformerRegressor
 from scalelab.manifold.noise import noise_split
 from scalelab.manifold.train import epoch_batches, fit_regressor, fit_schedule
 
-CFG = RegressorConfig(D=6, n_blocks=2, n_heads=2, d_embd=8, ffn_width=16, attention="relu")
+CFG = RegressorConfig(D=6, n_layer=2, n_head=2, n_embd=8, ffn_width=16, attention="relu")
 E = 3
 
 
@@ -67,7 +67,7 @@ def test_batched_patience_training_equals_one_at_a_time() -> None:
 
 
 def test_batched_schedule_training_equals_one_at_a_time() -> None:
-    cfg = ScheduleConfig(lr=5e-3, batch_size=32, steps=120, n_evals=6)
+    cfg = ScheduleConfig(lr=5e-3, batch_size=32, max_steps=120, n_evals=6)
     members = _members()
     alone = []
     for e, model in enumerate(_models()):

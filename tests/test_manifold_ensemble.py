@@ -16,7 +16,7 @@ from scalelab.manifold.sweep import run_manifold_sweep, specs_for
 from scalelab.manifold.theorem import summarise
 
 SMALL = MANIFOLD_PRESETS["theorem-quick"].replace(
-    n_values=(24, 48), seeds=(0,), n_test=512, val_size=64, d_embd=8, n_heads=2,
+    n_values=(24, 48), seeds=(0,), n_test=512, val_size=64, n_embd=8, n_head=2,
     ffn_width=16, max_steps=60, patience=2, wide_width=0, id_points=600, hidden_id=False,
 )  # fmt: skip
 

@@ -29,9 +29,9 @@ def _relu_attention_direct(h: np.ndarray, heads: list[tuple], w_o: np.ndarray) -
 
 def test_relu_attention_block_matches_definition_4() -> None:
     torch.manual_seed(0)
-    cfg = RegressorConfig(D=6, n_heads=2, d_embd=8, attention="relu")
+    cfg = RegressorConfig(D=6, n_head=2, n_embd=8, attention="relu")
     mha = TransformerRegressor(cfg).blocks[0].mha.double()
-    h = torch.randn(1, 6, 8, dtype=torch.float64)  # [batch, l, d_embd]; H = h[0].T
+    h = torch.randn(1, 6, 8, dtype=torch.float64)  # [batch, l, n_embd]; H = h[0].T
     got = mha(h)[0].T.detach().numpy()
     dh, scale = mha.d_head, 1.0 / (6 * math.sqrt(mha.d_head))
     wq, wk, wv = (m.weight.detach().numpy() for m in (mha.q, mha.k, mha.v))
@@ -44,7 +44,7 @@ def test_relu_attention_block_matches_definition_4() -> None:
 @pytest.mark.parametrize("attention", ["relu", "softmax"])
 def test_block_and_decoder_follow_definitions_1_and_3(attention: str) -> None:
     torch.manual_seed(1)
-    cfg = RegressorConfig(D=5, n_blocks=2, d_embd=8, n_heads=2, attention=attention)
+    cfg = RegressorConfig(D=5, n_layer=2, n_embd=8, n_head=2, attention=attention)
     model = TransformerRegressor(cfg).double()
     x = torch.randn(3, 5, dtype=torch.float64)
     h = model.embed(x)
@@ -63,7 +63,7 @@ def test_regressor_drives_training_error_near_zero(attention: str) -> None:
     torch.manual_seed(0)
     problem = Problem(ProblemConfig(d=2, D=8, noise_std=0.5))
     s = problem.sample(32, np.random.default_rng(0))
-    cfg = RegressorConfig(D=8, d_embd=32, ffn_width=128, attention=attention)
+    cfg = RegressorConfig(D=8, n_embd=32, ffn_width=128, attention=attention)
     model = TransformerRegressor(cfg)
     fit = FitConfig(lr=3e-3, batch_size=32, max_steps=800, patience=10**6, min_eval_steps=100)
     out = fit_regressor(model, s.x, s.y, s.x, s.y, fit, generator=torch.Generator())
@@ -72,6 +72,6 @@ def test_regressor_drives_training_error_near_zero(attention: str) -> None:
 
 def test_bad_regressor_config_raises() -> None:
     with pytest.raises(ConfigError, match="divisible"):
-        RegressorConfig(d_embd=30, n_heads=4)
+        RegressorConfig(n_embd=30, n_head=4)
     with pytest.raises(ConfigError, match="attention"):
         RegressorConfig(attention="linear")

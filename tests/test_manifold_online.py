@@ -27,11 +27,11 @@ def test_the_preset_runs_online_runs_alone_with_steps_growing_with_width() -> No
     assert not [n for n in names if n.startswith(("data", "wide", "model"))]
     assert len([n for n in names if n.startswith("online_d")]) == 2 * 5 * 3  # d, width, seed
     assert len([n for n in names if n.startswith("online_long")]) == 2 * 5  # seed 0 only
-    assert [cfg.schedule_for(None, w).steps for w in (4, 8, 64)] == [2000, 4000, 32000]
-    assert cfg.schedule_for(None, 64, 3).steps == 96000
+    assert [cfg.schedule_for(None, w).max_steps for w in (4, 8, 64)] == [2000, 4000, 32000]
+    assert cfg.schedule_for(None, 64, 3).max_steps == 96000
     # a config without the new fields keeps its old schedule: every width online_steps
     v1 = MANIFOLD_PRESETS["theorem-v1"]
-    assert {v1.schedule_for(None, w).steps for w in v1.online_widths} == {v1.online_steps}
+    assert {v1.schedule_for(None, w).max_steps for w in v1.online_widths} == {v1.online_steps}
 
 
 def test_online_only_needs_online_runs() -> None:
@@ -44,14 +44,14 @@ def test_tripled_steps_check_on_a_real_sweep(tmp_path: Path) -> None:
     online = table[table["task"] == "online"]
     long = table[table["task"] == "online_long"]
     assert sorted(online["seed"].unique()) == [0, 1] and set(long["seed"]) == {0}
-    steps = online[online["seed"] == 0].set_index("d_embd")["steps"]
+    steps = online[online["seed"] == 0].set_index("n_embd")["steps"]
     assert steps.to_dict() == {4: 40, 8: 80, 16: 160}
-    assert long.set_index("d_embd")["steps"].to_dict() == {4: 120, 8: 240, 16: 480}
+    assert long.set_index("n_embd")["steps"].to_dict() == {4: 120, 8: 240, 16: 480}
     (check,) = online_checks(table)
     # the rule, recomputed here: |log(long / base)| at seed 0 below the pooled seed sd
-    logs = np.log(online.pivot(index="d_embd", columns="seed", values="test_mse_capped"))
+    logs = np.log(online.pivot(index="n_embd", columns="seed", values="test_mse_capped"))
     sd = math.sqrt(float(((logs.sub(logs.mean(axis=1), axis=0)) ** 2).sum().sum()) / len(logs))
-    change = np.log(long.set_index("d_embd")["test_mse_capped"] / logs[0].map(math.exp))
+    change = np.log(long.set_index("n_embd")["test_mse_capped"] / logs[0].map(math.exp))
     want = [int(w) for w, c in change.items() if abs(c) < sd]
     assert check.approx_limited == want
     assert sorted(check.approx_limited + check.steps_limited) == [4, 8, 16]
@@ -62,11 +62,11 @@ def test_a_width_that_more_steps_improve_is_optimisation_limited() -> None:
     rows = []
     for w, err in ((4, 0.4), (8, 0.2), (16, 0.1), (32, 0.05)):
         for seed, jitter in ((0, 1.0), (1, 1.05)):
-            rows.append({"task": "online", "d": 2, "beta": 1.0, "d_embd": w, "seed": seed,
+            rows.append({"task": "online", "d": 2, "beta": 1.0, "n_embd": w, "seed": seed,
                          "params": 60 * w * w, "test_mse_capped": err * jitter,
                          "steps": 10, "best_step": 10})  # fmt: skip
         # 3x the steps: the widest halves its error, the rest move by 1%
-        rows.append({"task": "online_long", "d": 2, "beta": 1.0, "d_embd": w, "seed": 0,
+        rows.append({"task": "online_long", "d": 2, "beta": 1.0, "n_embd": w, "seed": 0,
                      "test_mse_capped": err * (0.5 if w == 32 else 0.99)})  # fmt: skip
     (check,) = online_checks(pd.DataFrame(rows))
     assert check.approx_limited == [4, 8, 16] and check.steps_limited == [32]

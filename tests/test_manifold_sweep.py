@@ -16,7 +16,7 @@ from scalelab.report import manifold as manifold_report
 from scalelab.report.document import Report
 
 TINY = ManifoldSweepConfig(
-    dims=(2,), n_values=(32, 64, 128), seeds=(0,), n_test=256, d_embd=8, n_heads=2,
+    dims=(2,), n_values=(32, 64, 128), seeds=(0,), n_test=256, n_embd=8, n_head=2,
     ffn_width=16, max_steps=40, id_points=600, model_dims=(2,), model_widths=(4, 8),
 )  # fmt: skip
 

@@ -114,7 +114,7 @@ def manifold_sweep(root: Path) -> Path:
     for width, params in zip(cfg.model_widths, (1e3, 4e3, 1.6e4), strict=True):
         mse = 0.5 * params**-1.0
         rows.append({"task": "model", "d": 2, "n": 10000, "seed": 0, "test_mse": mse})
-        rows[-1].update(params=params, d_embd=width)
+        rows[-1].update(params=params, n_embd=width)
     table = pd.DataFrame(rows).assign(
         beta=1.0, stop_reason="patience", wall_time_s=1.0, cpu_time_s=1.0, train_mse=0.1
     )

@@ -247,7 +247,7 @@ def fit_members_schedule(
     log: Callable[[int, list[float]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Train every model on its member's data by `fit_schedule`'s rule (cosine decay over
-    `cfg.steps`, the best of `cfg.n_evals` validations restored) on shuffled epochs of its
+    `cfg.max_steps`, the best of `cfg.n_evals` validations restored) on shuffled epochs of its
     sample (`epoch_batches`), together. One summary per member, as `fit_schedule` returns
     (with `train_mse`)."""
     if len(models) != len(members):
@@ -256,16 +256,16 @@ def fit_members_schedule(
     data = _Data(members, cfg.batch_size, generators)
     stacked = Stacked(models)
     opt = MemberAdam(stacked.params)
-    every = max(1, cfg.steps // cfg.n_evals)
+    every = max(1, cfg.max_steps // cfg.n_evals)
     best_val = _val(stacked, data)
     best_step = [0] * E
     best = [stacked.weights(e) for e in range(E)]
     t0 = time.perf_counter()
-    for step in range(1, cfg.steps + 1):
-        cos = 0.5 * (1 + math.cos(math.pi * (step - 1) / cfg.steps))
+    for step in range(1, cfg.max_steps + 1):
+        cos = 0.5 * (1 + math.cos(math.pi * (step - 1) / cfg.max_steps))
         lr = cfg.lr * (cfg.final_lr_ratio + (1 - cfg.final_lr_ratio) * cos)
         _step(stacked, opt, data, torch.full((E,), lr))
-        if step % every and step != cfg.steps:
+        if step % every and step != cfg.max_steps:
             continue
         vals = _val(stacked, data)
         if log is not None:
@@ -281,7 +281,7 @@ def fit_members_schedule(
             {
                 "val_mse": best_val[e],
                 "best_step": best_step[e],
-                "steps": cfg.steps,
+                "steps": cfg.max_steps,
                 "stop_reason": "schedule",
                 "train_time_s": elapsed / E,
                 "train_mse": _train_mse(model, data, e),

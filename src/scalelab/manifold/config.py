@@ -16,21 +16,21 @@ class RegressorConfig(Config):
     """Sizes of the regressor: input dim D (= number of tokens l), blocks, heads, widths."""
 
     D: int = 32
-    n_blocks: int = 2
-    n_heads: int = 4
-    d_embd: int = 32
+    n_layer: int = 2
+    n_head: int = 4
+    n_embd: int = 32
     ffn_width: int = 64
     ffn_depth: int = 2
     attention: str = "softmax"
 
     def validate(self) -> None:
-        for name in ("D", "n_blocks", "n_heads", "d_embd", "ffn_width", "ffn_depth"):
+        for name in ("D", "n_layer", "n_head", "n_embd", "ffn_width", "ffn_depth"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"regressor {name} must be >= 1, got {getattr(self, name)}")
-        if self.d_embd < 2:
-            raise ConfigError("regressor d_embd must be >= 2 (data row + positional rows)")
-        if self.d_embd % self.n_heads:
-            raise ConfigError(f"d_embd={self.d_embd} must be divisible by n_heads={self.n_heads}")
+        if self.n_embd < 2:
+            raise ConfigError("regressor n_embd must be >= 2 (data row + positional rows)")
+        if self.n_embd % self.n_head:
+            raise ConfigError(f"n_embd={self.n_embd} must be divisible by n_head={self.n_head}")
         choice(self.attention, "attention", ("softmax", "relu"))
 
 
@@ -59,20 +59,20 @@ class FitConfig(Config):
 
 @dataclass(frozen=True)
 class ScheduleConfig(Config):
-    """The fixed schedule: `steps` Adam steps, cosine decay from `lr` to `lr`·`final_lr_ratio`,
+    """The fixed schedule: `max_steps` Adam steps, cosine decay from `lr` to `lr`·`final_lr_ratio`,
     `n_evals` validations spread evenly, the best of them restored. Nothing stops early, so
     the stopping point is not a source of noise: only the choice among `n_evals` checkpoints
     uses the validation set."""
 
     lr: float = 2e-3
     batch_size: int = 64
-    steps: int = 1000
+    max_steps: int = 1000
     n_evals: int = 20
     final_lr_ratio: float = 0.01
 
     def validate(self) -> None:
         if not self.lr > 0 or not 0 < self.final_lr_ratio <= 1:
             raise ConfigError("schedule lr must be > 0 and final_lr_ratio in (0, 1]")
-        for name in ("batch_size", "steps", "n_evals"):
+        for name in ("batch_size", "max_steps", "n_evals"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"schedule {name} must be >= 1, got {getattr(self, name)}")

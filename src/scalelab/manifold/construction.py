@@ -15,7 +15,7 @@ tests/test_manifold_construction.py fails on each printed form, `Reading`):
   the new token, which doubles the data rows);
 - block 1's key offset is 1 − (j − 1)/(G − 1) (printed: 1 − j/(N − 1), one bump over).
 
-Tokens (d_embd = 5): rows 0, 1 data; rows 2, 3 the interaction term
+Tokens (n_embd = 5): rows 0, 1 data; rows 2, 3 the interaction term
 I_t = (cos(tπ/2l), sin(tπ/2l)), t = 1 … l; row 4 the constant 1. Layout (0-based columns):
 x^i at i; bump s_{i,j} at d + iG + j; patch n's product slot s at d + dG + d·idx(n) + s.
 l = d + dG + dG^d.
@@ -456,7 +456,7 @@ def _levels_heads(d: int) -> int:
 def sizes(d: int, G: int) -> Sizes:
     """l = d + dG + dG^d; heads dG + (d + p_d + 1)G^d + 1 (p_d: product heads per patch);
     depth ⌈log₂ d⌉ + 4; dense parameters 75 per head (full Q, K, V) plus the FFNs (60 in
-    block 1, 30 in each linear one); Appendix B's N = L_T·d_embd²·(3m + L_FFN), m = dG^d."""
+    block 1, 30 in each linear one); Appendix B's N = L_T·n_embd²·(3m + L_FFN), m = dG^d."""
     check_size(d, G)
     levels = len(product_levels(d))
     heads = d * G + (d + _levels_heads(d) + 1) * G**d + 1

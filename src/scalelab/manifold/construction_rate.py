@@ -26,7 +26,7 @@ G/(G − 1) in the local slope: 1.33 at G = 4, 1.07 at 16); the regime test sees
 curvature.
 
 Parameter-count conventions: ``dense`` (every head's full Q, K, V, and the FFNs: what the
-built model holds) and ``appendix_b`` (the paper's N = L_T d_embd² (3m + L_FFN)); both fitted.
+built model holds) and ``appendix_b`` (the paper's N = L_T n_embd² (3m + L_FFN)); both fitted.
 """
 
 from __future__ import annotations

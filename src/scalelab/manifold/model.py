@@ -33,20 +33,20 @@ def positional_encoding(length: int, dim: int) -> torch.Tensor:
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with softmax or ReLU weights, then an output projection W_O."""
 
-    def __init__(self, d_embd: int, n_heads: int, attention: str) -> None:
+    def __init__(self, n_embd: int, n_head: int, attention: str) -> None:
         super().__init__()
-        self.n_heads, self.d_head, self.attention = n_heads, d_embd // n_heads, attention
-        self.q = nn.Linear(d_embd, d_embd, bias=False)
-        self.k = nn.Linear(d_embd, d_embd, bias=False)
-        self.v = nn.Linear(d_embd, d_embd, bias=False)
-        self.out = nn.Linear(d_embd, d_embd, bias=False)
+        self.n_head, self.d_head, self.attention = n_head, n_embd // n_head, attention
+        self.q = nn.Linear(n_embd, n_embd, bias=False)
+        self.k = nn.Linear(n_embd, n_embd, bias=False)
+        self.v = nn.Linear(n_embd, n_embd, bias=False)
+        self.out = nn.Linear(n_embd, n_embd, bias=False)
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         b, length, _ = x.shape
-        return x.view(b, length, self.n_heads, self.d_head).transpose(1, 2)
+        return x.view(b, length, self.n_head, self.d_head).transpose(1, 2)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
-        """h [batch, l, d_embd] -> [batch, l, d_embd]."""
+        """h [batch, l, n_embd] -> [batch, l, n_embd]."""
         q, k, v = self._heads(self.q(h)), self._heads(self.k(h)), self._heads(self.v(h))
         scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)
         if self.attention == "softmax":
@@ -60,8 +60,8 @@ class MultiHeadAttention(nn.Module):
 class FeedForward(nn.Sequential):
     """Token-wise ReLU MLP of depth `depth` and hidden width `width` (Definition 5)."""
 
-    def __init__(self, d_embd: int, width: int, depth: int) -> None:
-        dims = [d_embd] + [width] * (depth - 1) + [d_embd]
+    def __init__(self, n_embd: int, width: int, depth: int) -> None:
+        dims = [n_embd] + [width] * (depth - 1) + [n_embd]
         layers: list[nn.Module] = []
         for i in range(depth):
             layers.append(nn.Linear(dims[i], dims[i + 1]))
@@ -75,8 +75,8 @@ class Block(nn.Module):
 
     def __init__(self, cfg: RegressorConfig) -> None:
         super().__init__()
-        self.mha = MultiHeadAttention(cfg.d_embd, cfg.n_heads, cfg.attention)
-        self.ffn = FeedForward(cfg.d_embd, cfg.ffn_width, cfg.ffn_depth)
+        self.mha = MultiHeadAttention(cfg.n_embd, cfg.n_head, cfg.attention)
+        self.ffn = FeedForward(cfg.n_embd, cfg.ffn_width, cfg.ffn_depth)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         h = self.mha(h) + h
@@ -89,16 +89,16 @@ class TransformerRegressor(nn.Module):
     def __init__(self, cfg: RegressorConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        e_prime = torch.zeros(cfg.d_embd)
+        e_prime = torch.zeros(cfg.n_embd)
         e_prime[0] = math.sqrt(cfg.D)
-        pe = torch.zeros(cfg.D, cfg.d_embd)
-        pe[:, 1:] = positional_encoding(cfg.D, cfg.d_embd - 1)
+        pe = torch.zeros(cfg.D, cfg.n_embd)
+        pe[:, 1:] = positional_encoding(cfg.D, cfg.n_embd - 1)
         self.register_buffer("e_prime", e_prime)
         self.register_buffer("pe", pe)
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_blocks))
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
-        """Tokens [batch, D, d_embd]: column i is E' x^i + PE_i."""
+        """Tokens [batch, D, n_embd]: column i is E' x^i + PE_i."""
         return x[:, :, None] * self.e_prime + self.pe
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -113,7 +113,7 @@ class TransformerRegressor(nn.Module):
 
     @torch.no_grad()
     def hidden_states(self, x: torch.Tensor, batch: int = 4096) -> torch.Tensor:
-        """The last token's final-layer state [n, d_embd] (what the decoder reads): the
+        """The last token's final-layer state [n, n_embd] (what the decoder reads): the
         regressor's analogue of an LM's final-layer token embedding."""
         out = []
         for i in range(0, len(x), batch):

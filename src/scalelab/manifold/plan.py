@@ -50,16 +50,16 @@ class ManifoldSweepConfig(Config):
     n_test: int = 8192
     val_fraction: float = 0.25
     val_size: int = 0  # > 0: a validation set of this fixed size at every n
-    # regressor (model-scaling runs vary d_embd, with ffn_width = 2 d_embd)
-    n_blocks: int = 2
-    n_heads: int = 4
-    d_embd: int = 32
+    # regressor (model-scaling runs vary n_embd, with ffn_width = 2 n_embd)
+    n_layer: int = 2
+    n_head: int = 4
+    n_embd: int = 32
     ffn_width: int = 64
     ffn_depth: int = 2
     attention: str = option("relu", "relu (the paper's) or softmax.")
     model_dims: tuple[int, ...] = option((), "Dimensions for model scaling.")
     model_widths: tuple[int, ...] = option(
-        (), "Model-scaling widths d_embd at the largest n (with --model-dims)."
+        (), "Model-scaling widths n_embd at the largest n (with --model-dims)."
     )
     wide_width: int = 0  # > 0: one `wide` run per (d, β) at the largest n, seed seeds[0]
     online_dims: tuple[int, ...] = option((), "Dimensions of the online runs.")
@@ -124,7 +124,7 @@ class ManifoldSweepConfig(Config):
             make_manifold(self.manifold, d)  # e.g. the Swiss roll needs d >= 2
             self.problem(d, beta)  # validates d, beta, noise, target
         for width in (None, *self.model_widths, *self.online_widths, self.wide_width or None):
-            self.regressor(width)  # e.g. widths divisible by n_heads
+            self.regressor(width)  # e.g. widths divisible by n_head
         self.fit()
         if self.ensemble < 1:
             raise ConfigError(
@@ -167,9 +167,9 @@ class ManifoldSweepConfig(Config):
     def regressor(self, width: int | None = None) -> RegressorConfig:
         return RegressorConfig(
             D=self.D,
-            n_blocks=self.n_blocks,
-            n_heads=self.n_heads,
-            d_embd=width or self.d_embd,
+            n_layer=self.n_layer,
+            n_head=self.n_head,
+            n_embd=width or self.n_embd,
             ffn_width=2 * width if width else self.ffn_width,
             ffn_depth=self.ffn_depth,
             attention=self.attention,
@@ -197,7 +197,7 @@ class ManifoldSweepConfig(Config):
         else:
             steps = math.ceil(self.epochs * n / self.batch_size)
             steps = min(max(steps, self.min_steps), self.max_steps)
-        return ScheduleConfig(lr=self.lr, batch_size=self.batch_size, steps=steps)
+        return ScheduleConfig(lr=self.lr, batch_size=self.batch_size, max_steps=steps)
 
     def val_count(self, n: int) -> int:
         return self.val_size or max(32, round(self.val_fraction * n))
@@ -238,7 +238,7 @@ THEOREM_SIZES = tuple(round(100 * 10 ** (i / 6)) for i in range(13))
 
 MANIFOLD_PRESETS: dict[str, ManifoldSweepConfig] = {
     "smoke": ManifoldSweepConfig(
-        dims=(2,), n_values=(64, 256), seeds=(0,), n_test=1024, d_embd=16, ffn_width=32,
+        dims=(2,), n_values=(64, 256), seeds=(0,), n_test=1024, n_embd=16, ffn_width=32,
         max_steps=300, id_points=1024,
     ),
     "quick": ManifoldSweepConfig(dims=(2, 4)),
@@ -292,7 +292,7 @@ def _data_specs(cfg: ManifoldSweepConfig, seed: int, base: dict) -> list[RunSpec
         for n in sorted(cfg.n_values):
             params = {"task": "data", **base, "d": d, "beta": beta, "n": n, "seed": seed}
             name = f"data_d{d}_b{beta:g}_n{n}_s{seed}"
-            specs.append(RunSpec(name, {**params, "d_embd": cfg.d_embd}))
+            specs.append(RunSpec(name, {**params, "n_embd": cfg.n_embd}))
     return specs
 
 
@@ -311,7 +311,7 @@ def specs_for(cfg: ManifoldSweepConfig) -> list[RunSpec]:
         RunSpec(
             f"online_d{d}_w{width}_s{seed}",
             {"task": "online", **base, "d": d, "beta": cfg.betas[0], "n": None,
-             "seed": seed, "d_embd": width},
+             "seed": seed, "n_embd": width},
         )
         for seed in online_seeds for d in cfg.online_dims for width in sorted(cfg.online_widths)
     ]  # fmt: skip
@@ -320,7 +320,7 @@ def specs_for(cfg: ManifoldSweepConfig) -> list[RunSpec]:
             RunSpec(
                 f"online_long_d{d}_w{width}_s{online_seeds[0]}",
                 {"task": "online_long", **base, "d": d, "beta": cfg.betas[0], "n": None,
-                 "seed": online_seeds[0], "d_embd": width},
+                 "seed": online_seeds[0], "n_embd": width},
             )
             for d in cfg.online_dims for width in sorted(cfg.online_widths)
         ]  # fmt: skip
@@ -330,7 +330,7 @@ def specs_for(cfg: ManifoldSweepConfig) -> list[RunSpec]:
         RunSpec(
             f"wide_d{d}_b{beta:g}_w{cfg.wide_width}_s{cfg.seeds[0]}",
             {"task": "wide", **base, "d": d, "beta": beta, "n": n_big, "seed": cfg.seeds[0],
-             "d_embd": cfg.wide_width},
+             "n_embd": cfg.wide_width},
         )
         for d, beta in (cfg.problems if cfg.wide_width else [])
     ]  # fmt: skip
@@ -352,7 +352,7 @@ def specs_for(cfg: ManifoldSweepConfig) -> list[RunSpec]:
             for seed in cfg.seeds:
                 params = {"task": "data", **base, "d": d, "beta": beta, "n": n, "seed": seed}
                 name = f"data_d{d}_b{beta:g}_n{n}_s{seed}"
-                specs.append(RunSpec(name, {**params, "d_embd": cfg.d_embd}))
+                specs.append(RunSpec(name, {**params, "n_embd": cfg.n_embd}))
     return specs + _model_specs(cfg, base) + wide + online
 
 
@@ -364,5 +364,5 @@ def _model_specs(cfg: ManifoldSweepConfig, base: dict) -> list[RunSpec]:
             for seed in cfg.seeds:
                 params = {"task": "model", **base, "d": d, "beta": cfg.betas[0], "n": n_big}
                 name = f"model_d{d}_w{width}_s{seed}"
-                specs.append(RunSpec(name, {**params, "seed": seed, "d_embd": width}))
+                specs.append(RunSpec(name, {**params, "seed": seed, "n_embd": width}))
     return specs

@@ -15,6 +15,7 @@ import pandas as pd
 from scalelab.errors import InputError
 from scalelab.manifold import analysis, theorem
 from scalelab.manifold.plan import config_from_json
+from scalelab.runs.migrate import migrate_table
 from scalelab.runs.outdir import read_meta
 
 
@@ -36,7 +37,7 @@ class ManifoldAnalysis:
 def _load(sweep_dir: Path) -> tuple[dict, pd.DataFrame]:
     try:
         meta = read_meta(sweep_dir / "sweep.json")
-        table = pd.read_csv(sweep_dir / "runs.csv")
+        table = migrate_table(pd.read_csv(sweep_dir / "runs.csv"))
     except (OSError, ValueError) as err:
         raise InputError(
             f"{sweep_dir} is not a finished-enough manifold sweep ({err}); "

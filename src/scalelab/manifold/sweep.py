@@ -184,7 +184,7 @@ def _train_run(cfg: ManifoldSweepConfig, params: dict[str, Any], run_dir: Path) 
     rng = run_rng(cfg, d, beta, n, seed)
     online = task in ("online", "online_long")
     test = _test_sample(cfg, problem, run_dir)
-    width = params["d_embd"] if task in ("model", "wide", "online", "online_long") else None
+    width = params["n_embd"] if task in ("model", "wide", "online", "online_long") else None
     reg_cfg = cfg.regressor(width)
     n_val = cfg.val_count(n or cfg.val_size or 512)
     ensemble = cfg.ensemble > 1 and task in ("data", "wide")
@@ -240,7 +240,7 @@ def _train_run(cfg: ManifoldSweepConfig, params: dict[str, Any], run_dir: Path) 
     out = {
         **_scores(models, problem, test, n, ensemble),
         "params": models[0].num_params(),
-        "d_embd": reg_cfg.d_embd,
+        "n_embd": reg_cfg.n_embd,
         "n_val": n_val,
         "n_test": cfg.n_test,
         **summary,

@@ -384,12 +384,12 @@ def _steps_check(rows: pd.DataFrame, long: pd.DataFrame, noise: float) -> dict[s
     noise (the pooled sd of log error across seeds at a width); otherwise optimisation
     limits it and its point on the α_N curve is not the approximation error."""
     cells, limited, slow = [], [], []
-    for _, r in long.sort_values("d_embd").iterrows():
-        base = rows[(rows["d_embd"] == r["d_embd"]) & (rows["seed"] == r["seed"])]
+    for _, r in long.sort_values("n_embd").iterrows():
+        base = rows[(rows["n_embd"] == r["n_embd"]) & (rows["seed"] == r["seed"])]
         if base.empty:
             continue
         change = math.log(r["test_mse_capped"] / base["test_mse_capped"].iloc[0])
-        width = int(r["d_embd"])
+        width = int(r["n_embd"])
         cells.append(f"w{width} {change:+.2f}")
         (limited if math.isfinite(noise) and abs(change) < noise else slow).append(width)
     steps = f"{', '.join(cells)} (seed sd {noise:.2f})" if cells else ""

@@ -120,13 +120,13 @@ def fit_schedule(
     sample, or fresh draws for the infinite-data runs); restore the best validated weights."""
     xv, yv = torch.as_tensor(x_val, dtype=torch.float32), torch.as_tensor(y_val).float()
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    every = max(1, cfg.steps // cfg.n_evals)
+    every = max(1, cfg.max_steps // cfg.n_evals)
     best_val, best_step = mse(model, xv, yv), 0
     best_weights = {k: v.clone() for k, v in model.state_dict().items()}
     t0 = time.perf_counter()
     loss = torch.zeros(())
-    for step in range(1, cfg.steps + 1):
-        cos = 0.5 * (1 + math.cos(math.pi * (step - 1) / cfg.steps))
+    for step in range(1, cfg.max_steps + 1):
+        cos = 0.5 * (1 + math.cos(math.pi * (step - 1) / cfg.max_steps))
         for group in opt.param_groups:
             group["lr"] = cfg.lr * (cfg.final_lr_ratio + (1 - cfg.final_lr_ratio) * cos)
         xb, yb = batches(step)
@@ -134,7 +134,7 @@ def fit_schedule(
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        if step % every and step != cfg.steps:
+        if step % every and step != cfg.max_steps:
             continue
         val = mse(model, xv, yv)
         if log is not None:
@@ -148,7 +148,7 @@ def fit_schedule(
     return {
         "val_mse": best_val,
         "best_step": best_step,
-        "steps": cfg.steps,
+        "steps": cfg.max_steps,
         "stop_reason": "schedule",
         "train_time_s": time.perf_counter() - t0,
     }

@@ -23,6 +23,7 @@ from scalelab.errors import InputError
 from scalelab.io import provenance, read_json
 from scalelab.report.document import Report
 from scalelab.runs.experiment import MARKER
+from scalelab.runs.migrate import migrate
 
 if TYPE_CHECKING:
     from scalelab.manifold.results import ManifoldAnalysis
@@ -71,6 +72,7 @@ def sweep_kind(sweep_dir: Path) -> tuple[str, dict]:
             f"cannot read {meta_path} ({err}); the sweep folder is damaged: restore sweep.json "
             "or run the sweep again into a new folder"
         ) from None
+    meta = migrate(meta) if isinstance(meta, dict) else meta  # as this version writes it
     kind = meta.get("kind") if isinstance(meta, dict) else None
     if kind not in KINDS:
         raise InputError(

@@ -66,8 +66,8 @@ def draw(a: ManifoldAnalysis, report: Report, sweep_dir: Path) -> None:
     report.paragraph(
         f"Regression of a random multi-scale β-Hölder target on a {cfg['manifold']} of known "
         f"dimension d embedded in R^{cfg['D']}, label noise σ = {cfg['noise_std']}, learned by "
-        f"the Definition-1 transformer ({cfg['n_blocks']} blocks, {cfg['n_heads']} heads, "
-        f"width {cfg['d_embd']}, FFN {cfg['ffn_depth']}×{cfg['ffn_width']}, "
+        f"the Definition-1 transformer ({cfg['n_layer']} blocks, {cfg['n_head']} heads, "
+        f"width {cfg['n_embd']}, FFN {cfg['ffn_depth']}×{cfg['ffn_width']}, "
         f"{cfg['attention']} attention) with early stopping on a validation set of "
         f"{_validation(cfg)}. Error = excess risk against the noiseless "
         f"target on {cfg['n_test']} fresh test points. Predicted: α_D = 2β/(2β+d)."

@@ -12,8 +12,11 @@ tests/test_runs_migrate.py checks each signature against every record in scalela
 step never touches a record it does not mean). A file without the key is format 1.
 
 Format 1 → 2:
-- the induction transformer's width is `n_embd`, as in the LM (`d_model` before), in its
-  config, an induction sweep's run parameters and rows;
+- the three transformers name width, heads and layers as the LM does, `n_embd`, `n_head`,
+  `n_layer`: induction's `d_model` before, in its config and an induction sweep's run
+  parameters and rows; the manifold regressor's `d_embd`, `n_heads`, `n_blocks`, in its
+  config, a manifold sweep's config and its run parameters and rows; and the fixed schedule's
+  step budget is `max_steps` (`steps` before);
 - the dtype of the models that measure d is saved as `dtype`, its field's name and the LM's
   (`precision` before, in an estimate's settings and a validation's `id`);
 - fields added while format 1 was written get the value that reproduces what scalelab did
@@ -111,9 +114,10 @@ _STOP_RULE_SCHEDULE: Entry = ({"patience", "max_epochs"}, {}, _BEFORE_NOISE_AWAR
 _LM_TRAIN: Entry = ({"grad_accum", "warmup_steps"}, {}, {"init_from": None})
 _ESTIMATE: Entry = ({"per_doc", "k"}, {"precision": "dtype"}, {"dtype": "auto"})
 _DATA_SWEEP: Entry = ({"data_dir", "sizes", "model", "train", "schedule"}, {}, {"seeds": 1})
+_MANIFOLD_WIDTH = {"n_blocks": "n_layer", "n_heads": "n_head", "d_embd": "n_embd"}
 _MANIFOLD_SWEEP: Entry = (
     {"manifold", "dims", "betas", "n_values"},
-    {},
+    _MANIFOLD_WIDTH,
     {
         "online_seeds": [],
         "online_step_growth": 0.0,
@@ -124,6 +128,9 @@ _MANIFOLD_SWEEP: Entry = (
         "by_curve": False,
     },
 )
+_REGRESSOR: Entry = ({"D", "n_blocks", "n_heads", "d_embd"}, _MANIFOLD_WIDTH, {})
+_FIXED_SCHEDULE: Entry = ({"batch_size", "steps", "n_evals"}, {"steps": "max_steps"}, {})
+_MANIFOLD_RUN: Entry = ({"task", "manifold", "d_embd"}, {"d_embd": "n_embd"}, {})
 _PIPELINE: Entry = ({"points", "min_tokens", "max_tokens", "train"}, {}, {"seeds_per_size": 1})
 _FLAT_PIPELINE: Entry = (
     {"corpus", "min_tokens", "max_tokens", "points", "context_len"},
@@ -149,6 +156,9 @@ TO_2 = (
     _ESTIMATE,
     _DATA_SWEEP,
     _MANIFOLD_SWEEP,
+    _REGRESSOR,
+    _FIXED_SCHEDULE,
+    _MANIFOLD_RUN,
     _PIPELINE,
     _FLAT_PIPELINE,
 )
