@@ -56,7 +56,7 @@ def test_on_eval_adds_fields_and_leaves_training_unchanged(store: Path, tmp_path
 def test_compare_depth_equal_params_and_curves(store: Path, tmp_path: Path) -> None:
     cfg = DepthConfig(
         block_size=16,
-        width=16,
+        n_embd=16,
         n_head=2,
         max_steps=4,
         eval_interval=2,
@@ -64,7 +64,7 @@ def test_compare_depth_equal_params_and_curves(store: Path, tmp_path: Path) -> N
         n_sequences=2,
         icl_windows=2,
     )
-    assert cfg.one_layer_width == 22  # ≈ √2 · 16, a multiple of 2
+    assert cfg.one_layer_n_embd == 22  # ≈ √2 · 16, a multiple of 2
     summary = compare_depth(store, tmp_path / "d", cfg, quiet=True)
     one, two = summary["models"][1], summary["models"][0]
     assert two["model"].startswith("2 layers") and one["model"].startswith("1 layer")
@@ -93,7 +93,7 @@ def test_heads_command_on_a_run_folder(store: Path, tmp_path: Path, run_cli) -> 
 
     cfg = DepthConfig(
         block_size=16,
-        width=16,
+        n_embd=16,
         n_head=2,
         max_steps=2,
         eval_interval=2,

@@ -60,7 +60,7 @@ def test_two_layers_pass_the_induction_threshold_one_layer_does_not(tmp_path) ->
     cfg = FormationConfig(
         n=16,
         alphabet_size=4,
-        width=32,
+        n_embd=32,
         max_steps=300,
         eval_interval=50,
         seeds=(0,),

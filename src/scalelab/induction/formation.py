@@ -47,12 +47,12 @@ CONFIG = "formation-config.json"
 
 @dataclasses.dataclass(frozen=True)
 class FormationConfig(Config):
-    """The task, the two-layer model (width `width`, `n_head` heads per layer; the one-layer
+    """The task, the two-layer model (width `n_embd`, `n_head` heads per layer; the one-layer
     model gets the width that matches its parameter count), training and scoring."""
 
     n: int = option(32, "Sequence length.")
     alphabet_size: int = option(8, "Alphabet size.")
-    width: int = option(32, "Two-layer width (one layer: equal parameters).")
+    n_embd: int = option(32, "Two-layer width (one layer: equal parameters).", flag="--width")
     n_head: int = option(2, "Heads per layer.")
     max_steps: int = option(800, "Training steps per model.")
     eval_interval: int = option(20, "Steps between scorings.")
@@ -65,13 +65,13 @@ class FormationConfig(Config):
     threshold: float = option(0.4, "Induction score that marks formation.")
 
     def validate(self) -> None:
-        for name in ("n", "width", "n_head", "max_steps", "eval_interval", "score_samples"):
+        for name in ("n", "n_embd", "n_head", "max_steps", "eval_interval", "score_samples"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.alphabet_size < 3 or self.n < 3:
             raise ConfigError("the mixture has hard instances: need alphabet_size >= 3, n >= 3")
-        if self.width % self.n_head:
-            raise ConfigError(f"width {self.width} must be a multiple of n_head {self.n_head}")
+        if self.n_embd % self.n_head:
+            raise ConfigError(f"n_embd {self.n_embd} must be a multiple of n_head {self.n_head}")
         if not self.seeds:
             raise ConfigError("give at least one seed")
         if not 0.0 < self.threshold < 1.0:
@@ -98,7 +98,7 @@ class FormationConfig(Config):
             max_len=self.n,
             n_layer=layers,
             n_head=self.n_head,
-            n_embd=width or self.width,
+            n_embd=width or self.n_embd,
             mlp=False,
         )
 
@@ -126,7 +126,7 @@ def matched_width(cfg: FormationConfig) -> int:
     """The one-layer width (a multiple of n_head) whose parameter count is nearest the
     two-layer model's."""
     target = n_params(cfg.model_config(2))
-    widths = range(cfg.n_head, 4 * cfg.width + 1, cfg.n_head)
+    widths = range(cfg.n_head, 4 * cfg.n_embd + 1, cfg.n_head)
     return min(widths, key=lambda w: abs(n_params(cfg.model_config(1, w)) - target))
 
 
@@ -194,7 +194,7 @@ def run_formation(cfg: FormationConfig, out: str | Path) -> dict[str, Any]:
     """Train every (depth, seed) and write `formation.json` (curves, formation steps,
     parameter counts, config, provenance) into `out`; the folder is locked until return."""
     out = Path(out)
-    widths = {2: cfg.width, 1: matched_width(cfg)}
+    widths = {2: cfg.n_embd, 1: matched_width(cfg)}
     with outdir.claimed(out, CONFIG, cfg.to_dict()):
         runs = []
         for layers in (1, 2):

@@ -61,7 +61,7 @@ class TrainedSeparationConfig(Config):
 
     n: int = option(4097, "Target length n (where the models are tested).")
     n_head: int = option(1, "Heads h (both depths).")
-    width: int = option(16, "Width m (both depths).")
+    n_embd: int = option(16, "Width m (both depths).", flag="--width")
     bits: int = option(25, "Precision p (training and test, both depths).")
     mode: str = option("fixed", "Rounding: fixed (the paper's appendix) | float.")
     alphabet_size: int = option(8, "Alphabet size.")
@@ -69,7 +69,7 @@ class TrainedSeparationConfig(Config):
     rel_scale: float = option(16.0, "Multiplier of the position bias.")
     train_n: int = option(257, "Longest training length.")
     min_train_n: int = option(33, "Shortest training length.")
-    steps: int = option(1500, "Training steps per model.")
+    max_steps: int = option(1500, "Training steps per model.", flag="--steps")
     batch_size: int = option(64, "Sequences per step.")
     lr: float = option(3e-3, "Peak learning rate.")
     hard_fraction: float = option(0.5, "Share of INDEX rows in training.")
@@ -89,7 +89,7 @@ class TrainedSeparationConfig(Config):
                 f"need 3 <= min_train_n <= train_n <= n, got {self.min_train_n}, "
                 f"{self.train_n}, {self.n}; change the one out of order"
             )
-        for name in ("n_head", "width", "bits", "steps", "batch_size", "eval_instances"):
+        for name in ("n_head", "n_embd", "bits", "max_steps", "batch_size", "eval_instances"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not self.seeds:
@@ -99,8 +99,8 @@ class TrainedSeparationConfig(Config):
                 f"need 0 < hard_fraction <= 1, last_weight >= 0 and rel_scale > 0, got "
                 f"{self.hard_fraction}, {self.last_weight}, {self.rel_scale}"
             )
-        if self.width % self.n_head:
-            raise ConfigError(f"width {self.width} is not divisible by n_head {self.n_head}")
+        if self.n_embd % self.n_head:
+            raise ConfigError(f"n_embd {self.n_embd} is not divisible by n_head {self.n_head}")
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in super().to_dict().items()}
@@ -114,7 +114,7 @@ class TrainedSeparationConfig(Config):
         """A small version (seconds): n = 33 trained at 9 … 17, 600 steps, one seed; the
         bound does not bite there (message 4·16·11 bits > k = 16)."""
         return self.replace(
-            n=33, bits=11, train_n=17, min_train_n=9, steps=600, batch_size=32, lr=1e-2,
+            n=33, bits=11, train_n=17, min_train_n=9, max_steps=600, batch_size=32, lr=1e-2,
             rel_distances=4, seeds=(0,), eval_instances=128, protocol_instances=16,
             gather_ns=(9,),
         )  # fmt: skip
@@ -122,13 +122,13 @@ class TrainedSeparationConfig(Config):
 
 def plan(cfg: TrainedSeparationConfig) -> dict[str, Any]:
     """The size and what the bound says about it, before any training."""
-    msg = message_bits(cfg.n_head, cfg.width // cfg.n_head, cfg.bits)
+    msg = message_bits(cfg.n_head, cfg.n_embd // cfg.n_head, cfg.bits)
     k = index_bits(cfg.n)
-    hmp = cfg.n_head * cfg.width * cfg.bits
+    hmp = cfg.n_head * cfg.n_embd * cfg.bits
     return {
         "n": cfg.n,
         "h": cfg.n_head,
-        "m": cfg.width,
+        "m": cfg.n_embd,
         "p": cfg.bits,
         "message_bits": msg,
         "k": k,
@@ -143,14 +143,14 @@ def _configs(
 ) -> tuple[InductionConfig, InductionTrainConfig]:
     mcfg = InductionConfig(
         alphabet_size=cfg.alphabet_size, max_len=cfg.n, n_layer=layers, n_head=cfg.n_head,
-        n_embd=cfg.width, positions="relative", rel_distances=cfg.rel_distances,
+        n_embd=cfg.n_embd, positions="relative", rel_distances=cfg.rel_distances,
         rel_scale=cfg.rel_scale, mlp=layers == 1,
     )  # fmt: skip
     tcfg = InductionTrainConfig(
-        n=cfg.train_n, min_n=cfg.min_train_n, seed=seed, max_steps=cfg.steps,
+        n=cfg.train_n, min_n=cfg.min_train_n, seed=seed, max_steps=cfg.max_steps,
         batch_size=cfg.batch_size, lr=cfg.lr, hard_fraction=cfg.hard_fraction,
         last_weight=cfg.last_weight, train_bits=cfg.bits, precision_mode=cfg.mode,
-        eval_interval=max(1, cfg.steps // 8), eval_samples=256,
+        eval_interval=max(1, cfg.max_steps // 8), eval_samples=256,
     )  # fmt: skip
     return mcfg, tcfg
 
@@ -178,13 +178,13 @@ def _train_and_score(
     run = out / "runs" / f"L{layers}_seed{seed}"
     if (run / "result.json").is_file():
         model, result = load_induction_model(run), read_json(run / "result.json")
-        advance(cfg.steps)
+        advance(cfg.max_steps)
     else:
         mcfg, tcfg = _configs(cfg, layers, seed)
         done = [0]
 
         def on_eval(_: Any) -> dict[str, Any]:
-            step = min(done[0] + tcfg.eval_interval, cfg.steps)
+            step = min(done[0] + tcfg.eval_interval, cfg.max_steps)
             advance(step - done[0], info=f"{layers} layer(s), seed {seed}")
             done[0] = step
             return {}
@@ -200,9 +200,9 @@ def _train_and_score(
         "seed": seed,
         "n": cfg.n,
         "h": cfg.n_head,
-        "m": cfg.width,
+        "m": cfg.n_embd,
         "p": cfg.bits,
-        "hmp_over_n": cfg.n_head * cfg.width * cfg.bits / cfg.n,
+        "hmp_over_n": cfg.n_head * cfg.n_embd * cfg.bits / cfg.n,
         "acc_hard": float(correct.mean()),
         f"acc_hard_at_train_n_{cfg.train_n}": float(short),
         "steps": result["steps"],
@@ -236,7 +236,7 @@ def trained_separation_rows(
     """Train every (depth, seed), score them at n, add the constructions' rows."""
     out = Path(out)
     rows, margins = [], []
-    total = 2 * len(cfg.seeds) * cfg.steps + 1
+    total = 2 * len(cfg.seeds) * cfg.max_steps + 1
     with progress("trained separation (steps)", total, quiet=quiet) as advance:
         for seed in cfg.seeds:
             scored = {}

@@ -28,10 +28,10 @@ from scalelab.runs import outdir
 @dataclasses.dataclass(frozen=True)
 class DepthConfig(Config):
     """Two models of equal non-embedding parameters (12·m² per layer): the two-layer one has
-    width `width`, the one-layer one ≈ √2·width (a multiple of `n_head`)."""
+    width `n_embd`, the one-layer one ≈ √2·n_embd (a multiple of `n_head`)."""
 
     block_size: int = option(128, "Context length.")
-    width: int = option(64, "Width of the two-layer model (one layer: ≈ √2×).")
+    n_embd: int = option(64, "Width of the two-layer model (one layer: ≈ √2×).", flag="--width")
     n_head: int = option(4, "Heads per layer.")
     max_steps: int = option(1500, "Training steps per model.", flag="--steps")
     eval_interval: int = option(100, "Steps between evaluations (and scores).")
@@ -45,7 +45,7 @@ class DepthConfig(Config):
     def validate(self) -> None:
         for name in (
             "block_size",
-            "width",
+            "n_embd",
             "n_head",
             "max_steps",
             "eval_interval",
@@ -56,16 +56,16 @@ class DepthConfig(Config):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        if self.width % self.n_head:
-            raise ConfigError(f"width {self.width} must be a multiple of n_head {self.n_head}")
+        if self.n_embd % self.n_head:
+            raise ConfigError(f"n_embd {self.n_embd} must be a multiple of n_head {self.n_head}")
         if self.block_size < 8:
             raise ConfigError("block_size must be >= 8 (two copies of >= 4 tokens)")
         if not 0.0 < self.threshold < 1.0:
             raise ConfigError(f"threshold must be in (0, 1), got {self.threshold}")
 
     @property
-    def one_layer_width(self) -> int:
-        return self.n_head * max(1, round(math.sqrt(2) * self.width / self.n_head))
+    def one_layer_n_embd(self) -> int:
+        return self.n_head * max(1, round(math.sqrt(2) * self.n_embd / self.n_head))
 
 
 def _scorer(cfg: DepthConfig, val_tokens: np.ndarray):
@@ -160,7 +160,7 @@ def _train_both(
 
     on_eval = _scorer(cfg, val)
     models, curves = [], {}
-    for layers, width in ((2, cfg.width), (1, cfg.one_layer_width)):
+    for layers, width in ((2, cfg.n_embd), (1, cfg.one_layer_n_embd)):
         model_cfg = GPTConfig(
             vocab_size=vocab,
             block_size=cfg.block_size,

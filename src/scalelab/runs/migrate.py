@@ -12,11 +12,12 @@ tests/test_runs_migrate.py checks each signature against every record in scalela
 step never touches a record it does not mean). A file without the key is format 1.
 
 Format 1 → 2:
-- the three transformers name width, heads and layers as the LM does, `n_embd`, `n_head`,
-  `n_layer`: induction's `d_model` before, in its config and an induction sweep's run
-  parameters and rows; the manifold regressor's `d_embd`, `n_heads`, `n_blocks`, in its
-  config, a manifold sweep's config and its run parameters and rows; and the fixed schedule's
-  step budget is `max_steps` (`steps` before);
+- the three transformers name width, heads, layers and step budget as the LM does, `n_embd`,
+  `n_head`, `n_layer`, `max_steps`: induction's `d_model` before (its config, an induction
+  sweep's run parameters and rows), `width` in the formation, trained-separation and
+  compare-depth configs (and the trained separation's `steps`), the manifold regressor's
+  `d_embd`, `n_heads`, `n_blocks` (its config, a manifold sweep's config, run parameters and
+  rows) and the fixed schedule's `steps`;
 - the dtype of the models that measure d is saved as `dtype`, its field's name and the LM's
   (`precision` before, in an estimate's settings and a validation's `id`);
 - fields added while format 1 was written get the value that reproduces what scalelab did
@@ -107,6 +108,13 @@ def _applied(record: Doc, step: tuple[Entry, ...], *, fill: bool = True) -> Doc:
 #: A step's entry: a record's signature, its renamed keys (old → new) and filled keys.
 Entry = tuple[set[str], dict[str, str], dict[str, Any]]
 
+_FORMATION: Entry = ({"alphabet_size", "width", "n_head", "score_samples"}, {"width": "n_embd"}, {})
+_TRAINED_SEPARATION: Entry = (
+    {"width", "bits", "rel_distances", "train_n", "steps"},
+    {"width": "n_embd", "steps": "max_steps"},
+    {},
+)
+_DEPTH: Entry = ({"block_size", "width", "n_head", "icl_windows"}, {"width": "n_embd"}, {})
 _BEFORE_NOISE_AWARE_STOP = {"patience_fraction": 0.0, "min_delta_sd": 0.0}
 _INDUCTION_WIDTH: Entry = ({"n_layer", "n_head", "d_model"}, {"d_model": "n_embd"}, {})
 _STOP_RULE_LM: Entry = ({"patience", "grad_accum"}, {}, _BEFORE_NOISE_AWARE_STOP)
@@ -150,6 +158,9 @@ _FLAT_PIPELINE: Entry = (
 #: Format 1 → 2's records: what each is known by, renamed and filled in.
 TO_2 = (
     _INDUCTION_WIDTH,
+    _FORMATION,
+    _TRAINED_SEPARATION,
+    _DEPTH,
     _STOP_RULE_LM,
     _STOP_RULE_SCHEDULE,
     _LM_TRAIN,
