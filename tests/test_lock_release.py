@@ -75,7 +75,7 @@ def test_data_sweep_releases_its_folder(tmp_path: Path) -> None:
     assert other_process_can_lock(tmp_path / "sweep")
     # The depth comparison locks its folder the same way (and its two training runs).
     depth = DepthConfig(
-        block_size=16, width=8, n_head=2, max_steps=2, eval_interval=2, batch_size=2,
+        block_size=16, n_embd=8, n_head=2, max_steps=2, eval_interval=2, batch_size=2,
         n_sequences=1, icl_windows=1,
     )  # fmt: skip
     compare_depth(store, tmp_path / "depth", depth, quiet=True)
