@@ -20,7 +20,8 @@ Compared: every runs.csv (data sweep, model sweep, check); every *.safetensors; 
 config.json and result.json; summary.json, fits.json, synthetic.json and pipeline.json
 (d of every source, the fits, the regime analysis, the convergence verdicts, the runs).
 A description file (config.json, pipeline.json) is compared as `scalelab.runs.migrate` reads
-it, so folders of two formats compare by what they hold (format 2 adds only the format key).
+it, and every other JSON and safetensors header in this version's names (`renamed`), so
+folders of two formats compare by what they hold, not by what a key is called.
 Floats are compared exactly. Prints each difference and exits 1 if there is any.
 """
 
@@ -36,7 +37,7 @@ from typing import Any
 
 import pandas as pd
 
-from scalelab.runs.migrate import migrate
+from scalelab.runs.migrate import migrate, renamed
 
 DESCRIPTIONS = {"config.json", "pipeline.json", "sweep.json", "experiment.json"}
 VOLATILE = {"provenance", "invocations", "stage_wall_s", "stage_cpu_s", "wall_s", "cpu_s"}
@@ -158,11 +159,11 @@ def compare(old: Path, new: Path) -> tuple[list[str], dict[str, int]]:
             elif kind == "weights":
                 (ha, sa), (hb, sb) = safetensors_parts(a[rel]), safetensors_parts(new / rel)
                 out += [f"{rel}: tensor bytes differ"] if sa != sb else []
-                out += [f"{rel} header{d}" for d in diff_json(r.value(ha), hb)]
+                out += [f"{rel} header{d}" for d in diff_json(renamed(r.value(ha)), renamed(hb))]
             else:
                 ja, jb = json.loads(a[rel].read_text()), json.loads((new / rel).read_text())
-                if Path(rel).name in DESCRIPTIONS:
-                    ja, jb = migrate(ja), migrate(jb)
+                to_now = migrate if Path(rel).name in DESCRIPTIONS else renamed
+                ja, jb = to_now(ja), to_now(jb)
                 out += [f"{rel}{d}" for d in diff_json(r.value(ja), jb)]
     return out, counts
 
