@@ -36,6 +36,7 @@ from scalelab.manifold.noise import NoiseSplit, noise_split
 from scalelab.manifold.plan import MANIFOLD_PRESETS, ManifoldSweepConfig
 from scalelab.manifold.problem import Problem
 from scalelab.progress import progress
+from scalelab.runs.outdir import write_meta
 
 LEVERS: dict[str, ManifoldSweepConfig] = {
     "v1": MANIFOLD_PRESETS["theorem-v1"],
@@ -148,7 +149,7 @@ def run_levers(cfg: LeverConfig, out: str | Path, *, quiet: bool = False) -> lis
     """Every cell (resuming: a cell whose file exists is read, not rerun), then the rows."""
     out = Path(out)
     (out / "cells").mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out / "config.json", {**cfg.to_dict(), "provenance": provenance()})
+    write_meta(out / "config.json", {**cfg.to_dict(), "provenance": provenance()})
     keys = [(lv, d, n, s) for lv in cfg.levers for d in cfg.dims for n in cfg.n_values
             for s in range(cfg.samples)]  # fmt: skip
     cells = []

@@ -18,7 +18,7 @@ import torch
 
 from scalelab import seeds
 from scalelab.intrinsic import PAPER_BATCH_SIZE, PAPER_K
-from scalelab.io import append_jsonl, atomic_write, atomic_write_json, provenance, to_json
+from scalelab.io import append_jsonl, atomic_write, provenance, to_json
 from scalelab.manifold.batched import Member, fit_members, fit_members_schedule
 from scalelab.manifold.config import RegressorConfig
 from scalelab.manifold.field import TorusField
@@ -33,6 +33,7 @@ from scalelab.manifold.plan import (
 )
 from scalelab.manifold.problem import Problem, Sample
 from scalelab.manifold.train import epoch_batches, fit_regressor, fit_schedule, mse, predict
+from scalelab.runs.outdir import write_meta
 from scalelab.runs.sweep import Backend, RunSpec, opened_sweep, run_sweep
 from scalelab.scalars import Scalars
 
@@ -278,7 +279,7 @@ def run_worker(params: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """One run (module level, so spawned worker processes can import it)."""
     cfg = _config_from_params(params)
     params = {k: v for k, v in params.items() if k != "sweep"}
-    atomic_write_json(run_dir / "config.json", {**params, "provenance": provenance()})
+    write_meta(run_dir / "config.json", {**params, "provenance": provenance()})
     wall, cpu = time.perf_counter(), time.process_time()
     out = _id_run(cfg, params) if params["task"] == "id" else _train_run(cfg, params, run_dir)
     return {

@@ -48,9 +48,9 @@ import numpy as np
 from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 from scalelab.fields import positive_int
-from scalelab.io import atomic_write_json, read_json
 from scalelab.laws.regime.rules import FitRange, fit_range
 from scalelab.lm.result import TrainResult
+from scalelab.runs import outdir
 from scalelab.sweeps.schedule import cooled
 
 if TYPE_CHECKING:  # torch and pandas come with these: `CheckConfig` is read without them
@@ -156,8 +156,8 @@ def seed_continuation(src: Path, dst: Path, spec: LMRun) -> None:
     for name in (ckpt.CONFIG, ckpt.STATE, ckpt.WEIGHTS, METRICS, "provenance.json"):
         if (src / name).exists():
             shutil.copy2(src / name, tmp / name)
-    config = read_json(tmp / ckpt.CONFIG)
-    atomic_write_json(tmp / ckpt.CONFIG, {**config, "train": spec.train})
+    config = outdir.read_meta(tmp / ckpt.CONFIG)
+    outdir.write_meta(tmp / ckpt.CONFIG, {**config, "train": spec.train})
     tmp.rename(dst)
 
 
