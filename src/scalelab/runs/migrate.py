@@ -2,8 +2,7 @@
 
 Every description file a command writes (a run's `config.json`, a sweep's `sweep.json`, a
 validation's `pipeline.json`, an experiment's `experiment.json`) carries
-`"scalelab_format": FORMAT`.
-`migrate(doc)` takes a file of any format to the current one, one step per format, and is
+`"scalelab_format": FORMAT`. `migrate(doc)` takes a file of any format to the current one, one step per format, and is
 called wherever a saved folder is read (`runs.outdir.read_meta`, the resume check, a sweep's
 run rows, `--config FILE`), so the code reads one layout and knows one name per setting.
 
@@ -25,8 +24,8 @@ Format 1 → 2:
   any improvement counted), an LM run's `init_from` None (from scratch), an estimate's
   `dtype` "auto" (the device's precision), a validation's `seeds_per_size` 1, a data
   sweep's `seeds` 1, and a manifold sweep's later fields the values it ran with before them
-  (one init per run, no online-run extras, validation every 25 steps at most, runs in grid
-  order);
+  (one init per run, no online-run extras, the patience rule's 25-step validation spacing,
+  runs in grid order);
 - a flat validation config (docs/benchmarks/cpu-hour/summary.json) has the flat option names
   of today (`context_len` → `train_block_size`, ...).
 """
@@ -49,8 +48,8 @@ Doc = dict[str, Any]
 
 
 def migrate(doc: Doc) -> Doc:
-    """`doc` (a description file or run row of any format) as this version writes it, without
-    its format key. A file from a newer scalelab is refused with the fix."""
+    """`doc` (a description file of any format) as this version writes it, without its
+    format key. A file from a newer scalelab is refused with the fix."""
     version = doc.get(KEY, 1)
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise InputError(f"saved format {version!r} is not a format number; restore the file")
