@@ -177,3 +177,30 @@ def test_real_entry_point_subprocess(tmp_path) -> None:
     assert proc.stderr.strip().splitlines() == [
         f"error: no such file: {tmp_path}/missing.npy; check the path"
     ]
+
+
+def test_id_settings_are_one_config_for_python_the_cli_and_a_file(
+    monkeypatch, capsys, points, tmp_path
+) -> None:
+    """`IdConfig` defines `scalelab id`'s options: the estimator it makes is the one the
+    options name, and `--config` gives the same d as the options it holds."""
+    from scalelab.intrinsic.config import IdConfig
+    from scalelab.intrinsic.protocol import make_estimator
+    from scalelab.probe.dimension import dimension_and_exponents
+
+    cfg = IdConfig(k=10, batch_size=600, metric="cosine")
+    assert vars(cfg.make()) == vars(make_estimator("mle", k=10, metric="cosine"))
+    np.save(tmp_path / "p.npy", points)
+    code, out, _ = run(
+        monkeypatch, capsys, "id", tmp_path / "p.npy", "--k", "10", "--batch-size", "600",
+        "--metric", "cosine", "--json",
+    )  # fmt: skip
+    by_options = json.loads(out)
+    (tmp_path / "id.toml").write_text('k = 10\nbatch_size = 600\nmetric = "cosine"\n')
+    code2, out2, _ = run(monkeypatch, capsys, "id", tmp_path / "p.npy", "--config",
+                         tmp_path / "id.toml", "--json")  # fmt: skip
+    assert code == code2 == 0 and json.loads(out2) == by_options
+    python = dimension_and_exponents(points, cfg.make(), batch_size=600, seed=0, quiet=True)
+    assert python.to_dict()["dimension"] == by_options["dimension"]
+    code, _, err = run(monkeypatch, capsys, "id", tmp_path / "p.npy", "--beta", "-1")
+    assert code == 2 and "--beta -1" in err and len(err.strip().splitlines()) == 1

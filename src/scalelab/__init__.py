@@ -21,6 +21,7 @@ _EXPORTS: dict[str, str] = {
     "knn": "scalelab.intrinsic.neighbors",
     "estimate_in_batches": "scalelab.intrinsic.protocol",
     "make_estimator": "scalelab.intrinsic.protocol",
+    "IdConfig": "scalelab.intrinsic.config",
     "BatchedEstimate": "scalelab.intrinsic.protocol",
     "curved_manifold": "scalelab.intrinsic.synthetic",
     "known_manifold": "scalelab.intrinsic.synthetic",

@@ -3,78 +3,40 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from scalelab.cli.common import JSON, QUIET, SEED, print_json, print_table
+from scalelab.cli.common import JSON, QUIET, print_json, print_table
+from scalelab.cli.options import From, derive
 from scalelab.errors import ConfigError
-from scalelab.intrinsic import ESTIMATORS, PAPER_BATCH_SIZE
 from scalelab.intrinsic.arrays import FORMATS
+from scalelab.intrinsic.config import IdConfig
 from scalelab.laws import theory
 from scalelab.runs.outdir import check_file
 
 
 def id_command(
     path: Path = typer.Argument(..., help=f"Points [n, features]: {', '.join(FORMATS)}."),
-    estimator: str = typer.Option("mle", help=f"One of: {', '.join(ESTIMATORS)}."),
-    k: int | None = typer.Option(None, "--k", help="Neighbours (default: the estimator's)."),
-    metric: str = typer.Option("euclidean", help="euclidean, cosine (1 - cos) or angular."),
-    aggregate: str | None = typer.Option(
-        None, help="mean (skdim fit_transform, the paper's) or harmonic (skdim fit)."
-    ),
-    batch_size: int = typer.Option(
-        PAPER_BATCH_SIZE, help="Points per batch (the paper's code used 3600)."
-    ),
-    unbiased: bool = typer.Option(False, help="MLE with k-2 instead of k-1."),
-    keep_duplicates: bool = typer.Option(
-        False, help="Keep exact duplicate rows (then any zero distance is an error)."
-    ),
+    cfg: IdConfig = From(IdConfig),
     key: str | None = typer.Option(None, help="Array name/column in a multi-array file."),
-    beta: float = typer.Option(1.0, help="Hölder smoothness β for the predicted exponents."),
     out: Path | None = typer.Option(None, help="Also save the result + provenance as JSON."),
-    precision: str = typer.Option(
-        "auto",
-        help="Products of the CPU k-NN search: auto (= fp32, numpy, does not load torch), "
-        "fp64, or bf16 (torch; faster products where the CPU has bf16 units, but torch "
-        "takes ~1.4 s to load). Exact either way.",
-    ),
-    device: str | None = typer.Option(
-        None,
-        help="Run the k-NN search as torch ops on this device (cuda, cuda:1). Default: the "
-        "CPU search in numpy, which does not load torch.",
-    ),
-    seed: int = SEED,
     json_out: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
     """Estimate the intrinsic dimension of a point cloud and the exponents it predicts."""
     from scalelab.intrinsic.arrays import load_points
-    from scalelab.intrinsic.protocol import make_estimator
     from scalelab.io import atomic_write_json, provenance
     from scalelab.probe.dimension import dimension_and_exponents
 
-    est = make_estimator(
-        estimator,
-        k=k,
-        aggregate=aggregate,
-        metric=metric,
-        unbiased=unbiased,
-        remove_duplicates=not keep_duplicates,
-        seed=seed,
-        device=device,
-        precision=precision,
-    )
-    if not math.isfinite(beta) or beta <= 0:
-        raise ConfigError(f"--beta {beta}: use a positive number")
+    est = cfg.make()
     check_file(out)
     points = load_points(path, key=key)
     result = dimension_and_exponents(
-        points, est, batch_size=batch_size, seed=seed, beta=beta, quiet=quiet
+        points, est, batch_size=cfg.batch_size, seed=cfg.seed, beta=cfg.beta, quiet=quiet
     )
-    row = {"input": str(path), **result.to_dict(), "beta": beta}
+    row = {"input": str(path), **result.to_dict(), "beta": cfg.beta}
     if out is not None:
         atomic_write_json(out, {**row, "provenance": provenance()})
     if json_out:
@@ -156,5 +118,5 @@ def exponents_command(
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the top-level app."""
-    app.command("id")(id_command)
+    app.command("id")(derive(id_command))
     app.command("exponents")(exponents_command)

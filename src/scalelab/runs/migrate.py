@@ -2,9 +2,10 @@
 
 Every description file a command writes (a run's `config.json`, a sweep's `sweep.json`, a
 validation's `pipeline.json`, an experiment's `experiment.json`) carries
-`"scalelab_format": FORMAT`. `migrate(doc)` takes a file of any format to the current one, one step per format, and is
-called wherever a saved folder is read (`runs.outdir.read_meta`, the resume check, a sweep's
-run rows, `--config FILE`), so the code reads one layout and knows one name per setting.
+`"scalelab_format": FORMAT`. `migrate(doc)` takes a file of any format to the current one,
+one step per format, and is called wherever a saved folder is read (`runs.outdir.read_meta`,
+the resume check, a sweep's run rows, `--config FILE`), so the code reads one layout and
+knows one name per setting.
 
 A step recognises each record in a file by keys only that record holds (its *signature*;
 tests/test_runs_migrate.py checks each signature against every record in scalelab, so a
