@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import t as student_t
 
 from scalelab.laws.regime.analysis import analyse_regime
-from scalelab.laws.regime.power import decision_plan, regime_power
+from scalelab.laws.regime.power import decision_chance, decision_plan, regime_power
 from scalelab.laws.regime.rules import (
     CURVED,
     POWER_LAW,
@@ -138,6 +138,62 @@ def test_the_plan_names_a_deciding_rerun_and_its_cost() -> None:
     undecided = analyse_regime(n, _law(n, 0.08, 0.02, 4), n_boot=300, power_sims=20)
     assert undecided.outcome == UNDECIDED and undecided.power.power < 0.5
     assert undecided.plan is not None and "to decide" in undecided.verdict
+    assert all(o.decided is not None for o in undecided.plan.options)  # its own bend
+
+
+def _independent_decided(n: np.ndarray, k: int, alpha: float, r: float, sigma: float) -> float:
+    """P(the normal-theory test decides: interval of r inside or beyond ±0.5) on the curve
+    whose exponent changes by `r` of itself across `n` (log L quadratic in log n)."""
+    rng = np.random.default_rng(54321)
+    x = np.repeat(n, k)
+    u = np.log(x) - 0.5 * (np.log(n).min() + np.log(n).max())
+    span = np.log(n).max() - np.log(n).min()
+    design = np.stack([np.ones_like(u), u, u * u], 1)
+    c22 = np.linalg.inv(design.T @ design)[2, 2]
+    t = student_t.ppf(0.95, x.size - 3)
+    hits = 0
+    for _ in range(300):
+        ly = -alpha * u - r * alpha / (2 * span) * u * u + rng.normal(0, sigma, x.size)
+        b2, b1, _ = np.polyfit(u, ly, 2)
+        resid = ly - np.polyval([b2, b1, _], u)
+        se = np.sqrt((resid**2).sum() / (x.size - 3)) * 2 * span * np.sqrt(c22)
+        change = -2 * b2 * span
+        lo, hi = (change - t * se) / -b1, (change + t * se) / -b1
+        hits += (lo > -0.5 and hi < 0.5) or lo > 0.5 or hi < -0.5
+    return hits / 300
+
+
+@pytest.mark.parametrize("r", [-1.2, -0.55, -0.2])
+def test_the_chance_to_decide_a_bent_curve_matches_an_independent_simulation(r: float) -> None:
+    """A curve bent by about the tolerance is rarely decided, however well powered the test
+    is on straight lines; one bent far beyond it, or far inside it, almost always is."""
+    n = np.geomspace(100, 10_000, 13)
+    alpha, sigma, k = 0.385, 0.06, 8
+    span = math.log(n[-1] / n[0])
+    bend = -r * alpha / (2 * span)
+    center = math.sqrt(n[0] * n[-1])
+    mine = decision_chance(n, k, alpha, sigma, bend, center, n_sim=300, n_boot=0, seed=3)
+    theirs = _independent_decided(n, k, alpha, r, sigma)
+    se = math.sqrt(max(mine * (1 - mine), theirs * (1 - theirs), 0.01) / 300 * 2)
+    assert abs(mine - theirs) < 4 * se, (mine, theirs)
+    if r == -0.55:
+        assert mine < 0.5 < regime_power(n, k, alpha, sigma, n_sim=100, n_boot=0).power
+    else:
+        assert mine > 0.9
+
+
+def test_the_plan_for_a_bent_curve_asks_for_a_chance_to_decide_it() -> None:
+    n = np.geomspace(100, 10_000, 13)
+    alpha, r = 0.385, -0.55
+    bend = (-r * alpha / (2 * math.log(100)), 1000.0)
+    only_seeds = decision_plan(
+        n, 8, alpha, 0.06, bend=bend, seeds=(16,), extra_decades=(0.0,), n_sim=40
+    )
+    assert only_seeds.options and all(o.power > 0.9 > 0.8 > o.decided for o in only_seeds.options)
+    assert only_seeds.chosen is None and "chance to decide this curve" in only_seeds.words()
+    longer = decision_plan(n, 8, alpha, 0.06, bend=bend, extra_decades=(0.5,), n_sim=40)
+    assert longer.chosen is not None and longer.chosen.decided >= 0.8
+    assert longer.chosen.decades > 2.4
 
 
 def test_the_tolerance_sets_both_sides() -> None:

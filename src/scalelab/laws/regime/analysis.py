@@ -228,8 +228,16 @@ def _power_and_plan(
     power = regime_power(*args, config=config, n_sim=n_sim, seed=seed)
     plan = None
     if test.outcome == UNDECIDED:
+        lo, hi = test.x_range
+        # the test's quadratic: its exponent moves by the change across ln(hi/lo)
+        bend = -(test.exponent_hi_end - test.exponent_lo_end) / (2 * math.log(hi / lo))
         plan = decision_plan(
-            *args, cpu_s_per_run=costs, config=config, n_sim=max(n_sim // 2, 10), seed=seed
+            *args,
+            cpu_s_per_run=costs,
+            bend=(bend, math.sqrt(lo * hi)),
+            config=config,
+            n_sim=max(n_sim // 2, 10),
+            seed=seed,
         )
     return power, plan
 
