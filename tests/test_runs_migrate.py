@@ -195,3 +195,18 @@ def test_a_format_1_induction_run_folder_is_taken_and_a_changed_one_refused(
     (run / "config.json").write_text(json.dumps(config))
     with pytest.raises(ConfigError, match=r"model\.n_embd: saved=4 now=8"):
         train_induction(model.replace(n_embd=8), train, run)
+
+
+def test_a_format_1_estimate_folder_is_reused_for_the_same_request(tmp_path: Path) -> None:
+    """estimate.json (a result, read through `read_meta`) of format 1 saved the dtype as
+    `precision`: the same request today reuses it, another dtype is refused by name."""
+    from scalelab.probe.config import EstimateConfig
+    from scalelab.probe.estimate import finished_estimate
+
+    request = {"model": "/m", "corpus": "c", "weights": None, **EstimateConfig().to_dict()}
+    old = {("precision" if k == "dtype" else k): v for k, v in request.items()}
+    (tmp_path / "estimate.json").write_text(json.dumps({"request": old, "dimension": 9.5}))
+    saved = finished_estimate(tmp_path / "estimate.json", request)
+    assert saved is not None and saved["dimension"] == 9.5
+    with pytest.raises(ConfigError, match=r"dtype: saved='auto' now='float32'"):
+        finished_estimate(tmp_path / "estimate.json", {**request, "dtype": "float32"})
