@@ -63,3 +63,28 @@ def test_levers_config_file_is_the_folders_own(tmp_path: Path, run_main: Callabl
     assert again.returncode == 0, again.stderr
     assert again.stdout == first.stdout
     assert {p.name: p.stat().st_mtime_ns for p in (out / "cells").iterdir()} == stamps
+
+
+def test_a_levers_folder_grows_by_levers_but_refuses_another_design(
+    tmp_path: Path, run_main: Callable
+) -> None:
+    """Cells are named by lever, d, n and sample: a rerun may add levers (the committed
+    folders grew so), but not change what every cell depends on (inits, β, the field's cap,
+    the seed): that is refused in one line, before any cell is touched."""
+    out = tmp_path / "lv"
+    args = ("--dims", "2", "--n-values", "16", "--samples", "2", "--levers", "v1")
+    assert run_main("levers", *args, "--inits", "2", "--out", out, "-q").returncode == 0
+    stamps = {p.name: p.stat().st_mtime_ns for p in (out / "cells").iterdir()}
+    saved = (out / "config.json").read_bytes()
+    res = run_main("levers", *args, "--inits", "3", "--out", out, "-q")
+    assert res.returncode == 2 and "inits: saved=2 now=3" in res.stderr
+    assert res.stderr.count("\n") == 1
+    assert (out / "config.json").read_bytes() == saved
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "cells").iterdir()} == stamps
+    wider = ("--dims", "2", "--n-values", "16,32", "--samples", "2", "--levers", "v1")
+    res = run_main("levers", *wider, "--inits", "2", "--out", out, "-q")
+    assert res.returncode == 2 and "field_cap_n: saved=16 now=32" in res.stderr
+    more = ("--dims", "2", "--n-values", "16", "--samples", "2", "--levers", "v1,patience")
+    assert run_main("levers", *more, "--inits", "2", "--out", out, "-q").returncode == 0
+    after = {p.name: p.stat().st_mtime_ns for p in (out / "cells").iterdir()}
+    assert {k: after[k] for k in stamps} == stamps and len(after) == 2 * len(stamps)

@@ -36,7 +36,7 @@ from scalelab.manifold.noise import NoiseSplit, noise_split
 from scalelab.manifold.plan import MANIFOLD_PRESETS, ManifoldSweepConfig
 from scalelab.manifold.problem import Problem
 from scalelab.progress import progress
-from scalelab.runs.outdir import write_meta
+from scalelab.runs.outdir import locked, read_meta, same_config, write_meta
 
 LEVERS: dict[str, ManifoldSweepConfig] = {
     "v1": MANIFOLD_PRESETS["theorem-v1"],
@@ -146,23 +146,42 @@ def _cell(cfg: LeverConfig, lever: str, d: int, n: int, s: int) -> dict[str, Any
 
 
 def run_levers(cfg: LeverConfig, out: str | Path, *, quiet: bool = False) -> list[LeverRow]:
-    """Every cell (resuming: a cell whose file exists is read, not rerun), then the rows."""
+    """Every cell (resuming: a cell whose file exists is read, not rerun), then the rows. A
+    folder grows by levers, dims and samples (a cell is named by them); a change of what every
+    cell depends on (`_design`) is refused before any work."""
     out = Path(out)
-    (out / "cells").mkdir(parents=True, exist_ok=True)
-    write_meta(out / "config.json", {**cfg.to_dict(), "provenance": provenance()})
-    keys = [(lv, d, n, s) for lv in cfg.levers for d in cfg.dims for n in cfg.n_values
-            for s in range(cfg.samples)]  # fmt: skip
-    cells = []
-    with progress("levers (cells)", len(keys), quiet=quiet) as advance:
-        for lv, d, n, s in keys:
-            path = out / "cells" / f"{lv}_d{d}_n{n}_s{s}.json"
-            if not path.exists():
-                atomic_write_json(path, _cell(cfg, lv, d, n, s))
-            cells.append(read_json(path))
-            advance(1, f"{lv} d={d} n={n} sample {s}")
-    rows = summarise(cells, cfg.beta)
-    atomic_write_json(out / "levers.json", {"rows": [r.to_dict() for r in rows]})
+    if (out / "config.json").is_file():
+        saved = LeverConfig.from_dict(
+            {k: v for k, v in read_meta(out / "config.json").items() if k != "provenance"}
+        )
+        same_config(_design(saved), _design(cfg), out)
+    with locked(out):
+        (out / "cells").mkdir(parents=True, exist_ok=True)
+        write_meta(out / "config.json", {**cfg.to_dict(), "provenance": provenance()})
+        keys = [(lv, d, n, s) for lv in cfg.levers for d in cfg.dims for n in cfg.n_values
+                for s in range(cfg.samples)]  # fmt: skip
+        cells = []
+        with progress("levers (cells)", len(keys), quiet=quiet) as advance:
+            for lv, d, n, s in keys:
+                path = out / "cells" / f"{lv}_d{d}_n{n}_s{s}.json"
+                if not path.exists():
+                    atomic_write_json(path, _cell(cfg, lv, d, n, s))
+                cells.append(read_json(path))
+                advance(1, f"{lv} d={d} n={n} sample {s}")
+        rows = summarise(cells, cfg.beta)
+        atomic_write_json(out / "levers.json", {"rows": [r.to_dict() for r in rows]})
     return rows
+
+
+def _design(cfg: LeverConfig) -> dict[str, Any]:
+    """What every cell of a folder depends on: the field (its β, and its cap, the largest n),
+    the inits per sample and the seed."""
+    return {
+        "beta": cfg.beta,
+        "field_cap_n": max(cfg.n_values),
+        "inits": cfg.inits,
+        "seed": cfg.seed,
+    }
 
 
 def summarise(cells: list[dict[str, Any]], beta: float) -> list[LeverRow]:
