@@ -178,7 +178,7 @@ class Plan(Record):
             tail = f"; the best tried: {best.words()}" if best else ""
             what = f"power {self.target:.0%}"
             if any(o.decided is not None for o in self.options):
-                what += f" and a {self.target:.0%} chance to decide this curve"
+                what += f" and a chance to decide this curve of {self.target:.0%}"
             return f"no option tried reaches {what}{tail}"
         return f"to decide: {self.chosen.words()}"
 
