@@ -86,33 +86,39 @@ def test_seeds_per_size_fit_every_run_and_measure_the_seed_noise() -> None:
     assert curvature_test(n, means).seed_noise_log is None
 
 
-def _independent_power(n: np.ndarray, k: int, alpha: float, sigma: float, sims: int) -> float:
+def _independent_shares(
+    n: np.ndarray, k: int, alpha: float, sigma: float, sims: int, r: float = 0.0, seed: int = 12345
+) -> tuple[float, float]:
     """The normal-theory version of the test (no bootstrap), written from docs/fitting.md with
-    numpy's polyfit: P(interval of r inside ±0.5) on exact power laws."""
-    rng = np.random.default_rng(12345)
+    numpy's polyfit, on the curve whose exponent changes by `r` of itself across `n` (log L
+    quadratic in log n; r = 0: an exact power law): the shares of draws whose interval of the
+    change is inside ±0.5 (POWER LAW) and inside or beyond it (decided)."""
+    rng = np.random.default_rng(seed)
     x = np.repeat(n, k)
     u = np.log(x) - 0.5 * (np.log(n).min() + np.log(n).max())
     span = np.log(n).max() - np.log(n).min()
     design = np.stack([np.ones_like(u), u, u * u], 1)
     c22 = np.linalg.inv(design.T @ design)[2, 2]
     t = student_t.ppf(0.95, x.size - 3)
-    hits = 0
+    inside = decided = 0
     for _ in range(sims):
-        ly = -alpha * u + rng.normal(0, sigma, x.size)
+        ly = -alpha * u - r * alpha / (2 * span) * u * u + rng.normal(0, sigma, x.size)
         b2, b1, b0 = np.polyfit(u, ly, 2)
         resid = ly - (b0 + b1 * u + b2 * u * u)
         se = np.sqrt((resid**2).sum() / (x.size - 3)) * 2 * span * np.sqrt(c22)
         change = -2 * b2 * span
         lo, hi = (change - t * se) / -b1, (change + t * se) / -b1
-        hits += (-b1 > 0) and lo > -0.5 and hi < 0.5
-    return hits / sims
+        power_law = (-b1 > 0) and lo > -0.5 and hi < 0.5
+        inside += power_law
+        decided += power_law or lo > 0.5 or hi < -0.5
+    return inside / sims, decided / sims
 
 
 @pytest.mark.parametrize(("sigma", "k"), [(0.004, 1), (0.013, 1), (0.013, 3), (0.05, 1)])
 def test_power_matches_an_independent_simulation(sigma: float, k: int) -> None:
     n = np.geomspace(1e4, 1e4 * 10**1.7, 9)
     mine = regime_power(n, k, 0.08, sigma, n_sim=300, n_boot=0, seed=7).power
-    theirs = _independent_power(n, k, 0.08, sigma, 300)
+    theirs = _independent_shares(n, k, 0.08, sigma, 300)[0]
     se = math.sqrt(max(mine * (1 - mine), theirs * (1 - theirs), 0.01) / 300 * 2)
     assert abs(mine - theirs) < 4 * se, (mine, theirs)
 
@@ -141,28 +147,6 @@ def test_the_plan_names_a_deciding_rerun_and_its_cost() -> None:
     assert all(o.decided is not None for o in undecided.plan.options)  # its own bend
 
 
-def _independent_decided(n: np.ndarray, k: int, alpha: float, r: float, sigma: float) -> float:
-    """P(the normal-theory test decides: interval of r inside or beyond ±0.5) on the curve
-    whose exponent changes by `r` of itself across `n` (log L quadratic in log n)."""
-    rng = np.random.default_rng(54321)
-    x = np.repeat(n, k)
-    u = np.log(x) - 0.5 * (np.log(n).min() + np.log(n).max())
-    span = np.log(n).max() - np.log(n).min()
-    design = np.stack([np.ones_like(u), u, u * u], 1)
-    c22 = np.linalg.inv(design.T @ design)[2, 2]
-    t = student_t.ppf(0.95, x.size - 3)
-    hits = 0
-    for _ in range(300):
-        ly = -alpha * u - r * alpha / (2 * span) * u * u + rng.normal(0, sigma, x.size)
-        b2, b1, _ = np.polyfit(u, ly, 2)
-        resid = ly - np.polyval([b2, b1, _], u)
-        se = np.sqrt((resid**2).sum() / (x.size - 3)) * 2 * span * np.sqrt(c22)
-        change = -2 * b2 * span
-        lo, hi = (change - t * se) / -b1, (change + t * se) / -b1
-        hits += (lo > -0.5 and hi < 0.5) or lo > 0.5 or hi < -0.5
-    return hits / 300
-
-
 @pytest.mark.parametrize("r", [-1.2, -0.55, -0.2])
 def test_the_chance_to_decide_a_bent_curve_matches_an_independent_simulation(r: float) -> None:
     """A curve bent by about the tolerance is rarely decided, however well powered the test
@@ -173,7 +157,7 @@ def test_the_chance_to_decide_a_bent_curve_matches_an_independent_simulation(r: 
     bend = -r * alpha / (2 * span)
     center = math.sqrt(n[0] * n[-1])
     mine = decision_chance(n, k, alpha, sigma, bend, center, n_sim=300, n_boot=0, seed=3)
-    theirs = _independent_decided(n, k, alpha, r, sigma)
+    theirs = _independent_shares(n, k, alpha, sigma, 300, r=r, seed=54321)[1]
     se = math.sqrt(max(mine * (1 - mine), theirs * (1 - theirs), 0.01) / 300 * 2)
     assert abs(mine - theirs) < 4 * se, (mine, theirs)
     if r == -0.55:
