@@ -87,3 +87,33 @@ def test_sweep_config_is_validated() -> None:
         ManifoldSweepConfig(model_dims=(2,), model_widths=(6,))
     with pytest.raises(ConfigError, match="Swiss roll"):
         ManifoldSweepConfig(manifold="swissroll", dims=(1, 2))
+
+
+def test_the_width_rule_grows_parameters_as_theorem_1s_n() -> None:
+    """With `width_rule`, a data run's width is n_embd·(n/n_mid)^(d/(2(2β+d))), a multiple of
+    n_head: its parameters (≈ width²) grow as n^(d/(2β+d)); without it, the config's width."""
+    from scalelab.manifold.levers import LEVERS
+    from scalelab.manifold.plan import MANIFOLD_PRESETS
+
+    base = MANIFOLD_PRESETS["theorem"].replace(dims=(6,), extra_problems=())
+    assert base.data_width(6, 1.0, 10_000) is None
+    cfg = base.replace(width_rule=True)
+    expected = {100: 12, 1000: 32, 10_000: 76}  # 32·(n/1000)^0.375 = 13.5, 32, 75.9, by 4
+    assert {n: cfg.data_width(6, 1.0, n) for n in expected} == expected
+    assert cfg.data_width(2, 0.5, 10_000) == 4 * round(32 * 10 ** (1 / 3) / 4)  # 2/(2·3)
+    widths = {
+        s.params["n"]: s.params["n_embd"] for s in specs_for(cfg) if s.name.startswith("data")
+    }
+    assert {n: widths[n] for n in expected} == expected
+    assert LEVERS["width-rule"].data_width(8, 1.0, 10_000) == cfg.data_width(8, 1.0, 10_000)
+
+
+def test_a_width_rule_sweep_trains_each_size_at_its_width(tmp_path: Path) -> None:
+    from scalelab.manifold.plan import MANIFOLD_PRESETS
+
+    cfg = MANIFOLD_PRESETS["smoke"].replace(width_rule=True, n_values=(64, 256, 1024), max_steps=20)
+    table = run_manifold_sweep(cfg, tmp_path / "w", quiet=True)
+    data = table[table["task"] == "data"].sort_values("n")
+    # 16·(n/256)^(2/(2·4)) = 11.3, 16, 22.6, each to a multiple of 4 heads
+    assert data["n_embd"].tolist() == [12, 16, 24]
+    assert data["params"].is_monotonic_increasing and data["params"].nunique() == 3

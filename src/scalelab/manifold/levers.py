@@ -14,7 +14,8 @@ The module imports torch only where a cell trains, so the CLI reads `LeverConfig
 Levers: `v1` (the first theorem design: one fixed cosine schedule, 20 epochs capped at 2000
 steps, lr 5e-3), `patience` (the `theorem` preset's rule: LR halved on plateaus, stopped by
 patience, lr 2e-3), `anneal` (that rule run until the LR has halved 8 times) and `val-grows`
-(that rule with a validation set of n / 4 instead of 512) and `val-anneal` (both). Cells are
+(that rule with a validation set of n / 4 instead of 512), `val-anneal` (both) and
+`width-rule` (that rule with the width grown with n, Theorem 1's model size). Cells are
 written atomically one file each, so a stopped run resumes.
 """
 
@@ -51,6 +52,10 @@ LEVERS: dict[str, ManifoldSweepConfig] = {
     # Added after 'val-grows' cut d = 1's ratio at n = 4,642 (2.01 -> 1.49) but stopped one
     # member at n = 10,000 on an early plateau (3,140 steps, 7.2x): both levers together.
     "val-anneal": MANIFOLD_PRESETS["theorem"].replace(val_size=0, val_fraction=0.25, patience=36),
+    # Added after neither training length (val-anneal) nor a fixed width of 64 closed d = 6
+    # and 8's gap to the ideal learner: the preset's rule with Theorem 1's model size, the
+    # width grown with n (`ManifoldSweepConfig.data_width`).
+    "width-rule": MANIFOLD_PRESETS["theorem"].replace(width_rule=True),
 }
 
 
@@ -122,7 +127,7 @@ def _cell(cfg: LeverConfig, lever: str, d: int, n: int, s: int) -> dict[str, Any
     models = []
     for i in range(cfg.inits):
         torch.manual_seed(cfg.seed * 1000 + i)
-        models.append(TransformerRegressor(base.regressor()))
+        models.append(TransformerRegressor(base.regressor(base.data_width(d, cfg.beta, n))))
     gens = [torch.Generator().manual_seed(cfg.seed * 1000 + i) for i in range(cfg.inits)]
     members = [Member(train.x, train.y, val.x, val.y)] * cfg.inits
     cpu = time.process_time()

@@ -97,6 +97,11 @@ class ManifoldSweepConfig(Config):
     # True: runs ordered curve by curve ((d, β): every seed and size, then its wide run), so a
     # sweep stopped early holds whole curves
     by_curve: bool = False
+    width_rule: bool = option(
+        False,
+        "Grow each data run's width with n so its parameters grow as n^(d/(2β+d)) "
+        "(Theorem 1's N), from the config's width at the middle n.",
+    )
 
     def validate(self) -> None:
         if self.manifold not in MANIFOLDS:
@@ -163,6 +168,17 @@ class ManifoldSweepConfig(Config):
             cap_n=max(self.n_values),
             seed=self.problem_seed,
         )
+
+    def data_width(self, d: int, beta: float, n: int) -> int | None:
+        """A data run's width: the config's (None) or, with `width_rule`, the width at which
+        the parameters (≈ width² at fixed depth) grow as n^(d/(2β+d)), Theorem 1's choice of
+        N: n_embd·(n/n_mid)^(d/(2(2β+d))), n_mid the geometric middle of n_values, rounded to
+        a multiple of n_head (at least n_head)."""
+        if not self.width_rule:
+            return None
+        mid = math.sqrt(min(self.n_values) * max(self.n_values))
+        width = self.n_embd * (n / mid) ** (d / (2 * (2 * beta + d)))
+        return self.n_head * max(1, round(width / self.n_head))
 
     def regressor(self, width: int | None = None) -> RegressorConfig:
         return RegressorConfig(
@@ -286,14 +302,20 @@ MANIFOLD_PRESETS: dict[str, ManifoldSweepConfig] = {
 }  # fmt: skip
 
 
+def _data_spec(
+    cfg: ManifoldSweepConfig, base: dict, d: int, beta: float, n: int, seed: int
+) -> RunSpec:
+    params = {"task": "data", **base, "d": d, "beta": beta, "n": n, "seed": seed}
+    width = cfg.data_width(d, beta, n) or cfg.n_embd
+    return RunSpec(f"data_d{d}_b{beta:g}_n{n}_s{seed}", {**params, "n_embd": width})
+
+
 def _data_specs(cfg: ManifoldSweepConfig, seed: int, base: dict) -> list[RunSpec]:
-    specs = []
-    for d, beta in cfg.problems:
-        for n in sorted(cfg.n_values):
-            params = {"task": "data", **base, "d": d, "beta": beta, "n": n, "seed": seed}
-            name = f"data_d{d}_b{beta:g}_n{n}_s{seed}"
-            specs.append(RunSpec(name, {**params, "n_embd": cfg.n_embd}))
-    return specs
+    return [
+        _data_spec(cfg, base, d, beta, n, seed)
+        for d, beta in cfg.problems
+        for n in sorted(cfg.n_values)
+    ]
 
 
 def specs_for(cfg: ManifoldSweepConfig) -> list[RunSpec]:
@@ -349,10 +371,7 @@ def specs_for(cfg: ManifoldSweepConfig) -> list[RunSpec]:
         return specs + _model_specs(cfg, base)
     for n in sorted(cfg.n_values):
         for d, beta in cfg.problems:
-            for seed in cfg.seeds:
-                params = {"task": "data", **base, "d": d, "beta": beta, "n": n, "seed": seed}
-                name = f"data_d{d}_b{beta:g}_n{n}_s{seed}"
-                specs.append(RunSpec(name, {**params, "n_embd": cfg.n_embd}))
+            specs += [_data_spec(cfg, base, d, beta, n, seed) for seed in cfg.seeds]
     return specs + _model_specs(cfg, base) + wide + online
 
 

@@ -185,7 +185,10 @@ def _train_run(cfg: ManifoldSweepConfig, params: dict[str, Any], run_dir: Path) 
     rng = run_rng(cfg, d, beta, n, seed)
     online = task in ("online", "online_long")
     test = _test_sample(cfg, problem, run_dir)
-    width = params["n_embd"] if task in ("model", "wide", "online", "online_long") else None
+    grown = task == "data" and cfg.width_rule  # the width rule: the run's own width
+    width = (
+        params["n_embd"] if task in ("model", "wide", "online", "online_long") or grown else None
+    )
     reg_cfg = cfg.regressor(width)
     n_val = cfg.val_count(n or cfg.val_size or 512)
     ensemble = cfg.ensemble > 1 and task in ("data", "wide")

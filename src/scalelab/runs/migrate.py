@@ -29,6 +29,8 @@ Format 1 → 2:
   runs in grid order);
 - a flat validation config (docs/benchmarks/cpu-hour/summary.json) has the flat option names
   of today (`context_len` → `train_block_size`, ...).
+
+Format 2 → 3: a manifold sweep without `width_rule` ran at one width (False).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 #: The format this version writes.
-FORMAT = 2
+FORMAT = 3
 KEY = "scalelab_format"  # not "format": a token store's meta.json has its own
 
 Doc = dict[str, Any]
@@ -175,5 +177,8 @@ TO_2 = (
 )
 
 
+#: Format 2 → 3's records.
+TO_3 = (({"manifold", "dims", "betas", "n_values"}, {}, {"width_rule": False}),)
+
 #: STEPS[v - 1] takes format v to v + 1.
-STEPS: tuple[tuple[Entry, ...], ...] = (TO_2,)
+STEPS: tuple[tuple[Entry, ...], ...] = (TO_2, TO_3)
