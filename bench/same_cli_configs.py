@@ -38,7 +38,8 @@ STUBS = [
     ("scalelab.induction.size", "run_size"),
     ("scalelab.induction.bound_trained", "run_bound_trained"),
     ("scalelab.probe.heads", "run_heads"),
-    ("scalelab.probe.depth", "compare_depth"),
+    ("scalelab.induction.compare_depth", "compare_depth"),
+    ("scalelab.probe.depth", "compare_depth"),  # where an older tree holds it
 ]
 
 CASES = [
@@ -230,7 +231,10 @@ def collect() -> dict[str, list[Any]]:
     importlib.import_module("scalelab.text.store").TokenStore = FakeStore
     importlib.import_module("scalelab.induction.trained_separation").plan = lambda cfg: {}
     for module, name in STUBS:
-        setattr(importlib.import_module(module), name, grab)
+        try:
+            setattr(importlib.import_module(module), name, grab)
+        except ModuleNotFoundError:  # a module the other tree has (moved between them)
+            continue
     from scalelab.cli import main
 
     out = {}

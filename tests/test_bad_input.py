@@ -72,6 +72,8 @@ IND_SWEEP = [
     "--quiet",
 ]
 
+REQUIRED = {"compare-depth": ("--data", "{store}")}  # an experiment's required options
+
 CASES: dict[str, tuple[list[str], str]] = {
     # --- usage errors (click): missing option, wrong type, unknown option/command
     "usage-missing-out": (["induction", "sweep"], "Missing option '--out'"),
@@ -727,8 +729,12 @@ CASES: dict[str, tuple[list[str], str]] = {
         "--reference-model",
     ),
     # every experiment (cli.induction.EXPERIMENTS): --out an existing file, refused before work
+    # (with the inputs an experiment requires)
     **{
-        f"induction-{name}-out-is-file": (["induction", name, "--out", "{table}"], "is a file")
+        f"induction-{name}-out-is-file": (
+            ["induction", name, *REQUIRED.get(name, ()), "--out", "{table}"],
+            "is a file",
+        )
         for name in EXPERIMENTS
     },
 }

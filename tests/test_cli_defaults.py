@@ -72,7 +72,6 @@ DERIVED = {
     "sweep model",
     "induction gather",
     "induction heads",
-    "induction compare-depth",
     *(f"induction {name}" for name in EXPERIMENTS),  # cli.experiment: From(EXPERIMENT.config)
     "validate",
     "demo",
@@ -166,7 +165,7 @@ ONE_PLACE: dict[tuple[str, float], set[str]] = {
     ("workers", 2): {"runs/sweep.py"},  # WORKERS: validate's, the demo's, validate-many's
     ("eval_interval", 100): {
         "lm/config.py",  # TrainConfig: one `scalelab train` run
-        "probe/depth.py",  # induction compare-depth's own runs (a command of its own)
+        "induction/compare_depth.py",  # induction compare-depth's own runs (a command of its own)
     },
     ("eval_interval", 50): {
         "sweeps/schedule.py",  # EVAL_INTERVAL: `scalelab sweep`, the gpu validate preset

@@ -4,12 +4,14 @@ inputs (one line on stderr, exit 2, nothing written)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from scalelab.induction.compare_depth import DepthConfig, compare_depth
 from scalelab.induction.separation import (
     SeparationConfig,
     binary_entropy,
@@ -18,7 +20,6 @@ from scalelab.induction.separation import (
 )
 from scalelab.lm.config import GPTConfig, TrainConfig
 from scalelab.lm.train import train
-from scalelab.probe.depth import DepthConfig, compare_depth
 from scalelab.text.corpora import Corpus, Document
 from scalelab.text.store import prepare_corpus
 
@@ -80,9 +81,37 @@ def test_compare_depth_equal_params_and_curves(store: Path, tmp_path: Path) -> N
 
     html, md = report_sweep(tmp_path / "d")
     assert html.is_file()
-    assert "when an induction head formed" in md.read_text()
+    text = md.read_text()  # the experiments' one section: the command's table, its figure
+    assert "## Experiment: scalelab induction compare-depth" in text
+    assert "head formed at" in text and "depth.png" in text
     with pytest.raises(Exception, match="different config"):
         compare_depth(store, tmp_path / "d", cfg.replace(max_steps=6), quiet=True)
+
+
+def test_compare_depth_command_resumes_the_library_folder(
+    store: Path, tmp_path: Path, run_cli
+) -> None:
+    """The registered command on a folder the library made: both runs are reused (same
+    numbers), the table is printed and the figure and marker written; another store is
+    refused by the marker before any work."""
+    cfg = DepthConfig(
+        block_size=16, n_embd=16, n_head=2, max_steps=2, eval_interval=2, batch_size=4,
+        n_sequences=2, icl_windows=2,
+    )  # fmt: skip
+    summary = compare_depth(store, tmp_path / "d", cfg, quiet=True)
+    args = ["--block-size", "16", "--width", "16", "--n-head", "2", "--steps", "2"]
+    args += ["--eval-interval", "2", "--batch-size", "4", "--sequences", "2", "--icl-windows", "2"]
+    res = run_cli("induction", "compare-depth", "--data", store, "--out", tmp_path / "d", *args)
+    assert res.returncode == 0, res.stderr
+    assert "head formed at" in res.stdout and (tmp_path / "d" / "depth.png").is_file()
+    marker = json.loads((tmp_path / "d" / "experiment.json").read_text())
+    assert marker["experiment"] == "compare-depth" and marker["config"]["data"] == str(store)
+    again = json.loads((tmp_path / "d" / "depth.json").read_text())
+    assert again["models"] == summary["models"]
+    other = tmp_path / "other"
+    shutil.copytree(store, other)
+    res = run_cli("induction", "compare-depth", "--data", other, "--out", tmp_path / "d", *args)
+    assert res.returncode == 2 and "is not the one" in res.stderr, res.stderr
 
 
 def test_heads_command_on_a_run_folder(store: Path, tmp_path: Path, run_cli) -> None:

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from test_sweeps_data import make_store
 
+from scalelab.induction.compare_depth import DepthConfig, compare_depth
 from scalelab.induction.config import InductionConfig, InductionTrainConfig
 from scalelab.induction.separation import SeparationConfig, run_separation
 from scalelab.induction.train import train_induction
 from scalelab.lm.config import GPTConfig, TrainConfig
-from scalelab.probe.depth import DepthConfig, compare_depth
 from scalelab.runs import outdir
 from scalelab.runs.sweep import RunSpec, opened_sweep, run_sweep
 from scalelab.sweeps import data as data_sweep

@@ -51,11 +51,6 @@ HEADS = {
                 "heads",
                 "Induction and previous-token score of every head; in-context-learning score.",
             ),
-            (
-                "compare-depth",
-                "Train a 1-layer and a 2-layer GPT (equal non-embedding parameters); track head "
-                "scores.",
-            ),
         )
     },
     **{name: ("experiment", text) for name, (_, text) in EXPERIMENTS.items()},

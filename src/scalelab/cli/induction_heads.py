@@ -1,8 +1,7 @@
-"""`scalelab induction gather | heads | compare-depth`: the one-layer construction,
-induction heads in language models, and the depth separation in training a language model.
-They take other inputs than one config (a model, a corpus, a token store); the experiments
-that take one config and write a folder (`separation`, `size`, ...) are each in their own
-module, made commands by `cli.experiment`."""
+"""`scalelab induction gather | heads`: the one-layer construction, and induction heads in a
+language model. They are tools that print (and `heads` optionally writes a page), not
+experiments that write a folder: those (`separation`, `compare-depth`, ...) are each in their
+own module, made commands by `cli.experiment`."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ import typer
 
 from scalelab.cli.common import (
     JSON,
-    QUIET,
     print_json,
     print_record,
     print_table,
@@ -23,7 +21,6 @@ from scalelab.cli.common import (
 from scalelab.cli.experiment import check_out
 from scalelab.cli.options import From, derive
 from scalelab.induction.one_layer import GatherCheckConfig
-from scalelab.probe.depth import DepthConfig
 from scalelab.probe.heads import HeadScoreConfig
 
 
@@ -86,39 +83,7 @@ def heads_command(
         typer.echo(f"wrote {out}/heads.json and {out}/report.html, {out}/report.md")
 
 
-def compare_depth_command(
-    data: Path = typer.Option(..., help="Token store (scalelab corpus prepare)."),
-    out: Path = typer.Option(..., help="Output folder (resumable: rerun to continue)."),
-    cfg: DepthConfig = From(DepthConfig),
-    quiet: bool = QUIET,
-    json_out: bool = JSON,
-) -> None:
-    """Train a 1-layer and a 2-layer GPT (equal non-embedding parameters); track head scores."""
-    from scalelab.probe.depth import compare_depth
-    from scalelab.report.heads import write_depth_figure
-
-    check_out(out)
-    torch.set_num_threads(1)
-    summary = compare_depth(data, out, cfg, quiet=quiet)
-    write_depth_figure(summary, out)
-    if json_out:
-        print_json(summary["models"])
-        return
-    short = {
-        "model": "model",
-        "params_non_embedding": "N (non-emb.)",
-        "test_loss_nats": "test loss",
-        "final_induction_max": "induction",
-        "final_previous_token_max": "prev-token",
-        "final_icl_score": "ICL",
-        "head_formed_at_step": "head formed at",
-    }
-    rows = [{v: m[k] for k, v in short.items()} for m in summary["models"]]
-    print_table(f"depth comparison in {out} (final scores: max over heads)", rows)
-
-
 def register(group: typer.Typer) -> None:
     """Add these commands to the `induction` group."""
     group.command("gather")(derive(gather_command))
     group.command("heads")(derive(heads_command))
-    group.command("compare-depth")(derive(compare_depth_command))

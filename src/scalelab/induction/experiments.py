@@ -36,6 +36,10 @@ EXPERIMENTS: dict[str, tuple[str, str]] = {
         "scalelab.induction.bound_trained",
         "Trained 1-layer models below the bound (p-bit training) vs 2 layers: hard accuracy.",
     ),
+    "compare-depth": (
+        "scalelab.induction.compare_depth",
+        "Train a 1-layer and a 2-layer GPT (equal non-embedding parameters); track head scores.",
+    ),
     "trained-separation": (
         "scalelab.induction.trained_separation",
         "2 vs 1 layers trained at one (h, m, p) where the bound forbids every 1-layer model.",

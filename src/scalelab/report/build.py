@@ -4,7 +4,7 @@ The folder's `sweep.json` names its kind; `KINDS`, the one registry, says which 
 module draws that kind and which function analyses its folder. Every section has one
 protocol, `draw(analysis, report, sweep_dir)`: a data, model or manifold sweep's section draws
 the analysis it is handed, which the caller computed (`scalelab.pipeline.report.report_sweep`
-runs the kind's `analyse`; report/ computes nothing); an induction or depth section, whose
+runs the kind's `analyse`; report/ computes nothing); an induction sweep's section, whose
 kind has no analysis, draws its folder's tables. An experiment's folder (kind "experiment", in
 its marker `experiment.json`, not sweep.json) is one generic section: `analyse_experiment`
 reads it back through the experiments' registry and `report.experiment` draws it. Every page
@@ -48,7 +48,6 @@ KINDS: dict[str, SweepKind] = {
     "model": SweepKind("lm", "scalelab.sweeps.analysis:analyse_sweep"),
     "manifold": SweepKind("manifold", "scalelab.manifold.results:analyse_sweep"),
     "induction": SweepKind("induction"),
-    "depth": SweepKind("heads"),
     # every experiment of `induction.experiments.EXPERIMENTS`: its marker names which
     "experiment": SweepKind("experiment", "scalelab.induction.experiments:analyse_experiment"),
 }
@@ -56,9 +55,9 @@ KINDS: dict[str, SweepKind] = {
 
 def sweep_kind(sweep_dir: Path) -> tuple[str, dict]:
     """The kind and the parsed sweep.json of a sweep folder, or an InputError saying why not."""
-    meta_path = sweep_dir / "sweep.json"
-    if not meta_path.is_file() and (sweep_dir / MARKER).is_file():
-        meta_path = sweep_dir / MARKER  # an experiment's folder
+    meta_path = sweep_dir / MARKER  # an experiment's folder (compare-depth's has sweep.json too)
+    if not meta_path.is_file():
+        meta_path = sweep_dir / "sweep.json"
     if not meta_path.is_file():
         raise InputError(
             f"{sweep_dir} has no sweep.json; give a folder made by `scalelab sweep` "

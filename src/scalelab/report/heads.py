@@ -1,18 +1,16 @@
-"""Figures and report pages for induction heads in language models: the heads × layers
-heat maps of `scalelab induction heads`, and the training curves of `compare-depth`. The
-measurements themselves are `scalelab.probe.heads.run_heads` and
-`scalelab.probe.depth.compare_depth`; this module only draws them."""
+"""The figure and report page of `scalelab induction heads`: heads × layers heat maps of a
+language model's induction and previous-token scores. The measurement itself is
+`scalelab.probe.heads.run_heads`; this module only draws it."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from scalelab.io import atomic_write_bytes, provenance, read_json
+from scalelab.io import provenance
 from scalelab.report.document import Report
 
 
@@ -69,58 +67,3 @@ def write_heads_report(result: dict[str, Any], out_dir: Path) -> tuple[Path, Pat
     report.json({"model": result["model"], "config": result["config"]})
     report.json(result.get("provenance", provenance()))
     return report.write(out_dir)
-
-
-def write_depth_figure(summary: dict[str, Any], out: str | Path) -> Path:
-    """Draw `compare_depth`'s curves into `out/depth.png`."""
-    buf = io.BytesIO()
-    depth_figure(summary["curves"], summary["threshold"]).savefig(buf, format="png", dpi=90)
-    path = Path(out) / "depth.png"
-    atomic_write_bytes(path, buf.getvalue())
-    return path
-
-
-def depth_figure(curves: dict[str, list[dict[str, Any]]], threshold: float) -> Figure:
-    """Max induction score (solid) and max previous-token score (dashed) over heads, and the
-    ICL score, against training step; one colour per model."""
-    fig = Figure(figsize=(10.0, 3.8), layout="constrained")
-    ax_ind, ax_icl = fig.subplots(1, 2)
-    for i, (label, rows) in enumerate(curves.items()):
-        steps = [r["step"] for r in rows]
-        color = f"C{i}"
-        ax_ind.plot(
-            steps,
-            [r["induction_max"] for r in rows],
-            "o-",
-            ms=3,
-            color=color,
-            label=f"{label}: induction",
-        )
-        ax_ind.plot(
-            steps,
-            [r["previous_token_max"] for r in rows],
-            "--",
-            color=color,
-            label=f"{label}: previous token",
-        )
-        ax_icl.plot(steps, [r["icl_score"] for r in rows], "o-", ms=3, color=color, label=label)
-    ax_ind.axhline(threshold, color="0.5", ls=":", label=f"threshold {threshold}")
-    ax_ind.set(xlabel="training step", ylabel="max score over heads", ylim=(0, 1))
-    ax_icl.axhline(0.0, color="0.5", ls=":")
-    ax_icl.set(xlabel="training step", ylabel="ICL score (nats; late − early loss)")
-    ax_ind.legend(fontsize=7)
-    ax_icl.legend(fontsize=7)
-    return fig
-
-
-def draw(analysis: None, report: Report, sweep_dir: Path) -> None:
-    """The report section of a compare-depth folder (`sweep.json` kind "depth"; reads its
-    depth.json, the kind has no analysis)."""
-    summary = read_json(sweep_dir / "depth.json")
-    report.paragraph(
-        "One-layer and two-layer GPTs of (nearly) equal parameter count trained on the same "
-        "token store; at every evaluation the max induction score over heads and the "
-        "in-context-learning score are measured."
-    )
-    report.figure(depth_figure(summary["curves"], summary["threshold"]), "Training curves")
-    report.table(summary["models"], "Models and when an induction head formed")

@@ -1,11 +1,14 @@
-"""The depth separation in real training: a one-layer and a two-layer GPT of equal
-non-embedding parameter count trained on the same token store, with the induction score,
-previous-token score and in-context-learning score measured at every evaluation.
+"""`scalelab induction compare-depth`, the experiment whole: the depth separation in real
+training. A one-layer and a two-layer GPT of equal non-embedding parameter count are trained
+on the same token store, with the induction score, previous-token score and in-context-learning
+score measured at every evaluation.
 
 A folder made by `compare_depth` holds `runs/L1` and `runs/L2` (ordinary, resumable
-`scalelab train` run folders whose metrics.jsonl rows carry the head scores),
-`depth.json` (the curves and the step at which an induction head formed) and `sweep.json`
-(kind "depth") so `scalelab report FOLDER` builds a page; the CLI also draws `depth.png`.
+`scalelab train` run folders whose metrics.jsonl rows carry the head scores), `depth.json`
+(the curves and the step at which an induction head formed), `sweep.json` (kind "depth": the
+config a resume must match), `experiment.json` (the marker `scalelab report` reads) and
+`depth.png`. `EXPERIMENT` makes it a command and a report section
+(`induction.experiments.EXPERIMENTS`).
 """
 
 from __future__ import annotations
@@ -14,15 +17,30 @@ import dataclasses
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scalelab.config import Config, option
+from scalelab.config import FLAT, Config, option
 from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write_json, provenance
 from scalelab.probe.heads import HeadScoreConfig, from_gpt, head_scores, icl_score
 from scalelab.runs import outdir
+from scalelab.runs.experiment import (
+    MARKER,
+    Experiment,
+    Table,
+    mark,
+    read_marker,
+    save_figure,
+    saved_json,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+#: The command's name, as `induction.experiments.EXPERIMENTS` lists it.
+NAME = "compare-depth"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +84,15 @@ class DepthConfig(Config):
     @property
     def one_layer_n_embd(self) -> int:
         return self.n_head * max(1, round(math.sqrt(2) * self.n_embd / self.n_head))
+
+
+@dataclasses.dataclass(frozen=True)
+class CompareDepthConfig(Config):
+    """The command's config: the token store and the two models' settings. The store is not
+    part of `DepthConfig`, which a resumed folder's sweep.json must match."""
+
+    data: str = option("", "Token store (scalelab corpus prepare).", required=True)
+    depth: DepthConfig = dataclasses.field(default_factory=DepthConfig, metadata=FLAT)
 
 
 def _scorer(cfg: DepthConfig, val_tokens: np.ndarray):
@@ -141,7 +168,22 @@ def compare_depth(
             "data_dir": str(data_dir.resolve()),
         }
         atomic_write_json(out / "depth.json", summary)
+        mark(out, NAME, CompareDepthConfig(data=str(data_dir), depth=cfg))
     return summary
+
+
+def run(cfg: CompareDepthConfig, out: Path, *, quiet: bool = False) -> dict[str, Any]:
+    """The experiment's run: `compare_depth` on the config's store, refused where the folder
+    was trained on another store (its marker says which)."""
+    if not cfg.data:
+        raise ConfigError("data is required: give the token store `scalelab corpus prepare` made")
+    before = read_marker(out).get("config", {}).get("data") if (out / MARKER).is_file() else None
+    if before and Path(before).resolve() != Path(cfg.data).resolve():
+        raise ConfigError(
+            f"the token store {cfg.data} is not the one {out} was trained on ({before}); give "
+            "that store, or a new output folder"
+        )
+    return compare_depth(cfg.data, out, cfg.depth, quiet=quiet)
 
 
 def _train_both(
@@ -187,3 +229,75 @@ def _train_both(
             }
         )
     return models, curves
+
+
+def depth_figure(curves: dict[str, list[dict[str, Any]]], threshold: float) -> Figure:
+    """Max induction score (solid) and max previous-token score (dashed) over heads, and the
+    ICL score, against training step; one colour per model."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10.0, 3.8), layout="constrained")
+    ax_ind, ax_icl = fig.subplots(1, 2)
+    for i, (label, rows) in enumerate(curves.items()):
+        steps = [r["step"] for r in rows]
+        color = f"C{i}"
+        ax_ind.plot(
+            steps,
+            [r["induction_max"] for r in rows],
+            "o-",
+            ms=3,
+            color=color,
+            label=f"{label}: induction",
+        )
+        ax_ind.plot(
+            steps,
+            [r["previous_token_max"] for r in rows],
+            "--",
+            color=color,
+            label=f"{label}: previous token",
+        )
+        ax_icl.plot(steps, [r["icl_score"] for r in rows], "o-", ms=3, color=color, label=label)
+    ax_ind.axhline(threshold, color="0.5", ls=":", label=f"threshold {threshold}")
+    ax_ind.set(xlabel="training step", ylabel="max score over heads", ylim=(0, 1))
+    ax_icl.axhline(0.0, color="0.5", ls=":")
+    ax_icl.set(xlabel="training step", ylabel="ICL score (nats; late − early loss)")
+    ax_ind.legend(fontsize=7)
+    ax_icl.legend(fontsize=7)
+    return fig
+
+
+def write_depth_figure(summary: dict[str, Any], out: str | Path) -> Path:
+    """Draw `compare_depth`'s curves into `out/depth.png`."""
+    return save_figure(
+        depth_figure(summary["curves"], summary["threshold"]), Path(out) / "depth.png"
+    )
+
+
+#: The table's columns: summary key -> heading.
+_COLUMNS = {
+    "model": "model",
+    "params_non_embedding": "N (non-emb.)",
+    "test_loss_nats": "test loss",
+    "final_induction_max": "induction",
+    "final_previous_token_max": "prev-token",
+    "final_icl_score": "ICL",
+    "head_formed_at_step": "head formed at",
+}
+
+
+def depth_tables(summary: dict[str, Any], cfg: CompareDepthConfig, out: Path) -> list[Table]:
+    """The two models' final scores and the step an induction head formed."""
+    rows = [{v: m[k] for k, v in _COLUMNS.items()} for m in summary["models"]]
+    return [(f"depth comparison in {out} (final scores: max over heads)", rows)]
+
+
+EXPERIMENT = Experiment(
+    config=CompareDepthConfig,
+    run=run,
+    draw=write_depth_figure,
+    tables=depth_tables,
+    json=lambda summary: summary["models"],
+    out_help="Output folder (resumable: rerun to continue).",
+    quiet=True,
+    load=saved_json("depth.json"),
+)
