@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import typer
 
-from scalelab.cli.common import JSON, QUIET, SEED, configured, print_json, print_table
+from scalelab.cli.common import JSON, QUIET, print_json, print_table
+from scalelab.cli.options import From, derive
 from scalelab.text.corpora import list_corpora, load_corpus
-from scalelab.text.split import SPLITS, split_documents
-from scalelab.text.store import TokenStore, prepare_corpus
+from scalelab.text.split import SPLITS
+from scalelab.text.store import PrepareConfig, TokenStore, prepare_corpus
 from scalelab.text.synth import SynthConfig, make_config, write_corpus
-from scalelab.text.tokenizer import MIN_VOCAB_SIZE
 
 corpus_app = typer.Typer(
     help="Corpora: list the built-ins, tokenise one into a token store, generate a synthetic one.",
@@ -54,7 +53,6 @@ def list_command(json_out: bool = JSON) -> None:
         typer.echo(f"{r['name']}: {r['documents']}\n  source: {r['source']}")
 
 
-@corpus_app.command("prepare")
 def prepare_command(
     corpus: str = typer.Argument(
         ...,
@@ -62,51 +60,21 @@ def prepare_command(
         "a .jsonl or a .parquet file.",
     ),
     out: Path = typer.Option(..., "--out", help="Folder to create for the token store."),
-    vocab_size: int = typer.Option(
-        4096,
-        "--vocab-size",
-        min=MIN_VOCAB_SIZE,
-        help="BPE vocabulary size, including <|endoftext|> (256 bytes + 1 at least).",
-    ),
-    seed: int = SEED,
-    split_on: str = typer.Option(
-        "blank", "--split-on", help="Text files: documents end at 'blank' lines, or one per 'line'."
-    ),
-    glob: str = typer.Option("**/*.txt", "--glob", help="Directories: files to read."),
-    text_field: str = typer.Option(
-        "text", "--text-field", help="JSONL field / Parquet column holding the text."
-    ),
-    tokenizer: Path | None = typer.Option(
-        None,
-        "--tokenizer",
-        help="Use this tokenizer.json, HF tokenizer folder or vocab.json+merges.txt folder "
-        "instead of training a BPE (--vocab-size is then ignored).",
-    ),
-    val_fraction: float = typer.Option(
-        0.05, "--val-fraction", help="Share of documents for validation."
-    ),
-    test_fraction: float = typer.Option(
-        0.1, "--test-fraction", help="Share of documents for test (fixed as train grows)."
-    ),
+    cfg: PrepareConfig = From(PrepareConfig),
     quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
     """Split a corpus by document, train a byte-level BPE on the train split (or load one),
     and write memory-mapped token files + meta.json to --out."""
-    fractions = {"val_fraction": "--val-fraction", "test_fraction": "--test-fraction"}
-    configured(  # refuse the fractions by their options, before the corpus is read
-        functools.partial(split_documents, ()), fractions, val_fraction=val_fraction,
-        test_fraction=test_fraction,
-    )  # fmt: skip
-    loaded = load_corpus(corpus, split_on=split_on, glob=glob, text_field=text_field)
+    loaded = load_corpus(corpus, split_on=cfg.split_on, glob=cfg.glob, text_field=cfg.text_field)
     data_dir = prepare_corpus(
         loaded,
         out,
-        vocab_size=vocab_size,
-        tokenizer=tokenizer,
-        seed=seed,
-        val_fraction=val_fraction,
-        test_fraction=test_fraction,
+        vocab_size=cfg.vocab_size,
+        tokenizer=cfg.tokenizer,
+        seed=cfg.seed,
+        val_fraction=cfg.val_fraction,
+        test_fraction=cfg.test_fraction,
         quiet=quiet,
     )
     summary = _summary(data_dir)
@@ -128,7 +96,6 @@ def info_command(
         _print_summary(summary)
 
 
-@corpus_app.command("synth")
 def synth_command(
     family: str = typer.Argument(..., help="Generator: facts (Zipf facts) or markov (bigram)."),
     param: list[str] = typer.Option(
@@ -137,14 +104,11 @@ def synth_command(
     out: Path = typer.Option(
         ..., "--out", help="A .jsonl or .txt file, or a folder (one .txt per document)."
     ),
-    tokens: int = typer.Option(
-        SynthConfig.tokens, "--tokens", help="Corpus size (one token per symbol, EOT per doc)."
-    ),
-    seed: int = SEED,
+    size: SynthConfig = From(SynthConfig, file=False),
     json_out: bool = JSON,
 ) -> None:
     """Generate a synthetic corpus whose scaling exponent a knob sets, with its prediction."""
-    cfg = make_config(family, [*param, f"tokens={tokens}", f"seed={seed}"])
+    cfg = make_config(family, [*param, f"tokens={size.tokens}", f"seed={size.seed}"])
     summary = write_corpus(cfg, out)
     if json_out:
         print_json(summary)
@@ -167,4 +131,6 @@ def synth_command(
 
 def register(app: typer.Typer) -> None:
     """Add the `corpus` command group to the top-level app."""
+    corpus_app.command("prepare")(derive(prepare_command))
+    corpus_app.command("synth")(derive(synth_command))
     app.add_typer(corpus_app, name="corpus")

@@ -16,6 +16,7 @@ for split in train/val/test. Ids are uint16 when the vocabulary fits, else uint3
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -27,18 +28,52 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from scalelab.errors import InputError
+from scalelab.config import Config, option
+from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write_json, provenance, read_json
 from scalelab.progress import progress
 from scalelab.runs import outdir
 from scalelab.text.corpora import BLANK_LINES, Corpus, Document, text_sha256
 from scalelab.text.split import SPLITS, split_documents
-from scalelab.text.tokenizer import eot_id, load_tokenizer, train_bpe
+from scalelab.text.tokenizer import MIN_VOCAB_SIZE, eot_id, load_tokenizer, train_bpe
 
 FORMAT = "scalelab-token-store/1"
 #: Characters per encode_batch call: large enough to use the Rust threads, small enough
 #: for a smooth progress bar and bounded memory.
 CHUNK_CHARS = 1 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class PrepareConfig(Config):
+    """How `scalelab corpus prepare` turns a corpus into a token store: how a path's files
+    are read as documents (`load_corpus`), the tokenizer and the split (`prepare_corpus`)."""
+
+    split_on: str = option(
+        "blank", "Text files: documents end at 'blank' lines, or one per 'line'."
+    )
+    glob: str = option("**/*.txt", "Directories: files to read.")
+    text_field: str = option("text", "JSONL field / Parquet column holding the text.")
+    vocab_size: int = option(
+        4096, "BPE vocabulary size, including <|endoftext|> (256 bytes + 1 at least)."
+    )
+    tokenizer: str | None = option(
+        None,
+        "Use this tokenizer.json, HF tokenizer folder or vocab.json+merges.txt folder instead of "
+        "training a BPE (--vocab-size is then ignored).",
+    )
+    seed: int = option(0, "Random seed (recorded with the results).")
+    val_fraction: float = option(0.05, "Share of documents for validation.")
+    test_fraction: float = option(0.1, "Share of documents for test (fixed as train grows).")
+
+    def validate(self) -> None:
+        if self.split_on not in ("blank", "line"):
+            raise ConfigError(f"split_on must be one of blank, line, got {self.split_on!r}")
+        if not isinstance(self.vocab_size, int) or self.vocab_size < MIN_VOCAB_SIZE:
+            raise ConfigError(
+                f"vocab_size {self.vocab_size}: a byte-level BPE needs at least "
+                f"{MIN_VOCAB_SIZE} tokens (256 bytes + end of text); give {MIN_VOCAB_SIZE} or more"
+            )
+        split_documents((), val_fraction=self.val_fraction, test_fraction=self.test_fraction)
 
 
 def _chunks(docs: Sequence[Document]) -> Iterator[Sequence[Document]]:
@@ -125,11 +160,11 @@ def prepare_corpus(
     corpus: Corpus,
     out_dir: str | Path,
     *,
-    vocab_size: int = 4096,
+    vocab_size: int = PrepareConfig.vocab_size,
     tokenizer: str | Path | Tokenizer | None = None,
-    seed: int = 0,
-    val_fraction: float = 0.05,
-    test_fraction: float = 0.1,
+    seed: int = PrepareConfig.seed,
+    val_fraction: float = PrepareConfig.val_fraction,
+    test_fraction: float = PrepareConfig.test_fraction,
     quiet: bool = False,
 ) -> Path:
     """Split `corpus`, train (or load) a tokenizer, and write the token store to `out_dir`.

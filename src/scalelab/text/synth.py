@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from scalelab import seeds
-from scalelab.config import Config
+from scalelab.config import Config, option
 from scalelab.errors import ConfigError
 from scalelab.io import atomic_write_json, atomic_write_text, provenance
 from scalelab.text.synth_theory import (
@@ -75,8 +75,8 @@ class SynthConfig(Config):
     """What every family takes: the corpus size in tokens (each symbol one token, plus one
     end-of-text per document) and the seed."""
 
-    tokens: int = 1_250_000
-    seed: int = 0
+    tokens: int = option(1_250_000, "Corpus size (one token per symbol, EOT per doc).")
+    seed: int = option(0, "Random seed (recorded with the results).")
 
     def validate(self) -> None:
         _int_range(self.tokens, "tokens", 100, 10**9)
