@@ -56,8 +56,7 @@ def option(
     its name where it is not `--field-name` (a name users have), `retired` a former spelling
     that still works with a note. Other metadata (`saved_as(...)`, `OMIT_DEFAULT`) as for any
     field; for the command line, `blank` (a tuple field's value for an empty option, default
-    `()`), `none_at` (an option value that means None, as `--target 0`: never) and `required`
-    (given on every call: an input such as a token store, which has no default)."""
+    `()`) and `none_at` (an option value that means None, as `--target 0`: never)."""
     meta = {"help": help, **metadata}
     meta |= {"flag": flag} if flag else {}
     meta |= {"retired": retired} if retired else {}

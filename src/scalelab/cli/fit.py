@@ -8,76 +8,25 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from scalelab.cli.common import (
-    JSON,
-    SEED,
-    either,
-    parse_list,
-    print_json,
-    print_record,
-    print_table,
-    renamed_option,
-)
+from scalelab.cli.common import JSON, print_json, print_record, print_table
 from scalelab.cli.options import From, derive
 from scalelab.laws.fit.forms import FORMS
-from scalelab.laws.regime.rules import RegimeConfig
+from scalelab.laws.fit.request import FitRequest
 from scalelab.runs.outdir import check_file
 
 if TYPE_CHECKING:
     from scalelab.laws.fit_table import GroupFits, TableFit
 
-# The regime inputs (defaults: RegimeInputs, tests/test_cli_defaults.py); the rules' constants
-# are RegimeConfig's options.
-_UNIGRAM_ENTROPY = typer.Option(
-    None,
-    "--unigram-entropy",
-    help="Unigram entropy of the test tokens (nats/token): the fit range starts at the "
-    "first size whose loss is --unigram-margin below it.",
-)
-_UNIGRAM_COL = typer.Option(
-    None, "--unigram-col", help="Column holding the unigram entropy (one value per group)."
-)
-_STORE = typer.Option(
-    None,
-    "--store",
-    help="Token store the runs trained on: its test split's unigram entropy and, for a "
-    "synth:facts store, the exact floor E and the ideal learner's exponent.",
-)
-_BLOCK_SIZE = typer.Option(
-    None, "--block-size", help="With --store: the runs' context length (scored test windows)."
-)
-_RETIRED_BLOCK_SIZE = renamed_option("--context-len", "--block-size")
-_TEST_TOKENS = typer.Option(
-    None, "--test-tokens", help="With --store: the runs' cap on scored test tokens."
-)
-_FLOOR = typer.Option(
-    None, "--floor", help="Known irreducible loss E (default: the power+E fit's)."
-)
-_FLOOR_COL = typer.Option(None, "--floor-col", help="Column holding E (one value per group).")
-_LIMITED_COL = typer.Option(
-    None, "--limited-col", help="Column true for budget- or model-limited runs."
-)
-_LIMITED = typer.Option(
-    None, "--limited", help="Comma-separated names (in --run-col) of limited runs."
-)
-_RUN_COL = typer.Option("run", "--run-col", help="Column of run names for --limited.")
-_GROUP = typer.Option(None, "--group", help="Fit each value of this column apart (e.g. corpus).")
-_FIGURES = typer.Option(
-    None, "--figures", help="Write the loss and local-slope figures (PNG) to this folder."
-)
-
-
-_FORM_HELP = "; ".join(f"{name}: {f.help}" for name, f in FORMS.items())
-_FORM_HELP += "; chinchilla: L = E + A/N^α + B/D^β."
-
 _TABLE = typer.Argument(..., metavar="TABLE", help="Results table: .csv, .tsv, .parquet or .jsonl.")
 TABLES = (".csv", ".tsv", ".parquet", ".jsonl", ".ndjson")
 
 
-def _check_inputs(table: Path, form: str, x: str | None) -> None:
+def _check_inputs(table: Path, form: str, x: str | None, y: str) -> None:
     """Refuse, before any table is read, what the options alone show to be wrong."""
     from scalelab.errors import ConfigError, InputError
 
+    if not y:
+        raise ConfigError("--y is required: give the loss column with --y COLUMN")
     if table.suffix.lower() not in TABLES:
         hint = " (a point cloud is for `scalelab id`)" if table.suffix.lower() == ".npy" else ""
         raise InputError(f"TABLE {table}: give a {'/'.join(TABLES)} file{hint}")
@@ -86,42 +35,11 @@ def _check_inputs(table: Path, form: str, x: str | None) -> None:
 
 
 def fit_command(
-    ctx: typer.Context,
     table: Path = _TABLE,
-    x: str | None = typer.Option(None, "--x", help=f"Size column ({', '.join(FORMS)})."),
-    y: str = typer.Option(..., "--y", help="Loss column (positive)."),
-    form: str = typer.Option("power", "--form", help=_FORM_HELP),
-    n_col: str | None = typer.Option(None, "--n-col", help="Parameters column (chinchilla)."),
-    d_col: str | None = typer.Option(None, "--d-col", help="Tokens column (chinchilla)."),
-    c_col: str | None = typer.Option(
-        None, "--c-col", help="Training-FLOP column instead of --d-col: D = C / (6 N)."
+    req: FitRequest = From(FitRequest),
+    figures: Path | None = typer.Option(
+        None, "--figures", help="Write the loss and local-slope figures (PNG) to this folder."
     ),
-    holdout: int = typer.Option(
-        0, "--holdout", help="Also fit without the K largest sizes and report their error."
-    ),
-    compute: str | None = typer.Option(
-        None,
-        "--compute",
-        help="chinchilla: comma-separated FLOP budgets C; prints N_opt, D_opt for C = 6ND.",
-    ),
-    n_boot: int = typer.Option(
-        1000, "--n-boot", min=0, help="Bootstrap resamples for the intervals (0: none)."
-    ),
-    seed: int = SEED,
-    unigram_entropy: float | None = _UNIGRAM_ENTROPY,
-    unigram_col: str | None = _UNIGRAM_COL,
-    store: Path | None = _STORE,
-    block_size: int | None = _BLOCK_SIZE,
-    retired_block_size: int | None = _RETIRED_BLOCK_SIZE,
-    test_tokens: int | None = _TEST_TOKENS,
-    floor: float | None = _FLOOR,
-    floor_col: str | None = _FLOOR_COL,
-    limited_col: str | None = _LIMITED_COL,
-    limited: str | None = _LIMITED,
-    run_col: str = _RUN_COL,
-    group: str | None = _GROUP,
-    rules: RegimeConfig = From(RegimeConfig),
-    figures: Path | None = _FIGURES,
     out: Path | None = typer.Option(None, "--out", help="Also write the result as JSON here."),
     json_out: bool = JSON,
 ) -> None:
@@ -134,77 +52,67 @@ def fit_command(
     from scalelab.laws.fit_table import fit_groups, fit_table
     from scalelab.laws.table import read_table
 
-    _check_inputs(table, form, x)
+    _check_inputs(table, req.form, req.x, req.y)
     check_file(out)
-    opts = ctx.params
-    kwargs = {
-        k: opts[k] for k in ("form", "x", "n_col", "d_col", "c_col", "holdout", "n_boot", "seed")
-    }
-    kwargs["compute"] = parse_list(compute, float, "--compute") if compute else None
-    kwargs["regime"] = _regime_inputs(opts, rules)
+    names = ("form", "x", "n_col", "d_col", "c_col", "holdout", "n_boot", "seed")
+    kwargs: dict[str, Any] = {k: getattr(req, k) for k in names}
+    kwargs["compute"] = list(req.compute) or None
+    kwargs["regime"] = _regime_inputs(req)
     kwargs["name"] = str(table)
     df = read_table(table)
-    result = fit_groups(df, y, group, **kwargs) if group else fit_table(df, y, **kwargs)
-    if out is not None:
-        atomic_write_json(out, {**result.to_dict(), "provenance": provenance()})
-    _emit(
-        result,
-        df,
-        group=group,
-        figures=figures,
-        json_out=json_out,
-        y=y,
-        x=x,
-        n_boot=n_boot,
-        holdout=holdout,
+    fits = (
+        fit_groups(df, req.y, req.group, **kwargs) if req.group else fit_table(df, req.y, **kwargs)
     )
+    if out is not None:
+        atomic_write_json(
+            out, {**fits.to_dict(), "config": req.to_dict(), "provenance": provenance()}
+        )
+    _emit(fits, df, req, figures=figures, json_out=json_out)
 
 
 def _emit(
     result: TableFit | GroupFits,
     df: Any,
+    req: FitRequest,
     *,
-    group: str | None,
     figures: Path | None,
     json_out: bool,
-    **shown: Any,
 ) -> None:
     """Figures, then the result as JSON or as tables (one set per group)."""
     from scalelab.laws.fit_table import GroupFits
 
     parts = result.groups if isinstance(result, GroupFits) else {"": result}
     if figures is not None:
-        _figures(parts, figures, shown["y"], Path(result.table).stem)
+        _figures(parts, figures, req.y, Path(result.table).stem)
     if json_out:
         print_json(result)
         return
+    group = req.group
     for key, part in parts.items():
         rows = len(df) if not group else int((df[group].astype(str) == key).sum())
         if group:
             typer.echo(f"\n== {group} = {key}")
-        _print(part, shown["y"], shown["x"], rows, shown["n_boot"], shown["holdout"])
+        _print(part, req.y, req.x, rows, req.n_boot, req.holdout)
 
 
-def _regime_inputs(opts: dict[str, Any], config: RegimeConfig) -> Any:
-    """The regime inputs from the command's options (`ctx.params`); a store gives its test
-    split's unigram entropy and, when it holds a facts corpus, the exact floor and the ideal
-    learner's exponent."""
+def _regime_inputs(req: FitRequest) -> Any:
+    """The regime inputs of the request; a store gives its test split's unigram entropy and,
+    when it holds a facts corpus, the exact floor and the ideal learner's exponent."""
     from scalelab.errors import InputError
     from scalelab.laws.fit_table import RegimeInputs
 
     names = ("unigram_entropy", "unigram_col", "floor", "floor_col", "limited_col", "run_col")
-    given = {k: opts[k] for k in names}
-    if opts["limited"]:
-        given["limited"] = tuple(parse_list(opts["limited"], str, "--limited", "run names"))
-    store = opts["store"]
-    if store is None:
+    given: dict[str, Any] = {k: getattr(req, k) for k in names}
+    given["limited"] = req.limited or None
+    config = req.rules
+    if req.store is None:
         return RegimeInputs(config=config, **given)
-    if opts["group"] is not None:
+    if req.group is not None:
         raise InputError("--store describes one corpus; with --group give --unigram-col")
     from scalelab.text.floors import facts_floor, store_unigram_entropy
 
-    block_size = either(opts["block_size"], opts["retired_block_size"])
-    given["unigram_entropy"] = store_unigram_entropy(store, block_size, opts["test_tokens"])
+    store = Path(req.store)
+    given["unigram_entropy"] = store_unigram_entropy(store, req.block_size, req.test_tokens)
     floor, where, theory = facts_floor(store)
     if theory is None:
         return RegimeInputs(config=config, **given)

@@ -167,7 +167,6 @@ class From:
                     unset="the preset's" if overrides else None,
                     blank=f.metadata.get("blank", ()),
                     none_at=f.metadata.get("none_at"),
-                    required=bool(f.metadata.get("required")) and not overrides,
                 )
             )
 

@@ -91,7 +91,7 @@ class CompareDepthConfig(Config):
     """The command's config: the token store and the two models' settings. The store is not
     part of `DepthConfig`, which a resumed folder's sweep.json must match."""
 
-    data: str = option("", "Token store (scalelab corpus prepare).", required=True)
+    data: str = option("", "Token store (scalelab corpus prepare); required.")
     depth: DepthConfig = dataclasses.field(default_factory=DepthConfig, metadata=FLAT)
 
 
@@ -176,7 +176,9 @@ def run(cfg: CompareDepthConfig, out: Path, *, quiet: bool = False) -> dict[str,
     """The experiment's run: `compare_depth` on the config's store, refused where the folder
     was trained on another store (its marker says which)."""
     if not cfg.data:
-        raise ConfigError("data is required: give the token store `scalelab corpus prepare` made")
+        raise ConfigError(
+            "no token store given: give --data STORE (`scalelab corpus prepare` makes one)"
+        )
     before = read_marker(out).get("config", {}).get("data") if (out / MARKER).is_file() else None
     if before and Path(before).resolve() != Path(cfg.data).resolve():
         raise ConfigError(

@@ -18,6 +18,7 @@ from scalelab.laws.fit.chinchilla import ChinchillaExtrapolation, ChinchillaFit
 from scalelab.laws.fit.fitted import PowerLawFit
 from scalelab.laws.fit.forms import FORMS
 from scalelab.laws.fit.power_law import Extrapolation
+from scalelab.laws.fit.request import FitRequest
 from scalelab.laws.regime.analysis import RegimeAnalysis, analyse_regime
 from scalelab.laws.regime.rules import RegimeConfig
 from scalelab.laws.table import numeric_columns
@@ -82,15 +83,15 @@ def fit_table(
     df: pd.DataFrame,
     y: str,
     *,
-    form: str = "power",
+    form: str = FitRequest.form,
     x: str | None = None,
     n_col: str | None = None,
     d_col: str | None = None,
     c_col: str | None = None,
-    holdout: int = 0,
+    holdout: int = FitRequest.holdout,
     compute: list[float] | None = None,
-    n_boot: int = 1000,
-    seed: int = 0,
+    n_boot: int = FitRequest.n_boot,
+    seed: int = FitRequest.seed,
     name: str = "table",
     regime: RegimeInputs | None = None,
 ) -> TableFit:
@@ -155,7 +156,7 @@ class RegimeInputs:
     floor_source: str = "given"
     limited_col: str | None = None
     limited: tuple[str, ...] | None = None
-    run_col: str = "run"
+    run_col: str = FitRequest.run_col
     predictions: dict[str, float] = field(default_factory=dict)
     ideal_exponent: Callable[[float, float], float] | None = None
 
