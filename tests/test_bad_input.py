@@ -796,7 +796,7 @@ FIXES = {
     "estimate-truncated-checkpoint": "delete it and rerun the training command to rebuild it",
     "estimate-weights": "use best, latest or a .safetensors file in {run}",
     "exponents-beta": "beta (Hölder smoothness) must be > 0",
-    "exponents-d-se": "'--d-se': Input should be greater than or equal to 0",
+    "exponents-d-se": "give 0 (none) or more",
     "exponents-nan-d": "d (intrinsic dimension) must be finite",
     "exponents-negative-d": "d (intrinsic dimension) must be > 0",
     "exponents-nothing": "give exactly one of --d, --alpha-n, --alpha-d",

@@ -21,7 +21,6 @@ import pytest
 from scalelab.cli import COMMANDS, load_command
 from scalelab.cli.induction import EXPERIMENTS
 from scalelab.intrinsic.protocol import make_estimator
-from scalelab.laws.theory import predict_exponents
 from scalelab.pipeline.many import validate_many
 from scalelab.probe.dimension import dimension_and_exponents
 
@@ -34,7 +33,6 @@ CONTROLS = {"quiet", "json_out", "threads", "device", "backend", "ray_address", 
 # default defers to another source, e.g. a preset).
 CHECKED: dict[str, tuple[list[Source], dict[str, str | None], set[str]]] = {
     "id": ([make_estimator, dimension_and_exponents], {}, set()),
-    "exponents": ([predict_exponents], {}, set()),
     "validate-many": ([validate_many], {"inputs": None}, set()),  # positional: none given
 }
 # Commands with no config behind their options (every option a preset override, or a
@@ -76,6 +74,7 @@ DERIVED = {
     "forecast",
     "corpus prepare",
     "fit",
+    "exponents",
 }
 # Derived, without --config FILE: the family's own settings are --param NAME=VALUE.
 DERIVED_NO_FILE = {"corpus synth"}

@@ -69,11 +69,11 @@ def test_negative_counts_are_refused_at_parse_time(run_cli: Callable, tmp_path: 
     table = tmp_path / "t.csv"
     table.write_text("tokens,loss\n1,2\n")
     for args, option in (
-        # fit's and forecast's options are their configs' fields: the config refuses, naming
-        # the option
+        # fit, forecast, exponents: their options are their configs' fields; the config refuses,
+        # naming the option
         (("fit", table, "--x", "tokens", "--y", "loss", "--n-boot", "-1"), "--n-boot -1: n_boot"),
         (("forecast", table, "--n-boot", "-1"), "--n-boot -1: n_boot must be >= 0"),
-        (("exponents", "--d", "2", "--d-se", "-1"), "'--d-se'"),
+        (("exponents", "--d", "2", "--d-se", "-1"), "--d-se -1: d_se must be >= 0"),
     ):
         got = run_cli(*args)
         assert got.returncode == 2 and option in got.stderr, got.stderr

@@ -125,3 +125,18 @@ def test_predict_exponents_se_matches_finite_difference_and_monte_carlo():
 def test_invalid_inputs_raise_config_error(call, match):
     with pytest.raises(ConfigError, match=match):
         call()
+
+
+def test_exponents_request_converts_and_refuses() -> None:
+    """`scalelab exponents`' config: closed forms at β = 1 (α_N = 0.5 ↔ d = 4, α_D = 1/3),
+    and a request for two things at once refused with the fields' names."""
+    from scalelab.errors import ConfigError
+    from scalelab.laws.theory import ExponentsRequest
+
+    row = ExponentsRequest(alpha_n=0.5).row()
+    assert row["alpha_D"] == pytest.approx(1 / 3) and row["d"] == pytest.approx(4.0)
+    row = ExponentsRequest(alpha_d=1 / 3, beta=0.5).row()
+    assert row["alpha_N"] == pytest.approx(0.5) and row["d"] == pytest.approx(2.0)
+    assert ExponentsRequest(d=4.0).row()["alpha_N"] == pytest.approx(0.5)
+    with pytest.raises(ConfigError, match="exactly one of d, alpha_n, alpha_d"):
+        ExponentsRequest(d=4.0, alpha_n=0.5).row()

@@ -76,40 +76,18 @@ def _no_se(row: dict[str, Any]) -> str:
 
 
 def exponents_command(
-    d: float | None = typer.Option(None, "--d", help="Intrinsic dimension."),
-    alpha_n: float | None = typer.Option(None, "--alpha-n", help="Model-size exponent α_N."),
-    alpha_d: float | None = typer.Option(None, "--alpha-d", help="Data-size exponent α_D."),
-    d_se: float = typer.Option(
-        0.0, "--d-se", min=0.0, help="Standard error of --d (delta method)."
-    ),
-    beta: float = typer.Option(1.0, help="Hölder smoothness β (the paper uses 1)."),
-    json_out: bool = JSON,
+    req: theory.ExponentsRequest = From(theory.ExponentsRequest), json_out: bool = JSON
 ) -> None:
     """Predicted exponents from d (α_D = 2β/(2β+d), α_N = 2β/d), or convert one exponent.
 
     The conversions α_D = α_N/(α_N+1) and α_N = α_D/(1−α_D) need neither d nor β; the d shown
     for them is the one the formulas imply at the given β.
     """
-    if sum(v is not None for v in (d, alpha_n, alpha_d)) != 1:
+    if sum(v is not None for v in (req.d, req.alpha_n, req.alpha_d)) != 1:
         raise ConfigError("give exactly one of --d, --alpha-n, --alpha-d")
-    if d is None and d_se:
+    if req.d is None and req.d_se:
         raise ConfigError("--d-se goes with --d only")
-    if d is not None:
-        row = theory.predict_exponents(d, d_se, beta).to_dict()
-    elif alpha_n is not None:
-        row = {
-            "alpha_N": float(alpha_n),
-            "alpha_D": float(theory.alpha_D_from_alpha_N(alpha_n)),
-            "d": float(theory.d_from_alpha_N(alpha_n, beta)),
-            "beta": beta,
-        }
-    else:
-        row = {
-            "alpha_D": float(alpha_d),
-            "alpha_N": float(theory.alpha_N_from_alpha_D(alpha_d)),
-            "d": float(theory.d_from_alpha_D(alpha_d, beta)),
-            "beta": beta,
-        }
+    row = req.row()
     if json_out:
         print_json(row)
         return
@@ -119,4 +97,4 @@ def exponents_command(
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the top-level app."""
     app.command("id")(derive(id_command))
-    app.command("exponents")(exponents_command)
+    app.command("exponents")(derive(exponents_command))

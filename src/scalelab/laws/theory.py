@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from scalelab.config import Record
+from scalelab.config import Config, Record, option
 from scalelab.errors import ConfigError
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
@@ -127,7 +127,47 @@ class Exponents(Record):
         )
 
 
-def predict_exponents(d: float, d_se: float = 0.0, beta: float = 1.0) -> Exponents:
+@dataclass(frozen=True)
+class ExponentsRequest(Config):
+    """What `scalelab exponents` is asked: both exponents from d (with its standard error),
+    or one exponent converted to the other, at smoothness β."""
+
+    d: float | None = option(None, "Intrinsic dimension.")
+    alpha_n: float | None = option(None, "Model-size exponent α_N.")
+    alpha_d: float | None = option(None, "Data-size exponent α_D.")
+    d_se: float = option(0.0, "Standard error of --d (delta method).")
+    beta: float = option(1.0, "Hölder smoothness β (the paper uses 1).")
+
+    def validate(self) -> None:
+        if self.d_se < 0:
+            raise ConfigError(f"d_se must be >= 0, got {self.d_se!r}; give 0 (none) or more")
+
+    def row(self) -> dict[str, Any]:
+        """The exponents asked for, with the d a converted exponent implies at this β."""
+        if sum(v is not None for v in (self.d, self.alpha_n, self.alpha_d)) != 1:
+            raise ConfigError("give exactly one of d, alpha_n, alpha_d")
+        if self.d is None and self.d_se:
+            raise ConfigError("d_se goes with d only")
+        if self.d is not None:
+            return predict_exponents(self.d, self.d_se, self.beta).to_dict()
+        if self.alpha_n is not None:
+            return {
+                "alpha_N": float(self.alpha_n),
+                "alpha_D": float(alpha_D_from_alpha_N(self.alpha_n)),
+                "d": float(d_from_alpha_N(self.alpha_n, self.beta)),
+                "beta": self.beta,
+            }
+        return {
+            "alpha_D": float(self.alpha_d),
+            "alpha_N": float(alpha_N_from_alpha_D(self.alpha_d)),
+            "d": float(d_from_alpha_D(self.alpha_d, self.beta)),
+            "beta": self.beta,
+        }
+
+
+def predict_exponents(
+    d: float, d_se: float = ExponentsRequest.d_se, beta: float = ExponentsRequest.beta
+) -> Exponents:
     """Both exponents for a measured dimension, with standard errors by the delta method.
 
     `se(α) = |dα/dd| · se(d)` with `dα_D/dd = −2β/(2β+d)²` and `dα_N/dd = −2β/d²`; the 95%
@@ -160,6 +200,7 @@ def predict_exponents(d: float, d_se: float = 0.0, beta: float = 1.0) -> Exponen
 __all__ = [
     "Z95",
     "Exponents",
+    "ExponentsRequest",
     "alpha_D",
     "alpha_D_from_alpha_N",
     "alpha_N",
