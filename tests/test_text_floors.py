@@ -22,7 +22,7 @@ from scalelab.text.floors import (
     store_unigram_entropy,
     unigram_entropy,
 )
-from scalelab.text.store import FORMAT, TokenStore, prepare_corpus
+from scalelab.text.store import FORMAT, Store, TokenStore, prepare_corpus
 from scalelab.text.synth_theory import zipf_probabilities
 
 TEST_TOKENS = [0, 1, 1, 2, 1, 1, 3, 0, 1]  # two documents: [0 1 1 2] [1 1 3 0 1]
@@ -132,7 +132,7 @@ def test_regime_step_checks_the_facts_capacity_of_the_model_at_the_range_top(
     data = SweepResult(tmp_path, tuple(RunSpec(n) for n in names), table, "train_tokens")
     cfg = PipelineConfig()
     entropy = store_unigram_entropy(store, cfg.train.block_size, cfg.train.test_tokens)
-    prep = SimpleNamespace(cfg=cfg, data_dir=store, unigram_entropy=entropy)
+    prep = SimpleNamespace(cfg=cfg, data_dir=store, store=Store(store), unigram_entropy=entropy)
     cap = regime(prep, data, []).capacity  # type: ignore[arg-type]
     th = facts_store_theory(store)
     # the range stops below the budget-ended run: its top is 400 tokens, a 30-parameter model
@@ -162,7 +162,7 @@ def test_the_check_starts_at_the_fit_ranges_lower_end(tmp_path: Path) -> None:
                           "test_loss_nats": [1.30, 1.00, 0.97, 0.60]})  # fmt: skip
     data = SweepResult(tmp_path, tuple(RunSpec(n) for n in names), table, "train_tokens")
     entropy = store_unigram_entropy(store, 4, cfg.train.test_tokens)
-    prep = SimpleNamespace(cfg=cfg, data_dir=store, unigram_entropy=entropy)
+    prep = SimpleNamespace(cfg=cfg, data_dir=store, store=Store(store), unigram_entropy=entropy)
     got = from_range_start(prep, data)  # type: ignore[arg-type]
     assert got.names == ["c", "d"] and list(got.table["run"]) == ["c", "d"]
     # no run below the threshold: the whole sweep (the regime verdict reports the empty range)
@@ -193,7 +193,7 @@ def test_the_observed_data_exponent_is_fitted_over_the_fit_range(tmp_path: Path)
     data = SweepResult(tmp_path, tuple(RunSpec(n) for n in names), table, "train_tokens")
     store = toy_store(tmp_path / "s")
     entropy = store_unigram_entropy(store, 4, cfg.train.test_tokens)
-    prep = SimpleNamespace(cfg=cfg, data_dir=store, unigram_entropy=entropy)
+    prep = SimpleNamespace(cfg=cfg, data_dir=store, store=Store(store), unigram_entropy=entropy)
     got = fit(prep, data, None, [], None).data  # type: ignore[arg-type]
     assert got.x_range == (20, 160)
     expected = fit_power_law(sizes[1:], loss[1:], n_boot=50, seed=cfg.seed)

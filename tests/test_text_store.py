@@ -175,3 +175,42 @@ def test_a_csv_is_one_document_per_row_of_its_text_column(tmp_path: Path) -> Non
     tsv = tmp_path / "rows.tsv"
     tsv.write_text("text\tn\nfirst row\t1\nsecond row\t2\n", encoding="utf-8")
     assert [d.text for d in load_corpus(tsv).documents] == ["first row", "second row"]
+
+
+def test_an_opened_store_is_read_once_by_the_steps_that_share_it(
+    store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The readers validate's first step hands one `Store` (the model configs, the test
+    points, the unigram floor, the facts floor) open each split at most once between them,
+    and give what they give from the path."""
+    from scalelab.lm.config import configs_for_preset
+    from scalelab.pipeline.config import PipelineConfig
+    from scalelab.pipeline.store import count_id_points
+    from scalelab.text import store as store_module
+    from scalelab.text.floors import facts_floor, store_unigram_entropy
+    from scalelab.text.store import Store
+
+    cfg = PipelineConfig(id=PipelineConfig().id.replace(batch_size=64))
+    by_path = (
+        configs_for_preset("tiny", store_dir)[0].vocab_size,
+        count_id_points(store_dir, cfg),
+        store_unigram_entropy(store_dir, 32),
+        facts_floor(store_dir)[1],
+    )
+    opens: list[str] = []
+    real = store_module.TokenStore.__init__
+
+    def counted(self, data_dir, split="train"):
+        opens.append(split)
+        real(self, data_dir, split)
+
+    monkeypatch.setattr(store_module.TokenStore, "__init__", counted)
+    shared = Store(store_dir)
+    by_object = (
+        configs_for_preset("tiny", shared)[0].vocab_size,
+        count_id_points(shared, cfg),
+        store_unigram_entropy(shared, 32),
+        facts_floor(shared)[1],
+    )
+    assert by_object == by_path
+    assert sorted(opens) == ["test", "train"]  # one open of each split read

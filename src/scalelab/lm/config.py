@@ -9,13 +9,16 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scalelab.config import FLAT, Config, option
 from scalelab.errors import ConfigError
 from scalelab.fields import DTYPES, choice, positive_int
 from scalelab.lm.stopping import FIELDS as STOP_FIELDS
 from scalelab.lm.stopping import NEVER, StopRule
+
+if TYPE_CHECKING:
+    from scalelab.text.store import Store
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,14 +167,15 @@ def preset_config(name: str, vocab_size: int | None = None, **overrides: object)
 
 
 def configs_for_preset(
-    preset: str, data_dir: str | Path, **overrides: Any
+    preset: str, data_dir: str | Path | Store, **overrides: Any
 ) -> tuple[GPTConfig, TrainConfig]:
-    """Model and training configs for `preset` on the token store at `data_dir` (its vocabulary
-    size), with overrides given by field name (`None` values are ignored)."""
-    from scalelab.text.store import TokenStore
+    """Model and training configs for `preset` on the token store at `data_dir` (or opened:
+    `text.store.Store`; its vocabulary size), with overrides given by field name (`None`
+    values are ignored)."""
+    from scalelab.text.store import opened
 
     train_cfg = get_preset(preset)[1]
-    vocab = TokenStore(Path(data_dir), "train").vocab_size
+    vocab = opened(data_dir).vocab_size
     given = {k: v for k, v in overrides.items() if v is not None}
     model_fields = {f.name for f in dataclasses.fields(GPTConfig)}
     train_fields = {f.name for f in dataclasses.fields(TrainConfig)} | set(STOP_FIELDS)

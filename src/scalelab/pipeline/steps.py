@@ -41,6 +41,7 @@ from scalelab.runs import outdir
 from scalelab.runs.sweep import Pool
 from scalelab.sweeps.data import DataSweepConfig
 from scalelab.sweeps.result import SweepResult
+from scalelab.text.store import Store
 
 CONFIG = "pipeline.json"
 OWN_LABEL = "own reference (largest data-sweep run)"
@@ -69,9 +70,10 @@ class Prepared:
     references: tuple[Reference, ...] = ()  # the given reference models, parsed
     quiet: bool = True
     unigram_entropy: float | None = None  # of the scored test tokens: the fit range's floor
+    store: Store | None = None  # the store at data_dir, opened once (this process's steps)
 
 
-def base_configs(cfg: PipelineConfig, data_dir: Path) -> tuple[GPTConfig, TrainConfig]:
+def base_configs(cfg: PipelineConfig, data_dir: Path | Store) -> tuple[GPTConfig, TrainConfig]:
     """The data sweep's model and training configs for `cfg` on the store `data_dir`."""
     from scalelab.lm.config import configs_for_preset
     from scalelab.sweeps.model import parse_model
@@ -123,8 +125,9 @@ def prepare(
         staging = Path(tempfile.mkdtemp(prefix="scalelab-store-"))
     try:
         data_dir = store.prepare_data(cfg, staging or out, quiet=quiet)
+        tokens = Store(data_dir)  # opened once here, and once more where it is moved
         try:
-            per_doc = store.refuse_small_store(data_dir, cfg, list(grid))
+            per_doc = store.refuse_small_store(tokens, cfg, list(grid))
         except InputError as err:  # a store made here is kept: the rerun does not tokenise
             if store.is_token_store(cfg.corpus):
                 raise
@@ -132,10 +135,11 @@ def prepare(
         outdir.lock(out)  # a second process on this folder is refused from here on
         if staging is not None:
             data_dir = store.move_store(data_dir, out)
+            tokens = Store(data_dir)
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
-    model_cfg, train_cfg = base_configs(cfg, data_dir)
+    model_cfg, train_cfg = base_configs(cfg, tokens)
     syn = synthetic_check(out, cfg.seed)
     say(
         f"      synthetic check: MLE on {syn['manifold']} ({syn['n']} points) "
@@ -146,9 +150,21 @@ def prepare(
     est = estimate_config(cfg)
     from scalelab.text.floors import store_unigram_entropy
 
-    unigram = store_unigram_entropy(data_dir, cfg.train.block_size, cfg.train.test_tokens)
+    unigram = store_unigram_entropy(tokens, cfg.train.block_size, cfg.train.test_tokens)
     return Prepared(
-        out, cfg, request, data_dir, model_cfg, train_cfg, grid, est, syn, given, quiet, unigram
+        out,
+        cfg,
+        request,
+        data_dir,
+        model_cfg,
+        train_cfg,
+        grid,
+        est,
+        syn,
+        given,
+        quiet,
+        unigram,
+        tokens,
     )
 
 
@@ -461,7 +477,7 @@ def regime(
     x, y = data.curve()
     rng = rng if rng is not None else data_fit_range(prep, data)
     limited = limited if limited is not None else limited_runs(data, None)
-    floor, floor_source, theory = facts_floor(prep.data_dir)
+    floor, floor_source, theory = facts_floor(prep.store or prep.data_dir)
     predictions = {f"alpha_D from {s['label']}": s["alpha_D"] for s in references}
     analysis = analyse_regime(
         x,

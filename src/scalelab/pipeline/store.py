@@ -14,7 +14,7 @@ from pathlib import Path
 
 from scalelab.errors import InputError
 from scalelab.io import atomic_write_json, read_json
-from scalelab.text.store import TokenStore
+from scalelab.text.store import Store, opened
 
 
 def is_token_store(corpus: str) -> bool:
@@ -94,17 +94,17 @@ def refuse_unreadable_corpus(cfg) -> None:
         load_corpus(cfg.corpus, split_on=cfg.split_on, glob=cfg.glob, text_field=cfg.text_field)
 
 
-def count_id_points(data_dir: Path, cfg) -> tuple[int, int, int]:
+def count_id_points(store: str | Path | Store, cfg) -> tuple[int, int, int]:
     """(points, positions per window, test documents) that the protocol samples from the test
     split with the store's own tokenizer (the data sweep's models), without running a model:
     `sample_for_batches`, the rule every estimate follows."""
     from scalelab.probe.corpus import load_corpus_tokens
     from scalelab.probe.sample import sample_for_batches
 
-    store = TokenStore(data_dir, "test")
+    store = opened(store)
     tok = store.tokenizer()
     specials = sorted(i for i, t in tok.get_added_tokens_decoder().items() if t.special)
-    docs = load_corpus_tokens(data_dir, tok, split="test").docs
+    docs = load_corpus_tokens(store, tok, split="test").docs
     part = cfg.id
     if part.max_documents is not None and part.max_documents < docs.n_documents:
         bound = part.max_documents * max(part.per_doc, cfg.train.block_size)  # upper bound
@@ -120,16 +120,17 @@ def count_id_points(data_dir: Path, cfg) -> tuple[int, int, int]:
     return sample.n_points, per_doc, docs.n_documents
 
 
-def refuse_small_store(data_dir: Path, cfg, sizes: list[int]) -> int:
+def refuse_small_store(store: str | Path | Store, cfg, sizes: list[int]) -> int:
     """Refuse, with the fix, a store too small for the sweep sizes, the validation/test
     windows, or one MLE batch of the test split; else the positions per test window that the
     own models' d will take (`count_id_points`)."""
     from scalelab.sweeps.data import check_sizes
 
     block_size = cfg.train.block_size
-    train = TokenStore(data_dir, "train").n_tokens
+    store = opened(store)
+    train = store.split("train").n_tokens
     for split in ("val", "test"):
-        n = TokenStore(data_dir, split).n_tokens
+        n = store.split(split).n_tokens
         if n <= block_size:
             raise InputError(
                 f"the {split} split has {n} tokens, not more than the context length "
@@ -149,10 +150,10 @@ def refuse_small_store(data_dir: Path, cfg, sizes: list[int]) -> int:
             f"{model_tokens:,}: give a larger corpus (docs/sweeps.md#presets says which reach "
             "which scale) or a preset without that model sweep"
         )
-    n_points, per_doc, n_docs = count_id_points(data_dir, cfg)
+    n_points, per_doc, n_docs = count_id_points(store, cfg)
     batch = cfg.id.batch_size
     if n_points < batch:
-        tokens = TokenStore(data_dir, "test").n_tokens
+        tokens = store.split("test").n_tokens
         fix = 2 ** int(math.log2(n_points)) if n_points > 1 else 0
         hint = f"or --id-batch-size {fix} (a smaller scale)" if fix > cfg.id.k else ""
         raise InputError(

@@ -7,13 +7,16 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tokenizers
 
 from scalelab.errors import ConfigError
 from scalelab.probe.sample import TokenDocuments, ragged_arange
+
+if TYPE_CHECKING:
+    from scalelab.text.store import Store
 
 
 @dataclass(frozen=True)
@@ -25,9 +28,18 @@ class CorpusTokens:
 
 
 def load_corpus_tokens(
-    corpus: str | Path, tok: tokenizers.Tokenizer, *, split: str = "test", split_seed: int = 0
+    corpus: str | Path | Store,
+    tok: tokenizers.Tokenizer,
+    *,
+    split: str = "test",
+    split_seed: int = 0,
 ) -> CorpusTokens:
-    """A token-store folder, a built-in corpus name or a text path, as documents of ids."""
+    """A token store (its folder, or opened: `text.store.Store`), a built-in corpus name or a
+    text path, as documents of ids."""
+    from scalelab.text.store import Store
+
+    if isinstance(corpus, Store):
+        return _store_tokens(corpus, tok, split)
     path = Path(corpus)
     if path.is_dir() and (path / "meta.json").is_file():
         return _store_tokens(path, tok, split)
@@ -66,12 +78,13 @@ def encode_texts(tok: tokenizers.Tokenizer, texts: list[str]) -> TokenDocuments:
     return TokenDocuments.from_list([np.asarray(e.ids, dtype=np.int64) for e in encodings])
 
 
-def _store_tokens(path: Path, tok: tokenizers.Tokenizer, split: str) -> CorpusTokens:
-    from scalelab.text.store import TokenStore
+def _store_tokens(path: Path | Store, tok: tokenizers.Tokenizer, split: str) -> CorpusTokens:
+    from scalelab.text.store import opened
 
     if split == "all":
         raise ConfigError("a token store is read one split at a time; use --split test")
-    store = TokenStore(path, split)
+    store = opened(path).split(split)
+    path = store.data_dir
     lengths = np.diff(store.offsets) - 1  # each document ends with EOT
     docs = TokenDocuments(np.zeros(0, np.int64), np.zeros(1, np.int64))
     if store.n_documents:

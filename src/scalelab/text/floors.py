@@ -11,7 +11,7 @@ import numpy as np
 
 from scalelab.errors import InputError
 from scalelab.text import synth
-from scalelab.text.store import TokenStore
+from scalelab.text.store import Store, opened
 from scalelab.text.synth_theory import FactsTheory
 
 
@@ -24,13 +24,13 @@ def unigram_entropy(tokens: np.ndarray) -> float:
 
 
 def scored_test_tokens(
-    data_dir: str | Path, block_size: int | None = None, test_tokens: int | None = None
+    data_dir: str | Path | Store, block_size: int | None = None, test_tokens: int | None = None
 ) -> np.ndarray:
     """The test-split targets a run's test loss scores: the non-overlapping windows of
     `block_size` from the split's start (`lm.data.tiling_starts`, at most `test_tokens`
     targets), each window scoring the `block_size` tokens after its first. Without a
     `block_size`: the whole split."""
-    tokens = TokenStore(data_dir, "test").tokens
+    tokens = opened(data_dir).split("test").tokens
     if block_size is None:
         return np.asarray(tokens)
     if block_size < 1 or len(tokens) < block_size + 1:
@@ -44,13 +44,13 @@ def scored_test_tokens(
 
 
 def store_unigram_entropy(
-    data_dir: str | Path, block_size: int | None = None, test_tokens: int | None = None
+    data_dir: str | Path | Store, block_size: int | None = None, test_tokens: int | None = None
 ) -> float:
     """`unigram_entropy` of the test tokens a sweep's runs are scored on."""
     return unigram_entropy(scored_test_tokens(data_dir, block_size, test_tokens))
 
 
-def facts_store_theory(data_dir: str | Path) -> FactsTheory:
+def facts_store_theory(data_dir: str | Path | Store) -> FactsTheory:
     """The ideal learner of a facts store with the store's own tokens per fact.
 
     The key law's entropy is the only uncertainty in a fact (the value, separators and
@@ -59,11 +59,11 @@ def facts_store_theory(data_dir: str | Path) -> FactsTheory:
     tokens the store's tokenizer actually made (a word may be several tokens). It is the
     floor of an unbounded context: a run scoring windows also loses the fact cut at each
     window start, which this leaves out (docs/fitting.md)."""
-    store = TokenStore(data_dir, "test")
+    store = opened(data_dir).split("test")
     spec = str(store.meta.get("corpus", {}).get("source", ""))
     if not spec.startswith(synth.PREFIX + "facts"):
         raise InputError(
-            f"{data_dir} holds corpus {spec or '?'!r}, not a synthetic facts corpus; "
+            f"{store.data_dir} holds corpus {spec or '?'!r}, not a synthetic facts corpus; "
             "the exact floor is known only for synth:facts stores"
         )
     cfg = synth.parse_spec(spec)
@@ -75,7 +75,9 @@ def facts_store_theory(data_dir: str | Path) -> FactsTheory:
 FITTED_FLOOR = "the power+E fit over the fitted range"
 
 
-def facts_floor(data_dir: str | Path) -> tuple[float | None, str, FactsTheory | None]:
+def facts_floor(
+    data_dir: str | Path | Store,
+) -> tuple[float | None, str, FactsTheory | None]:
     """The floor E of the store's test loss, where it comes from, and the ideal learner: the
     exact floor of a facts store (`facts_store_theory`), or (None, `FITTED_FLOOR`, None)
     for any other store, whose E the power+E fit gives. The one place both `validate` and

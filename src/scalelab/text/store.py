@@ -356,3 +356,39 @@ class TokenStore:
                 f"holds {self.n_tokens}; use 1..{self.n_tokens} or a larger corpus"
             )
         return self.tokens[:n_tokens]
+
+
+class Store:
+    """A token store opened once: its splits, each memory-mapped on first use, and its meta.
+    A caller that reads several splits, or hands the store on, opens it once with this and
+    passes the object (`opened` takes either), instead of reopening it from its path."""
+
+    def __init__(self, data_dir: str | Path) -> None:
+        self.data_dir = Path(data_dir)
+        self._splits: dict[str, TokenStore] = {}
+
+    def split(self, name: str) -> TokenStore:
+        """The split `name` (train, val or test)."""
+        if name not in self._splits:
+            self._splits[name] = TokenStore(self.data_dir, name)
+        return self._splits[name]
+
+    def _any(self) -> TokenStore:
+        """A split already opened, else train: what the store's meta is read from."""
+        return next(iter(self._splits.values()), None) or self.split("train")
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self._any().meta
+
+    @property
+    def vocab_size(self) -> int:
+        return self._any().vocab_size
+
+    def tokenizer(self) -> Tokenizer:
+        return self._any().tokenizer()
+
+
+def opened(store: str | Path | Store) -> Store:
+    """`store` itself, or the token store at that path, opened."""
+    return store if isinstance(store, Store) else Store(store)
