@@ -128,6 +128,7 @@ CASES: dict[str, tuple[list[str], str]] = {
     "report-not-a-sweep": (["report", "{store}"], "sweep.json"),
     "report-corrupt-sweep-json": (["report", "{corrupt_sweep}"], "sweep.json"),
     "report-unknown-kind": (["report", "{odd_kind_sweep}"], "kind"),
+    "report-old-depth": (["report", "{old_depth}"], "experiment.json"),
     # --- corpus
     "corpus-prepare-non-utf8": (["corpus", "prepare", "{latin1_txt}", "--out", "{out}"], "UTF-8"),
     "corpus-prepare-empty": (["corpus", "prepare", "{empty_txt}", "--out", "{out}"], "empty"),
@@ -892,6 +893,7 @@ FIXES = {
     "report-missing": "give a folder made by `scalelab sweep`",
     "report-not-a-sweep": "give a folder made by `scalelab sweep`",
     "report-unknown-kind": "give a folder made by one of those sweeps",
+    "report-old-depth": "(its runs are reused), then report it",
     "sweep-data-model": "GPTConfig.n_layer must be a positive integer",
     "sweep-data-no-bin": "prepare it again",
     "sweep-data-out-is-run": "use a new --out",
@@ -1075,6 +1077,9 @@ def _files(root: Path, p: dict[str, Path]) -> None:
     p["odd_kind_sweep"] = root / "odd_kind_sweep"
     p["odd_kind_sweep"].mkdir()
     (p["odd_kind_sweep"] / "sweep.json").write_text('{"kind": "weather", "config": {}}')
+    p["old_depth"] = root / "old_depth"  # compare-depth before its experiment marker
+    p["old_depth"].mkdir()
+    (p["old_depth"] / "sweep.json").write_text('{"kind": "depth", "config": {}}')
 
 
 def _too_slow(*_: object) -> None:

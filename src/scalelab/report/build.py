@@ -73,6 +73,12 @@ def sweep_kind(sweep_dir: Path) -> tuple[str, dict]:
         ) from None
     meta = migrate(meta) if isinstance(meta, dict) else meta  # as this version writes it
     kind = meta.get("kind") if isinstance(meta, dict) else None
+    if kind == "depth":  # compare-depth before it wrote its experiment marker
+        raise InputError(
+            f"{sweep_dir} is a compare-depth folder without experiment.json: run `scalelab "
+            f"induction compare-depth --data STORE --out {sweep_dir}` with its settings again "
+            "(its runs are reused), then report it"
+        )
     if kind not in KINDS:
         raise InputError(
             f"{meta_path} has kind {kind!r}; reports exist for {', '.join(sorted(KINDS))}: "
