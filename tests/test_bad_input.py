@@ -893,7 +893,7 @@ FIXES = {
     "report-missing": "give a folder made by `scalelab sweep`",
     "report-not-a-sweep": "give a folder made by `scalelab sweep`",
     "report-unknown-kind": "give a folder made by one of those sweeps",
-    "report-old-depth": "(its runs are reused), then report it",
+    "report-old-depth": "make it by running `scalelab induction compare-depth --data STORE",
     "sweep-data-model": "GPTConfig.n_layer must be a positive integer",
     "sweep-data-no-bin": "prepare it again",
     "sweep-data-out-is-run": "use a new --out",

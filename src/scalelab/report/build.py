@@ -75,9 +75,9 @@ def sweep_kind(sweep_dir: Path) -> tuple[str, dict]:
     kind = meta.get("kind") if isinstance(meta, dict) else None
     if kind == "depth":  # compare-depth before it wrote its experiment marker
         raise InputError(
-            f"{sweep_dir} is a compare-depth folder without experiment.json: run `scalelab "
-            f"induction compare-depth --data STORE --out {sweep_dir}` with its settings again "
-            "(its runs are reused), then report it"
+            f"{sweep_dir} is a compare-depth folder without experiment.json: make it by running "
+            f"`scalelab induction compare-depth --data STORE --out {sweep_dir}` with its settings "
+            "again (its runs are reused), then report it"
         )
     if kind not in KINDS:
         raise InputError(
