@@ -359,7 +359,7 @@ class TokenStore:
 
 
 class Store:
-    """A token store opened once: its splits, each memory-mapped on first use, and its meta.
+    """A token store opened once: its splits, each memory-mapped on first use.
     A caller that reads several splits, or hands the store on, opens it once with this and
     passes the object (`opened` takes either), instead of reopening it from its path."""
 
@@ -376,10 +376,6 @@ class Store:
     def _any(self) -> TokenStore:
         """A split already opened, else train: what the store's meta is read from."""
         return next(iter(self._splits.values()), None) or self.split("train")
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        return self._any().meta
 
     @property
     def vocab_size(self) -> int:
