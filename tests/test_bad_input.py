@@ -511,6 +511,14 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["manifold", "construct", "--out", "{out}", "--beta", "1.5"],
         "--beta 1.5: the Hölder exponent β must be in (0, 1]",
     ),
+    "manifold-combine-source": (
+        ["manifold", "combine", "{data_sweep}", "--out", "{out}"],
+        "not a manifold sweep folder with runs.csv",
+    ),
+    "manifold-combine-out": (
+        ["manifold", "combine", "{data_sweep}", "--out", "{data_sweep}"],
+        "exists and is not a combined table",
+    ),
     "manifold-sample-d": (["manifold", "sample", "--out", "{out}/x.npz", "--d", "0"], "got d=0"),
     "manifold-sample-ambient": (
         ["manifold", "sample", "--out", "{out}/x.npz", "--d", "4", "--D", "2"],
@@ -877,6 +885,8 @@ FIXES = {
     "manifold-sweep-ensemble": "use 1 for one model",
     "manifold-sample-ambient": "use --D 5 or more",
     "manifold-sample-beta": "beta must be in (0, 1]",
+    "manifold-combine-source": "give folders made by `scalelab manifold sweep`",
+    "manifold-combine-out": "give a new folder",
     "manifold-sample-d": "need d >= 1 and D >= 1",
     "manifold-sample-kind": "choose one of ['sphere', 'subspace', 'swissroll', 'torus']",
     "manifold-sample-n": "use 1 or more points",

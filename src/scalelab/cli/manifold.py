@@ -188,6 +188,24 @@ def levers_command(
         print_table(f"manifold levers: {out}", shown)
 
 
+def combine_command(
+    sources: list[Path] = typer.Argument(
+        ..., help="Theorem sweep folders; a curve comes from the last one that holds it."
+    ),
+    out: Path = typer.Option(..., "--out", help="Folder of the combined table (new, or rebuilt)."),
+    json_out: bool = JSON,
+) -> None:
+    """Put each (d, β) curve's deciding sweep into one table, for one report and one verdict
+    across curves (`scalelab report OUT`)."""
+    from scalelab.manifold.combine import combine_sweeps
+
+    curves = combine_sweeps(sources, out)
+    if json_out:
+        print_json([c.to_dict() for c in curves])
+    else:
+        print_table(f"manifold combine: {out}", [c.to_dict() for c in curves])
+
+
 def construct_command(
     cfg: ConstructConfig = From(ConstructConfig),
     trained: Path | None = typer.Option(
@@ -218,9 +236,10 @@ def construct_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `scalelab manifold sweep|sample|levers|construct`."""
+    """Add `scalelab manifold sweep|sample|levers|construct|combine`."""
     manifold_app.command("sweep")(derive(sweep_command))
     manifold_app.command("sample")(derive(sample_command))
     manifold_app.command("levers")(derive(levers_command))
     manifold_app.command("construct")(derive(construct_command))
+    manifold_app.command("combine")(combine_command)
     app.add_typer(manifold_app, name="manifold")

@@ -102,6 +102,9 @@ class ManifoldSweepConfig(Config):
         "Grow each data run's width with n so its parameters grow as n^(d/(2β+d)) "
         "(Theorem 1's N), from the config's width at the middle n.",
     )
+    # (d, β, cap_n): a curve whose field is capped at another n than max(n_values). A
+    # combined table (`manifold.combine`) keeps each curve's field as its own sweep drew it.
+    field_caps: tuple[tuple[int, float, int], ...] = ()
 
     def validate(self) -> None:
         if self.manifold not in MANIFOLDS:
@@ -125,6 +128,12 @@ class ManifoldSweepConfig(Config):
             raise ConfigError("give both model_dims and model_widths, or neither")
         if bool(self.online_dims) != bool(self.online_widths):
             raise ConfigError("give both online_dims and online_widths, or neither")
+        for d, beta, cap in self.field_caps:
+            if (int(d), float(beta)) not in self.problems or cap < 1:
+                raise ConfigError(
+                    f"field_caps entry ({d}, {beta}, {cap}): name a (d, β) of the sweep and a "
+                    "cap n >= 1"
+                )
         for d, beta in self.problems:
             make_manifold(self.manifold, d)  # e.g. the Swiss roll needs d >= 2
             self.problem(d, beta)  # validates d, beta, noise, target
@@ -165,9 +174,14 @@ class ManifoldSweepConfig(Config):
             noise_std=self.noise_std,
             warp=self.warp,
             target=self.target,
-            cap_n=max(self.n_values),
+            cap_n=self.field_cap(d, beta),
             seed=self.problem_seed,
         )
+
+    def field_cap(self, d: int, beta: float) -> int:
+        """The n the (d, β) field is capped at: `field_caps`' entry, else the largest n."""
+        caps = {(int(cd), float(cb)): int(cn) for cd, cb, cn in self.field_caps}
+        return caps.get((int(d), float(beta)), max(self.n_values))
 
     def data_width(self, d: int, beta: float, n: int) -> int | None:
         """A data run's width: the config's (None) or, with `width_rule`, the width at which

@@ -14,6 +14,7 @@ import pandas as pd
 
 from scalelab.errors import InputError
 from scalelab.manifold import analysis, theorem
+from scalelab.manifold.combine import read_sources
 from scalelab.manifold.plan import config_from_json
 from scalelab.runs.migrate import migrate_table
 from scalelab.runs.outdir import read_meta
@@ -32,6 +33,8 @@ class ManifoldAnalysis:
     ids: dict[int, dict[str, Any]]
     model: list[dict[str, Any]]
     cost: dict[str, float]
+    # a combined table's curve sources (`manifold.combine`); None for a sweep
+    sources: list[dict[str, Any]] | None = None
 
 
 def _load(sweep_dir: Path) -> tuple[dict, pd.DataFrame]:
@@ -67,4 +70,5 @@ def analyse_sweep(sweep_dir: str | Path) -> ManifoldAnalysis:
         ids=analysis.id_estimates(table),
         model=analysis.model_exponents(table),
         cost=cost,
+        sources=read_sources(sweep_dir),
     )

@@ -72,6 +72,12 @@ def draw(a: ManifoldAnalysis, report: Report, sweep_dir: Path) -> None:
         f"{_validation(cfg)}. Error = excess risk against the noiseless "
         f"target on {cfg['n_test']} fresh test points. Predicted: α_D = 2β/(2β+d)."
     )
+    if a.sources is not None:
+        report.table(
+            a.sources,
+            "A combined table (`scalelab manifold combine`): each curve from the sweep that "
+            "decides it, with its runs, seeds, sizes, field cap and git revision",
+        )
     if a.theorem is not None:
         manifold_theorem.build(a.theorem, report)
     data = a.data

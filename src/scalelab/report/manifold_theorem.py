@@ -139,14 +139,20 @@ def _ratio_cells(c: ExponentCheck) -> dict[str, str]:
 def ratio_rows(summary: TheoremSummary) -> list[dict[str, str]]:
     """Per curve and size, the Bayes ratio (geometric mean over seeds): paired (model / ideal
     on the same sample) where the sweep has it, and raw (model / `bayes_risk(n)`)."""
-    rows = []
+    rows, sizes = [], set()
     for kind, checks in (("paired", summary.paired), ("raw", summary.data)):
         for c in checks:
             if not c.bayes_ratios:
                 continue
-            cells = {f"{n:,.0f}": f"{r:.2f}" for n, r in zip(c.sizes, c.bayes_ratios, strict=False)}
-            rows.append({"curve": c.label, "ratio": kind, **cells})
-    return sorted(rows, key=lambda r: (r["curve"], r["ratio"]))
+            ratios = dict(zip(c.sizes, c.bayes_ratios, strict=False))
+            sizes |= set(ratios)
+            rows.append(({"curve": c.label, "ratio": kind}, ratios))
+    columns = sorted(sizes)  # every curve's sizes: curves may span different ranges
+    table = [
+        {**head, **{f"{n:,.0f}": f"{r[n]:.2f}" if n in r else "" for n in columns}}
+        for head, r in rows
+    ]
+    return sorted(table, key=lambda r: (r["curve"], r["ratio"]))
 
 
 def _steps_cells(c: ExponentCheck) -> dict[str, str]:

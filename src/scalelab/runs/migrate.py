@@ -31,6 +31,8 @@ Format 1 → 2:
   of today (`context_len` → `train_block_size`, ...).
 
 Format 2 → 3: a manifold sweep without `width_rule` ran at one width (False).
+
+Format 3 → 4: a manifold sweep without `field_caps` capped every field at its largest n (none).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 #: The format this version writes.
-FORMAT = 3
+FORMAT = 4
 KEY = "scalelab_format"  # not "format": a token store's meta.json has its own
 
 Doc = dict[str, Any]
@@ -180,5 +182,8 @@ TO_2 = (
 #: Format 2 → 3's records.
 TO_3 = (({"manifold", "dims", "betas", "n_values"}, {}, {"width_rule": False}),)
 
+#: Format 3 → 4's records.
+TO_4 = (({"manifold", "dims", "betas", "n_values"}, {}, {"field_caps": []}),)
+
 #: STEPS[v - 1] takes format v to v + 1.
-STEPS: tuple[tuple[Entry, ...], ...] = (TO_2, TO_3)
+STEPS: tuple[tuple[Entry, ...], ...] = (TO_2, TO_3, TO_4)

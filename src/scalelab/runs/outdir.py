@@ -34,6 +34,7 @@ MARKERS = {
     "sweep.json": "a sweep",
     "config.json": "a training run",
     "pipeline.json": "a demo folder",
+    "combined.json": "a table combined from sweeps (scalelab manifold combine)",
 }
 
 _held: dict[Path, int] = {}  # folder -> open lock file descriptor, for this process

@@ -1,0 +1,259 @@
+"""One theorem table from several sweeps: each (d, β) curve from the sweep that decides it.
+
+Why: a curve the regime test leaves UNDECIDED is rerun with more seeds or more range in its own
+folder (the first runs copied in). The theory is scored across curves (`theorem.scored`), so
+its verdict needs every curve's deciding runs in one table. `combine_sweeps` writes that table
+as an ordinary manifold sweep folder (sweep.json, runs/, runs.csv, the ideal learner's caches)
+that `scalelab report` draws, with `combined.json` naming each curve's source.
+
+Rules:
+- a curve comes from the last source that holds data runs of it (so list the deciding sweep
+  last), with its `wide` runs; the `id` run of a d from the last source that gives a curve of
+  that d;
+- sources must agree on everything but the design (`DESIGN_FIELDS`: which curves, sizes and
+  seeds; the step cap, since a run stopped by patience is the same under any larger cap and
+  the report's "at step cap" column counts the runs that reached theirs; and the model and
+  online runs, which are not taken);
+- the field of a torus curve is capped at its sweep's largest n (`ManifoldSweepConfig.problem`),
+  so the combined config keeps each curve's cap in `field_caps`: pairing with the ideal learner
+  and the Bayes risk then use the field the runs were trained on.
+
+The folder is a table, not a sweep to resume: `combined.json` is a marker that a sweep refuses
+to write into (`runs.outdir.MARKERS`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from scalelab.config import Record
+from scalelab.errors import InputError
+from scalelab.io import atomic_write, atomic_write_json, provenance
+from scalelab.manifold.ideal import EXPECTED_FILE, RUNS_FILE
+from scalelab.manifold.plan import KIND, ManifoldSweepConfig, config_from_json
+from scalelab.runs.migrate import migrate_table
+from scalelab.runs.outdir import read_meta, write_meta
+
+MARKER = "combined.json"
+#: The config fields sources may differ in (module docstring): the data runs' design, the
+#: step cap, and the other kinds of run, which a combined table does not take.
+DESIGN_FIELDS = (
+    "dims", "betas", "extra_problems", "n_values", "seeds", "max_steps", "field_caps",
+    "model_dims", "model_widths", "online_dims", "online_widths", "online_steps",
+    "online_seeds", "online_step_growth", "online_long_factor", "online_only",
+)  # fmt: skip
+#: Files of a run folder that are copied (its weights, if any were kept, are not).
+RUN_FILES = ("config.json", "result.json")
+
+
+@dataclass(frozen=True)
+class CurveSource(Record):
+    """Where one (d, β) curve of a combined table comes from."""
+
+    d: int
+    beta: float
+    source: str
+    runs: int
+    seeds: int
+    n_min: int
+    n_max: int
+    field_cap: int
+    git_revision: str | None
+
+
+@dataclass(frozen=True)
+class Source:
+    """One source sweep, read: its folder, config, provenance and runs table."""
+
+    folder: Path
+    config: ManifoldSweepConfig
+    provenance: dict[str, Any]
+    table: pd.DataFrame
+
+    @classmethod
+    def read(cls, folder: Path) -> Source:
+        meta = read_meta(folder / "sweep.json") if (folder / "sweep.json").is_file() else None
+        if meta is None or meta.get("kind") != KIND or not (folder / "runs.csv").is_file():
+            raise InputError(
+                f"source {folder}: not a manifold sweep folder with runs.csv; give folders "
+                "made by `scalelab manifold sweep`"
+            )
+        if (folder / MARKER).is_file():
+            raise InputError(
+                f"source {folder}: a combined table itself; give the sweeps it was made from"
+            )
+        cfg = config_from_json(meta["config"])
+        if cfg.target != "field":
+            raise InputError(
+                f"source {folder}: target {cfg.target!r}; combine sweeps of the Gaussian field "
+                "(--preset theorem), the ones the theorem report scores"
+            )
+        table = migrate_table(pd.read_csv(folder / "runs.csv"))
+        return cls(folder, cfg, meta.get("provenance", {}), table)
+
+    def curves(self) -> set[tuple[int, float]]:
+        data = self.table[self.table["task"] == "data"]
+        return {(int(d), float(b)) for d, b in zip(data["d"], data["beta"], strict=True)}
+
+
+def _agree(first: Source, other: Source) -> None:
+    """Refuse sources whose problem or estimator differ (anything outside DESIGN_FIELDS)."""
+    a, b = first.config.to_dict(), other.config.to_dict()
+    for key in a:
+        if key not in DESIGN_FIELDS and a[key] != b.get(key):
+            raise InputError(
+                f"source {other.folder}: its {key} is {b.get(key)!r} where {first.folder}'s is "
+                f"{a[key]!r}; combine sweeps of one problem and one estimator (they may differ "
+                f"only in {', '.join(DESIGN_FIELDS)})"
+            )
+
+
+def _rows(src: Source, d: int, beta: float, tasks: tuple[str, ...]) -> pd.DataFrame:
+    t = src.table
+    return t[t["task"].isin(tasks) & (t["d"] == d) & (t["beta"] == beta)]
+
+
+def _combined_config(
+    first: ManifoldSweepConfig, chosen: dict[tuple[int, float], Source], table: pd.DataFrame
+) -> ManifoldSweepConfig:
+    """The first source's config with the design of the union: its curves (dims at the most
+    common β, the others as extra pairs), sizes and seeds, the largest step cap, and each
+    curve's own field cap."""
+    curves = sorted(chosen)
+    betas = [b for _, b in curves]
+    beta0 = max(set(betas), key=lambda b: (betas.count(b), b))
+    data = table[table["task"] == "data"]
+    return first.replace(
+        dims=tuple(d for d, b in curves if b == beta0),
+        betas=(beta0,),
+        extra_problems=tuple((d, b) for d, b in curves if b != beta0),
+        n_values=tuple(sorted({int(n) for n in data["n"]})),
+        seeds=tuple(sorted({int(s) for s in data["seed"]})),
+        max_steps=max(s.config.max_steps for s in chosen.values()),
+        model_dims=(),
+        model_widths=(),
+        online_dims=(),
+        online_widths=(),
+        online_only=False,
+        field_caps=tuple(
+            (d, b, src.config.field_cap(d, b)) for (d, b), src in sorted(chosen.items())
+        ),
+    )
+
+
+def combine_sweeps(sources: Sequence[str | Path], out: str | Path) -> list[CurveSource]:
+    """Write the combined table of `sources` into `out` (module docstring); returns where each
+    curve came from. `out` is written whole or not at all (built beside it, then renamed)."""
+    out = Path(out)
+    if not sources:
+        raise InputError("give at least one source sweep folder")
+    if out.exists() and not (out / MARKER).is_file():
+        raise InputError(
+            f"--out {out}: exists and is not a combined table; give a new folder (an existing "
+            "combined table is rebuilt)"
+        )
+    read = [Source.read(Path(s)) for s in sources]
+    for src in read[1:]:
+        _agree(read[0], src)
+    chosen: dict[tuple[int, float], Source] = {}
+    for src in read:  # the last source of a curve wins
+        for curve in src.curves():
+            chosen[curve] = src
+    if not chosen:
+        raise InputError("the sources hold no finished data runs; run the sweeps first")
+    id_source = {d: src for (d, _), src in sorted(chosen.items(), key=lambda kv: kv[0])}
+    parts = [_rows(src, d, b, ("data", "wide")) for (d, b), src in sorted(chosen.items())]
+    for d, src in sorted(id_source.items()):
+        ids = src.table[(src.table["task"] == "id") & (src.table["d"] == d)]
+        parts.append(ids)
+    table = pd.concat(parts, ignore_index=True)
+    cfg = _combined_config(read[0].config, chosen, table)
+    origin = {run: src for part, src in _origins(chosen, id_source) for run in part}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        for run in table["run"]:
+            dest = tmp / "runs" / run
+            dest.mkdir(parents=True)
+            for name in RUN_FILES:
+                shutil.copy2(origin[run].folder / "runs" / run / name, dest / name)
+        atomic_write(tmp / "runs.csv", lambda p: table.to_csv(p, index=False))
+        _copy_ideal(chosen, tmp, set(table["run"]))
+        write_meta(tmp / "sweep.json", {
+            "kind": KIND, "config": cfg.to_dict(), "provenance": provenance(),
+        })  # fmt: skip
+        curves = [_curve_source(c, src, table) for c, src in sorted(chosen.items())]
+        atomic_write_json(tmp / MARKER, {
+            "sources": [str(s) for s in sources], "curves": [c.to_dict() for c in curves],
+        })  # fmt: skip
+        if out.exists():
+            old = out.with_name(f".{out.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            out.rename(old)
+            tmp.rename(out)
+            shutil.rmtree(old)
+        else:
+            tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return curves
+
+
+def _origins(
+    chosen: dict[tuple[int, float], Source], id_source: dict[int, Source]
+) -> list[tuple[list[str], Source]]:
+    """Each source with the run names the combined table takes from it."""
+    out = [(list(_rows(src, d, b, ("data", "wide"))["run"]), src) for (d, b), src in chosen.items()]
+    for d, src in id_source.items():
+        ids = src.table[(src.table["task"] == "id") & (src.table["d"] == d)]
+        out.append((list(ids["run"]), src))
+    return out
+
+
+def _copy_ideal(chosen: dict[tuple[int, float], Source], dest: Path, runs: set[str]) -> None:
+    """The ideal learner's caches of each curve, from its source (computed on its field)."""
+    per_run, expected = [], []
+    for (d, b), src in sorted(chosen.items()):
+        if (src.folder / RUNS_FILE).is_file():
+            cached = pd.read_csv(src.folder / RUNS_FILE)
+            names = set(_rows(src, d, b, ("data",))["run"]) & runs
+            per_run.append(cached[cached["run"].isin(names)])
+        if (src.folder / EXPECTED_FILE).is_file():
+            cached = pd.read_csv(src.folder / EXPECTED_FILE)
+            expected.append(cached[(cached["d"] == d) & (cached["beta"] == b)])
+    for name, parts in ((RUNS_FILE, per_run), (EXPECTED_FILE, expected)):
+        if parts:
+            frame = pd.concat(parts, ignore_index=True)
+            atomic_write(dest / name, lambda p, f=frame: f.to_csv(p, index=False))
+
+
+def _curve_source(curve: tuple[int, float], src: Source, table: pd.DataFrame) -> CurveSource:
+    d, b = curve
+    rows = table[(table["task"] == "data") & (table["d"] == d) & (table["beta"] == b)]
+    return CurveSource(
+        d=d,
+        beta=b,
+        source=str(src.folder),
+        runs=len(rows),
+        seeds=int(rows["seed"].nunique()),
+        n_min=int(rows["n"].min()),
+        n_max=int(rows["n"].max()),
+        field_cap=src.config.field_cap(d, b),
+        git_revision=src.provenance.get("git_revision"),
+    )
+
+
+def read_sources(folder: str | Path) -> list[dict[str, Any]] | None:
+    """A combined table's curve sources (None: the folder is an ordinary sweep)."""
+    path = Path(folder) / MARKER
+    if not path.is_file():
+        return None
+    return list(json.loads(path.read_text())["curves"])

@@ -1,0 +1,93 @@
+"""`manifold combine`: each curve from the sweep that decides it, on the field its runs were
+trained on, with the same checks as in its own sweep."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from scalelab.errors import ConfigError, InputError
+from scalelab.manifold.combine import MARKER, combine_sweeps
+from scalelab.manifold.plan import MANIFOLD_PRESETS, config_from_json
+from scalelab.manifold.sweep import run_manifold_sweep
+from scalelab.manifold.theorem import summarise
+from scalelab.runs.outdir import read_meta
+
+SMALL = MANIFOLD_PRESETS["theorem-quick"].replace(
+    dims=(1, 2), n_values=(24, 48, 96), seeds=(0,), n_test=512, val_size=64, n_embd=8,
+    n_head=2, ffn_width=16, max_steps=60, patience=2, wide_width=16, id_points=600,
+    hidden_id=False,
+)  # fmt: skip
+# d = 1 again, with another design: more sizes (so another field cap), seeds and step cap
+LONGER = SMALL.replace(dims=(1,), n_values=(24, 48, 96, 192), seeds=(0, 1), max_steps=80)
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("combine")
+    run_manifold_sweep(SMALL, root / "a", quiet=True)
+    run_manifold_sweep(LONGER, root / "b", quiet=True)
+    return root / "a", root / "b"
+
+
+def _curve(table: pd.DataFrame, d: int) -> pd.DataFrame:
+    rows = table[table["task"].isin(["data", "wide"]) & (table["d"] == d)]
+    return rows.sort_values("run").reset_index(drop=True)
+
+
+def _checks(folder: Path) -> dict:
+    cfg = config_from_json(read_meta(folder / "sweep.json")["config"])
+    s = summarise(pd.read_csv(folder / "runs.csv"), cfg, folder)
+    return {(c.kind, c.d): c for c in s.paired + s.data}
+
+
+def test_each_curve_comes_from_its_last_source_with_its_own_field(
+    sweeps: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = sweeps
+    out = tmp_path / "combined"
+    curves = combine_sweeps([a, b], out)
+    assert [(c.d, c.source, c.runs, c.field_cap) for c in curves] == [
+        (1, str(b), 8, 192), (2, str(a), 3, 96),
+    ]  # fmt: skip
+    table = pd.read_csv(out / "runs.csv")
+    for d, src in ((1, b), (2, a)):
+        pd.testing.assert_frame_equal(_curve(table, d), _curve(pd.read_csv(src / "runs.csv"), d))
+        for run in _curve(table, d)["run"]:
+            saved = (out / "runs" / run / "result.json").read_bytes()
+            assert saved == (src / "runs" / run / "result.json").read_bytes()
+    # the field each curve was trained on, not the one the union's largest n would cap
+    cfg = config_from_json(read_meta(out / "sweep.json")["config"])
+    assert cfg.problem(1, 1.0) == LONGER.problem(1, 1.0)
+    assert cfg.problem(2, 1.0) == SMALL.problem(2, 1.0)
+    assert cfg.replace(field_caps=()).problem(2, 1.0) != SMALL.problem(2, 1.0)
+    # the checks of a curve are the ones its own sweep gives (paired and raw)
+    mine, first, second = _checks(out), _checks(a), _checks(b)
+    for (kind, d), check in mine.items():
+        own = (second if d == 1 else first)[(kind, d)]
+        assert (check.outcome, check.exponent, check.bayes_ratios) == (
+            own.outcome, own.exponent, own.bayes_ratios,
+        ), (kind, d)  # fmt: skip
+    # the order decides: with a last, d = 1 comes from it
+    combine_sweeps([b, a], out)
+    sources = json.loads((out / MARKER).read_text())["curves"]
+    assert [(c["d"], c["source"], c["runs"]) for c in sources] == [(1, str(a), 3), (2, str(a), 3)]
+    assert not list(tmp_path.glob(".combined*"))  # nothing left beside it
+
+
+def test_combine_refuses_what_it_cannot_join(sweeps: tuple[Path, Path], tmp_path: Path) -> None:
+    a, b = sweeps
+    other = tmp_path / "other"
+    run_manifold_sweep(SMALL.replace(dims=(2,), n_values=(24, 48), lr=1e-3), other, quiet=True)
+    with pytest.raises(InputError, match=r"its lr is 0.001 where .* 0.002; combine sweeps of one"):
+        combine_sweeps([a, other], tmp_path / "x")
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(InputError, match="exists and is not a combined table"):
+        combine_sweeps([a], b)
+    out = tmp_path / "combined"
+    combine_sweeps([a], out)
+    with pytest.raises(InputError, match="a combined table itself"):
+        combine_sweeps([out], tmp_path / "y")
+    with pytest.raises(ConfigError, match="combined from sweeps"):  # not a sweep to resume
+        run_manifold_sweep(config_from_json(read_meta(out / "sweep.json")["config"]), out)
