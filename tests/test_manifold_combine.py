@@ -15,12 +15,12 @@ from scalelab.manifold.theorem import summarise
 from scalelab.runs.outdir import read_meta
 
 SMALL = MANIFOLD_PRESETS["theorem-quick"].replace(
-    dims=(1, 2), n_values=(24, 48, 96), seeds=(0,), n_test=512, val_size=64, n_embd=8,
-    n_head=2, ffn_width=16, max_steps=60, patience=2, wide_width=16, id_points=600,
-    hidden_id=False,
+    dims=(1, 2), n_values=(24, 48, 96), seeds=(0,), n_test=256, val_size=32, n_embd=8,
+    n_head=2, ffn_width=16, max_steps=20, patience=2, wide_width=16, id_points=300,
+    hidden_id=False, ensemble=1,
 )  # fmt: skip
 # d = 1 again, with another design: more sizes (so another field cap), seeds and step cap
-LONGER = SMALL.replace(dims=(1,), n_values=(24, 48, 96, 192), seeds=(0, 1), max_steps=80)
+LONGER = SMALL.replace(dims=(1,), n_values=(24, 48, 96, 192), seeds=(0, 1), max_steps=30)
 
 
 @pytest.fixture(scope="module")
