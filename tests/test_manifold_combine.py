@@ -57,6 +57,11 @@ def test_each_curve_comes_from_its_last_source_with_its_own_field(
         for run in _curve(table, d)["run"]:
             saved = (out / "runs" / run / "result.json").read_bytes()
             assert saved == (src / "runs" / run / "result.json").read_bytes()
+    ids = table[table["task"] == "id"]
+    assert sorted(ids["run"]) == ["id_d1", "id_d2"]
+    assert (out / "runs/id_d1/result.json").read_bytes() == (
+        b / "runs/id_d1/result.json"
+    ).read_bytes()
     # the field each curve was trained on, not the one the union's largest n would cap
     cfg = config_from_json(read_meta(out / "sweep.json")["config"])
     assert cfg.problem(1, 1.0) == LONGER.problem(1, 1.0)

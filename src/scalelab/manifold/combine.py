@@ -8,8 +8,7 @@ that `scalelab report` draws, with `combined.json` naming each curve's source.
 
 Rules:
 - a curve comes from the last source that holds data runs of it (so list the deciding sweep
-  last), with its `wide` runs; the `id` run of a d from the last source that gives a curve of
-  that d;
+  last), with its `wide` runs; the `id` run of a d from the source of its largest-β curve;
 - sources must agree on everything but the design (`DESIGN_FIELDS`: which curves, sizes and
   seeds; the step cap, since a run stopped by patience is the same under any larger cap and
   the report's "at step cap" column counts the runs that reached theirs; and the model and
@@ -168,14 +167,15 @@ def combine_sweeps(sources: Sequence[str | Path], out: str | Path) -> list[Curve
             chosen[curve] = src
     if not chosen:
         raise InputError("the sources hold no finished data runs; run the sweeps first")
-    id_source = {d: src for (d, _), src in sorted(chosen.items(), key=lambda kv: kv[0])}
-    parts = [_rows(src, d, b, ("data", "wide")) for (d, b), src in sorted(chosen.items())]
-    for d, src in sorted(id_source.items()):
-        ids = src.table[(src.table["task"] == "id") & (src.table["d"] == d)]
-        parts.append(ids)
-    table = pd.concat(parts, ignore_index=True)
+    id_source = {d: src for (d, _), src in sorted(chosen.items())}  # its largest β's
+    picked = [(_rows(src, d, b, ("data", "wide")), src) for (d, b), src in sorted(chosen.items())]
+    picked += [
+        (src.table[(src.table["task"] == "id") & (src.table["d"] == d)], src)
+        for d, src in sorted(id_source.items())
+    ]
+    table = pd.concat([rows for rows, _ in picked], ignore_index=True)
+    origin = {run: src for rows, src in picked for run in rows["run"]}
     cfg = _combined_config(read[0].config, chosen, table)
-    origin = {run: src for part, src in _origins(chosen, id_source) for run in part}
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -205,17 +205,6 @@ def combine_sweeps(sources: Sequence[str | Path], out: str | Path) -> list[Curve
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return curves
-
-
-def _origins(
-    chosen: dict[tuple[int, float], Source], id_source: dict[int, Source]
-) -> list[tuple[list[str], Source]]:
-    """Each source with the run names the combined table takes from it."""
-    out = [(list(_rows(src, d, b, ("data", "wide"))["run"]), src) for (d, b), src in chosen.items()]
-    for d, src in id_source.items():
-        ids = src.table[(src.table["task"] == "id") & (src.table["d"] == d)]
-        out.append((list(ids["run"]), src))
-    return out
 
 
 def _copy_ideal(chosen: dict[tuple[int, float], Source], dest: Path, runs: set[str]) -> None:
