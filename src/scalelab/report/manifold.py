@@ -51,6 +51,13 @@ def _rounded(rows: list[dict]) -> list[dict]:
     return [{k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
 
 
+#: What each `ProblemConfig.target` is, in the report's words.
+_TARGETS = {
+    "waves": "a random multi-scale β-Hölder target (plane waves)",
+    "field": "the Gaussian random field of smoothness β (`manifold.field.TorusField`)",
+}
+
+
 def _validation(cfg: dict) -> str:
     """The validation set as configured: a fixed size at every n, or a share of n."""
     if cfg.get("val_size"):
@@ -64,7 +71,8 @@ def draw(a: ManifoldAnalysis, report: Report, sweep_dir: Path) -> None:
     cfg, table = a.config, a.table
     report.heading("Known-dimension benchmark (Theorem 1 on manifolds)")
     report.paragraph(
-        f"Regression of a random multi-scale β-Hölder target on a {cfg['manifold']} of known "
+        f"Regression of {_TARGETS.get(cfg.get('target'), 'a β-Hölder target')} on a "
+        f"{cfg['manifold']} of known "
         f"dimension d embedded in R^{cfg['D']}, label noise σ = {cfg['noise_std']}, learned by "
         f"the Definition-1 transformer ({cfg['n_layer']} blocks, {cfg['n_head']} heads, "
         f"width {cfg['n_embd']}, FFN {cfg['ffn_depth']}×{cfg['ffn_width']}, "
