@@ -46,6 +46,7 @@ UNCHECKED = {
     "induction evaluate",
     "induction construct",
     "induction protocol",
+    "manifold combine",  # its inputs are folders; the rules are the sweeps' own configs
 }
 
 
