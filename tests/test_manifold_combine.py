@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from scalelab.errors import ConfigError, InputError
-from scalelab.manifold.combine import MARKER, combine_sweeps
+from scalelab.manifold.combine import MARKER, combine_sweeps, read_sources
 from scalelab.manifold.plan import MANIFOLD_PRESETS, config_from_json
 from scalelab.manifold.sweep import run_manifold_sweep
 from scalelab.manifold.theorem import summarise
@@ -94,5 +94,8 @@ def test_combine_refuses_what_it_cannot_join(sweeps: tuple[Path, Path], tmp_path
     combine_sweeps([a], out)
     with pytest.raises(InputError, match="a combined table itself"):
         combine_sweeps([out], tmp_path / "y")
+    (out / MARKER).write_text('{"sources": []}')  # no curves
+    with pytest.raises(InputError, match=r"is damaged .*rebuild the table"):
+        read_sources(out)
     with pytest.raises(ConfigError, match="combined from sweeps"):  # not a sweep to resume
         run_manifold_sweep(config_from_json(read_meta(out / "sweep.json")["config"]), out)

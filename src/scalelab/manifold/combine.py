@@ -245,4 +245,10 @@ def read_sources(folder: str | Path) -> list[dict[str, Any]] | None:
     path = Path(folder) / MARKER
     if not path.is_file():
         return None
-    return list(json.loads(path.read_text())["curves"])
+    try:
+        return list(json.loads(path.read_text())["curves"])
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise InputError(
+            f"{path} is damaged ({type(err).__name__}); rebuild the table with "
+            "`scalelab manifold combine` and its sources"
+        ) from None
