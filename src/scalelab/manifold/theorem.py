@@ -380,19 +380,25 @@ def online_checks(table: pd.DataFrame) -> list[ExponentCheck]:
 
 def _steps_check(rows: pd.DataFrame, long: pd.DataFrame, noise: float) -> dict[str, Any]:
     """Per width: log(error with k× the steps / error with the rule's steps), same seed. A
-    width is approximation-limited when more steps change its error by less than the seed
-    noise (the pooled sd of log error across seeds at a width); otherwise optimisation
-    limits it and its point on the α_N curve is not the approximation error."""
-    cells, limited, slow = [], [], []
+    width is approximation-limited when more steps change its error by less than its own seed
+    noise (the sd of log error across seeds at that width; `noise`, pooled over widths, where a
+    width has one seed); otherwise optimisation limits it and its point on the α_N curve is not
+    the approximation error. Per width, not pooled: one unstable width (a seed that diverges)
+    would inflate a pooled sd and pass the others' changes as noise."""
+    cells, sds, limited, slow = [], [], [], []
     for _, r in long.sort_values("n_embd").iterrows():
-        base = rows[(rows["n_embd"] == r["n_embd"]) & (rows["seed"] == r["seed"])]
+        width = int(r["n_embd"])
+        mine = rows[rows["n_embd"] == r["n_embd"]]
+        base = mine[mine["seed"] == r["seed"]]
         if base.empty:
             continue
         change = math.log(r["test_mse_capped"] / base["test_mse_capped"].iloc[0])
-        width = int(r["n_embd"])
+        logs = np.log(mine["test_mse_capped"].to_numpy(float))
+        sd = float(np.std(logs, ddof=1)) if logs.size > 1 else noise
         cells.append(f"w{width} {change:+.2f}")
-        (limited if math.isfinite(noise) and abs(change) < noise else slow).append(width)
-    steps = f"{', '.join(cells)} (seed sd {noise:.2f})" if cells else ""
+        sds.append(f"{sd:.2f}")
+        (limited if math.isfinite(sd) and abs(change) < sd else slow).append(width)
+    steps = f"{', '.join(cells)} (seed sd {', '.join(sds)})" if cells else ""
     return {"steps_check": steps, "approx_limited": limited, "steps_limited": slow}
 
 
