@@ -117,3 +117,31 @@ def test_a_width_rule_sweep_trains_each_size_at_its_width(tmp_path: Path) -> Non
     # 16·(n/256)^(2/(2·4)) = 11.3, 16, 22.6, each to a multiple of 4 heads
     assert data["n_embd"].tolist() == [12, 16, 24]
     assert data["params"].is_monotonic_increasing and data["params"].nunique() == 3
+
+
+def test_each_training_lever_changes_only_what_it_names() -> None:
+    """A lever is compared with `patience` on the same seeds, so it must differ from it in the
+    settings its comment names and nothing else; `depth` builds a 4-block regressor."""
+    from scalelab.manifold.levers import LEVERS, LeverConfig
+
+    base = LEVERS["patience"].to_dict()
+    changed = {
+        lever: {k for k, v in LEVERS[lever].to_dict().items() if base[k] != v}
+        for lever in LEVERS
+        if lever != "v1"
+    }
+    assert changed == {
+        "patience": set(),
+        "anneal": {"patience"},
+        "val-grows": {"val_size"},  # val_fraction 0.25 is the default
+        "val-anneal": {"val_size", "patience"},
+        "width-rule": {"width_rule"},
+        "depth": {"n_layer"},
+        "batch": {"batch_size"},
+    }
+    lever_cfg = LeverConfig(dims=(6,), n_values=(316, 10_000))
+    assert lever_cfg.base("depth", 6).regressor().n_layer == 4
+    assert (
+        lever_cfg.base("batch", 6).fit().batch_size
+        == 4 * lever_cfg.base("patience", 6).fit().batch_size
+    )

@@ -15,7 +15,8 @@ Levers: `v1` (the first theorem design: one fixed cosine schedule, 20 epochs cap
 steps, lr 5e-3), `patience` (the `theorem` preset's rule: LR halved on plateaus, stopped by
 patience, lr 2e-3), `anneal` (that rule run until the LR has halved 8 times) and `val-grows`
 (that rule with a validation set of n / 4 instead of 512), `val-anneal` (both) and
-`width-rule` (that rule with the width grown with n, Theorem 1's model size). Cells are
+`width-rule` (that rule with the width grown with n, Theorem 1's model size), `depth` (4
+blocks instead of 2) and `batch` (batch 256 instead of 64). Cells are
 written atomically one file each, so a stopped run resumes.
 """
 
@@ -56,6 +57,11 @@ LEVERS: dict[str, ManifoldSweepConfig] = {
     # and 8's gap to the ideal learner: the preset's rule with Theorem 1's model size, the
     # width grown with n (`ManifoldSweepConfig.data_width`).
     "width-rule": MANIFOLD_PRESETS["theorem"].replace(width_rule=True),
+    # Added after neither the width rule nor val-anneal brought d = 6 and 8 within 2x and flat
+    # (2026-12-05): the two levers the issue left untried that change one setting each,
+    # twice the blocks, and four times the batch (less gradient noise per step, same lr).
+    "depth": MANIFOLD_PRESETS["theorem"].replace(n_layer=4),
+    "batch": MANIFOLD_PRESETS["theorem"].replace(batch_size=256),
 }
 
 
