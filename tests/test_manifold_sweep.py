@@ -145,3 +145,14 @@ def test_each_training_lever_changes_only_what_it_names() -> None:
         lever_cfg.base("batch", 6).fit().batch_size
         == 4 * lever_cfg.base("patience", 6).fit().batch_size
     )
+
+
+def test_the_deep_preset_is_the_theorem_preset_with_four_blocks() -> None:
+    """`theorem-deep` is measured against `theorem` run by run (same samples, same ideal
+    learner), so it may differ in the number of blocks alone."""
+    from scalelab.manifold.plan import MANIFOLD_PRESETS
+
+    deep, base = MANIFOLD_PRESETS["theorem-deep"], MANIFOLD_PRESETS["theorem"]
+    diff = {k for k, v in deep.to_dict().items() if base.to_dict()[k] != v}
+    assert diff == {"n_layer"} and deep.regressor().n_layer == 4
+    assert [s.name for s in specs_for(deep)] == [s.name for s in specs_for(base)]
