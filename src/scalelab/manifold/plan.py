@@ -288,7 +288,7 @@ MANIFOLD_PRESETS: dict[str, ManifoldSweepConfig] = {
     ),
     # The theorem preset with 4 blocks instead of 2, declared 2026-12-05 from the `depth`
     # lever (docs/benchmarks/manifold.md § 3) before any of its curves ran: at d = 2 … 8 it
-    # lowered the ensemble's Bayes ratio at n = 10,000 by 13–21% and kept it within
+    # lowered the ensemble's Bayes ratio at n = 10,000 by 13–22% and kept it within
     # 0.81–1.21x of n = 316's, where training length, batch and the width rule did not; at
     # d = 1 it did not help (2.66 against 2.29).
     "theorem-deep": ManifoldSweepConfig(
