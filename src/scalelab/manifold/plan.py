@@ -286,18 +286,6 @@ MANIFOLD_PRESETS: dict[str, ManifoldSweepConfig] = {
         min_eval_steps=100, patience=12, ensemble=4, by_curve=True, wide_width=64,
         hidden_id=True,
     ),
-    # The theorem preset with 4 blocks instead of 2, declared 2026-12-05 from the `depth`
-    # lever (docs/benchmarks/manifold.md § 3) before any of its curves ran: at d = 2 … 8 it
-    # lowered the ensemble's Bayes ratio at n = 10,000 by 13–22% and kept it within
-    # 0.81–1.21x of n = 316's, where training length, batch and the width rule did not; at
-    # d = 1 it did not help (2.66 against 2.29).
-    "theorem-deep": ManifoldSweepConfig(
-        manifold="torus", target="field", dims=(1, 2, 3, 4, 6, 8), betas=(1.0,),
-        extra_problems=((1, 0.5), (4, 0.5)), n_values=THEOREM_SIZES, seeds=(0, 1, 2), D=16,
-        val_size=512, schedule="patience", lr=2e-3, batch_size=64, max_steps=50000,
-        min_eval_steps=100, patience=12, ensemble=4, by_curve=True, wide_width=64,
-        hidden_id=True, n_layer=4,
-    ),
     # The same path in minutes: one d, five sizes, two seeds, ensembles of two.
     "theorem-quick": ManifoldSweepConfig(
         manifold="torus", target="field", dims=(2,), n_values=(100, 178, 316, 562, 1000),
@@ -326,6 +314,12 @@ MANIFOLD_PRESETS: dict[str, ManifoldSweepConfig] = {
         hidden_id=True,
     ),
 }  # fmt: skip
+# The theorem preset with 4 blocks instead of 2, declared 2026-12-05 from the `depth`
+# lever (docs/benchmarks/manifold.md § 3) before any of its curves ran: at d = 2 … 8 it
+# lowered the ensemble's Bayes ratio at n = 10,000 by 13–22% and kept it within
+# 0.81–1.21x of n = 316's, where training length, batch and the width rule did not; at
+# d = 1 it did not help (2.66 against 2.29).
+MANIFOLD_PRESETS["theorem-deep"] = MANIFOLD_PRESETS["theorem"].replace(n_layer=4)
 
 
 def _data_spec(
