@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from scalelab.errors import ConfigError, InputError
-from scalelab.manifold.combine import MARKER, combine_sweeps, read_sources
+from scalelab.manifold.combine import MARKER, combine_sweeps, read_sources, select_by_validation
 from scalelab.manifold.plan import MANIFOLD_PRESETS, config_from_json
 from scalelab.manifold.sweep import run_manifold_sweep
 from scalelab.manifold.theorem import summarise
@@ -97,5 +97,45 @@ def test_combine_refuses_what_it_cannot_join(sweeps: tuple[Path, Path], tmp_path
     (out / MARKER).write_text('{"sources": []}')  # no curves
     with pytest.raises(InputError, match=r"is damaged .*rebuild the table"):
         read_sources(out)
-    with pytest.raises(ConfigError, match="combined from sweeps"):  # not a sweep to resume
+    with pytest.raises(ConfigError, match="built from sweeps"):  # not a sweep to resume
         run_manifold_sweep(config_from_json(read_meta(out / "sweep.json")["config"]), out)
+
+
+def test_select_takes_each_run_from_the_candidate_with_the_lower_validation_mse(
+    sweeps: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, _ = sweeps
+    other = tmp_path / "one-block"  # another estimator of d = 1 on the same draws
+    run_manifold_sweep(SMALL.replace(dims=(1,), n_layer=1), other, quiet=True)
+    out = tmp_path / "selected"
+    curves = select_by_validation([a, other], out)
+    key = ["run", "task"]
+    first, second = (pd.read_csv(f / "runs.csv").set_index(key) for f in (a, other))
+    runs = _curve(pd.read_csv(other / "runs.csv"), 1)["run"]
+    table = pd.read_csv(out / "runs.csv")
+    assert sorted(_curve(table, 1)["run"]) == sorted(runs)
+    assert not (table["d"] == 2).any()  # one candidate only: not a selection
+    wins = 0
+    for run in runs:
+        x, y = first.xs(run, level="run").iloc[0], second.xs(run, level="run").iloc[0]
+        assert x["null_mse"] == y["null_mse"]  # the same test sample under both
+        src, win = (a, x) if x["val_mse"] <= y["val_mse"] else (other, y)
+        wins += src == a
+        got = table[table["run"] == run].iloc[0]
+        assert got["test_mse_capped"] == win["test_mse_capped"]
+        assert got["cpu_time_s"] == pytest.approx(x["cpu_time_s"] + y["cpu_time_s"])
+        saved = (out / "runs" / run / "result.json").read_bytes()
+        assert saved == (src / "runs" / run / "result.json").read_bytes()
+    assert [(c.d, c.runs, c.chosen) for c in curves] == [
+        (1, 3, f"{a.name}: {wins}, {other.name}: {len(runs) - wins}")
+    ]
+    assert sorted(table.loc[table["task"] == "id", "run"]) == ["id_d1"]
+    assert read_sources(out)[0]["chosen"] == curves[0].chosen
+    assert {c.d for c in _checks(out).values()} == {1}  # the report's checks run on it
+    with pytest.raises(InputError, match="at least two candidate"):
+        select_by_validation([a], tmp_path / "x")
+    noisy = tmp_path / "noisy"
+    run_manifold_sweep(SMALL.replace(dims=(1,), n_values=(24,), noise_std=0.3), noisy, quiet=True)
+    with pytest.raises(InputError, match=r"its \(d=1, β=1\) problem differs"):
+        select_by_validation([a, noisy], tmp_path / "x")
+    assert not (tmp_path / "x").exists()

@@ -206,6 +206,24 @@ def combine_command(
         print_table(f"manifold combine: {out}", [c.to_dict() for c in curves])
 
 
+def select_command(
+    sources: list[Path] = typer.Argument(
+        ..., help="Theorem sweep folders of the same draws, one per estimator (e.g. preset)."
+    ),
+    out: Path = typer.Option(..., "--out", help="Folder of the selected table (new, or rebuilt)."),
+    json_out: bool = JSON,
+) -> None:
+    """Per run, take the candidate whose model had the lowest validation MSE on the same
+    sample: the validation-selected estimator's table, for `scalelab report OUT`."""
+    from scalelab.manifold.combine import select_by_validation
+
+    curves = select_by_validation(sources, out)
+    if json_out:
+        print_json([c.to_dict() for c in curves])
+    else:
+        print_table(f"manifold select: {out}", [c.to_dict() for c in curves])
+
+
 def construct_command(
     cfg: ConstructConfig = From(ConstructConfig),
     trained: Path | None = typer.Option(
@@ -236,10 +254,11 @@ def construct_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `scalelab manifold sweep|sample|levers|construct|combine`."""
+    """Add `scalelab manifold sweep|sample|levers|construct|combine|select`."""
     manifold_app.command("sweep")(derive(sweep_command))
     manifold_app.command("sample")(derive(sample_command))
     manifold_app.command("levers")(derive(levers_command))
     manifold_app.command("construct")(derive(construct_command))
     manifold_app.command("combine")(combine_command)
+    manifold_app.command("select")(select_command)
     app.add_typer(manifold_app, name="manifold")

@@ -17,6 +17,14 @@ Rules:
   so the combined config keeps each curve's cap in `field_caps`: pairing with the ideal learner
   and the Bayes risk then use the field the runs were trained on.
 
+`select_by_validation` writes the same kind of table for another purpose: the estimator that
+chooses its model per run by validation MSE among several (the `theorem` and `theorem-deep`
+presets: a validation grid over depth). The candidates are sweeps trained on the same draws
+(`plan.run_rng` depends on the problem and the run, not on the model), so the selection needs
+no training of its own; the table's config is the first candidate's (its model fields
+describe that candidate only), and `combined.json` names the candidates and, per curve, how
+many runs each gave.
+
 The folder is a table, not a sweep to resume: `combined.json` is a marker that a sweep refuses
 to write into (`runs.outdir.MARKERS`)."""
 
@@ -26,13 +34,13 @@ import json
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from scalelab.config import Record
+from scalelab.config import OMIT_DEFAULT, Record
 from scalelab.errors import InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance
 from scalelab.manifold.ideal import EXPECTED_FILE, RUNS_FILE
@@ -65,6 +73,8 @@ class CurveSource(Record):
     n_max: int
     field_cap: int
     git_revision: str | None
+    # a selected table's: how many of the curve's runs each candidate gave (`select_by_validation`)
+    chosen: str | None = field(default=None, metadata=OMIT_DEFAULT)
 
 
 @dataclass(frozen=True)
@@ -153,11 +163,7 @@ def combine_sweeps(sources: Sequence[str | Path], out: str | Path) -> list[Curve
     out = Path(out)
     if not sources:
         raise InputError("give at least one source sweep folder")
-    if out.exists() and not (out / MARKER).is_file():
-        raise InputError(
-            f"--out {out}: exists and is not a combined table; give a new folder (an existing "
-            "combined table is rebuilt)"
-        )
+    _check_out(out)
     read = [Source.read(Path(s)) for s in sources]
     for src in read[1:]:
         _agree(read[0], src)
@@ -176,6 +182,31 @@ def combine_sweeps(sources: Sequence[str | Path], out: str | Path) -> list[Curve
     table = pd.concat([rows for rows, _ in picked], ignore_index=True)
     origin = {run: src for rows, src in picked for run in rows["run"]}
     cfg = _combined_config(read[0].config, chosen, table)
+    curves = [_curve_source(c, src, table) for c, src in sorted(chosen.items())]
+    _write_table(out, table, origin, chosen, cfg, {"sources": [str(s) for s in sources]}, curves)
+    return curves
+
+
+def _check_out(out: Path) -> None:
+    if out.exists() and not (out / MARKER).is_file():
+        raise InputError(
+            f"--out {out}: exists and is not a combined table; give a new folder (an existing "
+            "combined table is rebuilt)"
+        )
+
+
+def _write_table(
+    out: Path,
+    table: pd.DataFrame,
+    origin: dict[str, Source],
+    chosen: dict[tuple[int, float], Source],
+    cfg: ManifoldSweepConfig,
+    marker: dict[str, Any],
+    curves: Sequence[CurveSource],
+) -> None:
+    """The table's folder, whole or not at all: each run's files from its `origin`, the ideal
+    learner's caches from each curve's `chosen` source, sweep.json and the marker (built
+    beside `out`, then renamed over it)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -189,10 +220,7 @@ def combine_sweeps(sources: Sequence[str | Path], out: str | Path) -> list[Curve
         write_meta(tmp / "sweep.json", {
             "kind": KIND, "config": cfg.to_dict(), "provenance": provenance(),
         })  # fmt: skip
-        curves = [_curve_source(c, src, table) for c, src in sorted(chosen.items())]
-        atomic_write_json(tmp / MARKER, {
-            "sources": [str(s) for s in sources], "curves": [c.to_dict() for c in curves],
-        })  # fmt: skip
+        atomic_write_json(tmp / MARKER, {**marker, "curves": [c.to_dict() for c in curves]})
         if out.exists():
             old = out.with_name(f".{out.name}.old")
             shutil.rmtree(old, ignore_errors=True)
@@ -204,7 +232,94 @@ def combine_sweeps(sources: Sequence[str | Path], out: str | Path) -> list[Curve
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return curves
+
+
+#: What candidates of a selected table must share: the draws of each run (the training and
+#: validation samples, `plan.run_rng` and `ManifoldSweepConfig.val_count`) and its test sample.
+DRAW_FIELDS = ("problem_seed", "n_test", "val_fraction", "val_size")
+#: The column a selected table chooses by, and the run kinds it chooses among.
+SELECT_BY, SELECTED_TASKS = "val_mse", ("data", "wide")
+
+
+def select_by_validation(sources: Sequence[str | Path], out: str | Path) -> list[CurveSource]:
+    """Write into `out` the table of the validation-selected estimator: per data and wide run,
+    the candidate sweep's run with the lowest validation MSE (module docstring). A curve is
+    taken where at least two candidates hold it, on the runs all of those hold; runs.csv's
+    CPU and wall time are the candidates' sums (the selected estimator trains them all), each
+    result.json the chosen run's own. Returns each curve's candidates and choices."""
+    out = Path(out)
+    if len(sources) < 2:
+        raise InputError("give at least two candidate sweep folders to select among")
+    _check_out(out)
+    read = [Source.read(Path(s)) for s in sources]
+    first = read[0].config
+    for src in read[1:]:
+        for key in DRAW_FIELDS:
+            if getattr(src.config, key) != getattr(first, key):
+                raise InputError(
+                    f"source {src.folder}: its {key} is {getattr(src.config, key)!r} where "
+                    f"{read[0].folder}'s is {getattr(first, key)!r}; select among sweeps "
+                    f"trained on the same draws (they must agree on {', '.join(DRAW_FIELDS)})"
+                )
+    curves = sorted({c for src in read for c in src.curves()})
+    picked, chosen, rows_out, origin = [], {}, [], {}
+    for d, b in curves:
+        holders = [src for src in read if (d, b) in src.curves()]
+        if len(holders) < 2:
+            continue
+        for src in holders[1:]:
+            if src.config.problem(d, b) != holders[0].config.problem(d, b):
+                raise InputError(
+                    f"source {src.folder}: its (d={d}, β={b:g}) problem differs from "
+                    f"{holders[0].folder}'s (the field cap, noise or manifold); select among "
+                    "sweeps of the same problem and sizes"
+                )
+        tables = [_rows(src, d, b, SELECTED_TASKS).set_index("run") for src in holders]
+        runs = sorted(set.intersection(*(set(t.index) for t in tables)))
+        losses = pd.DataFrame({i: t.loc[runs, SELECT_BY] for i, t in enumerate(tables)})
+        if losses.isna().to_numpy().any():
+            raise InputError(
+                f"(d={d}, β={b:g}): a candidate run has no {SELECT_BY}; give sweeps whose runs "
+                "record it (any `scalelab manifold sweep` of the field does)"
+            )
+        best = losses.to_numpy().argmin(axis=1)  # ties: the first candidate
+        spent = sum(t.loc[runs, ["cpu_time_s", "wall_time_s"]] for t in tables)
+        for i, t in enumerate(tables):
+            mine = [run for run, j in zip(runs, best, strict=True) if j == i]
+            rows = t.loc[mine].copy()
+            rows[["cpu_time_s", "wall_time_s"]] = spent.loc[mine]
+            rows_out.append(rows.reset_index())
+            origin |= {run: holders[i] for run in mine}
+        chosen[(d, b)] = holders[0]
+        counts = ", ".join(
+            f"{src.folder.name}: {int((best == i).sum())}" for i, src in enumerate(holders)
+        )
+        picked.append(((d, b), holders, counts))
+    if not rows_out:
+        raise InputError(
+            "no curve is held by two candidates; give sweeps of the same curves (one per estimator)"
+        )
+    table = pd.concat(rows_out, ignore_index=True).sort_values(["d", "beta", "seed", "n"])
+    ids = [
+        (src.table[(src.table["task"] == "id") & (src.table["d"] == d)], src)
+        for d in sorted({d for d, _ in chosen})
+        for src in [next(s for s in read if (s.table["d"] == d).any())]
+    ]
+    for rows, src in ids:
+        origin |= {run: src for run in rows["run"]}
+    table = pd.concat([table, *(rows for rows, _ in ids)], ignore_index=True)
+    cfg = _combined_config(first, chosen, table)
+    result = [
+        _curve_source((d, b), holders[0], table).replace(
+            source=" | ".join(str(s.folder) for s in holders),
+            git_revision=" | ".join(str(s.provenance.get("git_revision")) for s in holders),
+            chosen=counts,
+        )
+        for (d, b), holders, counts in picked
+    ]
+    marker = {"sources": [str(s) for s in sources], "select_by": SELECT_BY}
+    _write_table(out, table, origin, chosen, cfg, marker, result)
+    return result
 
 
 def _copy_ideal(chosen: dict[tuple[int, float], Source], dest: Path, runs: set[str]) -> None:

@@ -33,7 +33,7 @@ class ManifoldAnalysis:
     ids: dict[int, dict[str, Any]]
     model: list[dict[str, Any]]
     cost: dict[str, float]
-    # a combined table's curve sources (`manifold.combine`); None for a sweep
+    # a combined or selected table's curve sources (`manifold.combine`); None for a sweep
     sources: list[dict[str, Any]] | None = None
 
 

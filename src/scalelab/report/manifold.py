@@ -80,7 +80,15 @@ def draw(a: ManifoldAnalysis, report: Report, sweep_dir: Path) -> None:
         f"{_validation(cfg)}. Error = excess risk against the noiseless "
         f"target on {cfg['n_test']} fresh test points. Predicted: α_D = 2β/(2β+d)."
     )
-    if a.sources is not None:
+    if a.sources is not None and any(s.get("chosen") for s in a.sources):
+        report.table(
+            a.sources,
+            "A validation-selected table (`scalelab manifold select`): each run from the "
+            "candidate sweep whose model had the lowest validation MSE on the same sample (the "
+            "model described above is the first candidate's); per curve the candidates, how "
+            "many runs each gave, and the runs' CPU summed over the candidates",
+        )
+    elif a.sources is not None:
         report.table(
             a.sources,
             "A combined table (`scalelab manifold combine`): each curve from the sweep that "

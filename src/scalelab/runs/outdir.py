@@ -34,7 +34,7 @@ MARKERS = {
     "sweep.json": "a sweep",
     "config.json": "a training run",
     "pipeline.json": "a demo folder",
-    "combined.json": "a table combined from sweeps (scalelab manifold combine)",
+    "combined.json": "a table built from sweeps (scalelab manifold combine or select)",
 }
 
 _held: dict[Path, int] = {}  # folder -> open lock file descriptor, for this process
