@@ -118,3 +118,27 @@ def test_the_pairing_takes_as_much_luck_as_the_model_shares(
     assert b == pytest.approx(luck, abs=1e-9)
     (check,) = paired_checks(table, CFG.replace(dims=(2,)), pairs)
     assert check.luck_coefficient == pytest.approx(luck, abs=1e-9) and check.noise_log < 0.05
+
+
+def test_a_model_as_good_as_the_ideal_learner_has_its_exponent_on_samples(
+    problem: Problem, tmp_path, monkeypatch
+) -> None:
+    """Runs whose error is their own sample's ideal risk: the paired curve is
+    exp(E log ideal(n)) plus the tail, so its exponent is the ideal learner's on samples,
+    computed here from the cache by hand, and not the sequence model's."""
+    monkeypatch.setattr(ideal, "MAX_DRAWS", 16)
+    cfg = CFG.replace(dims=(2,))
+    table = _table(problem, luck=0.0)
+    pairs = zip(table["n"], table["seed"], strict=True)
+    table["test_mse_capped"] = [ideal.run_risk(cfg, problem, n, s) for n, s in pairs]
+    table["test_mse"] = table["test_mse_capped"] + problem.excess_offset
+    pairs = ideal.paired_with_ideal(table, cfg, tmp_path, quiet=True)
+    (check,) = paired_checks(table, cfg, pairs)
+    assert check.luck_coefficient == pytest.approx(1.0)
+    per_n = pairs.groupby("n")["ideal_mean_log"].first()
+    risk = np.exp(per_n.to_numpy()) + problem.excess_offset
+    by_hand = -np.polyfit(np.log(per_n.index.to_numpy(float)), np.log(risk), 1)[0]
+    assert check.x_range == (min(CFG.n_values), max(CFG.n_values))
+    assert check.sample_ideal == pytest.approx(by_hand, rel=1e-9)
+    assert check.exponent == pytest.approx(by_hand, abs=1e-6)
+    assert abs(check.sample_ideal - check.predicted_ideal) > 0.01

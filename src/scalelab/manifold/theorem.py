@@ -54,6 +54,17 @@ def ideal_exponent(problem: Problem, sizes: np.ndarray) -> float:
     return float(-np.polyfit(np.log(sizes), np.log(risk), 1)[0])
 
 
+def sample_ideal_exponent(sizes: np.ndarray, mean_log: np.ndarray, tail: float) -> float | None:
+    """Slope of the ideal learner's risk on random samples of `sizes`: exp(E log ideal(n))
+    plus the tail. The posterior mean itself, where `ideal_exponent` takes the sequence
+    model's risk, its large-n limit: at small n the sample's design costs the posterior mean
+    more than the sequence model says, so over finite sizes it falls faster."""
+    if len(sizes) < 2:
+        return None
+    risk = np.exp(np.asarray(mean_log, float)) + tail
+    return float(-np.polyfit(np.log(np.asarray(sizes, float)), np.log(risk), 1)[0])
+
+
 @dataclass(frozen=True)
 class ExponentCheck:
     """One (d, β) curve (data scaling) or one d (online model scaling)."""
@@ -94,8 +105,10 @@ class ExponentCheck:
     # straight, a curved curve's bend is the ratio's
     curve_curvature: float | None = None
     ratio_curvature: float | None = None
-    # a paired curve: the control variate's coefficient b (`luck_coefficient`)
+    # a paired curve: the control variate's coefficient b (`luck_coefficient`), and the ideal
+    # learner's exponent on random samples of the fit range's sizes (`sample_ideal_exponent`)
     luck_coefficient: float | None = None
+    sample_ideal: float | None = None
     cause: str = ""  # a CURVED curve's checked cause (model, optimisation, the ratio's slope)
     plan: str | None = None  # an UNDECIDED curve: the run that would decide it
     cpu_minutes: float | None = None
@@ -245,7 +258,11 @@ def paired_checks(
         rows = data[(data["d"] == c.d) & (data["beta"] == c.beta)]
         problem = Problem(cfg.problem(c.d, c.beta))
         ratios = _bayes_ratios(rows, problem, c.x_range, rows["ideal_mse"].to_numpy(float))
-        c = _replace(c, kind="paired", luck_coefficient=float(b.loc[(c.d, c.beta)]), **ratios)
+        per_n = rows.groupby("n")["ideal_mean_log"].first()
+        per_n = per_n[(per_n.index >= c.x_range[0]) & (per_n.index <= c.x_range[1])]
+        exact = sample_ideal_exponent(per_n.index, per_n.to_numpy(), problem.excess_offset)
+        c = _replace(c, kind="paired", luck_coefficient=float(b.loc[(c.d, c.beta)]),
+                     sample_ideal=exact, **ratios)  # fmt: skip
         out.append(_replace(c, cause=_cause(c)))
     return out
 

@@ -110,7 +110,9 @@ def check_rows(checks: list[ExponentCheck]) -> list[dict[str, Any]]:
             "range": f"{c.x_range[0]:,.0f}–{c.x_range[1]:,.0f} ({c.decades:.1f} dec)",
             "α̂ [95%]": f"{_f(c.exponent)} {ci}", "pred (d)": _f(c.predicted),
             "pred (d̂ inputs)": _f(c.predicted_d_hat), "pred (d̂ hidden)": _f(c.predicted_hidden),
-            "ideal learner": _f(c.predicted_ideal), "seed sd (log)": _f(c.noise_log, 2),
+            "ideal learner": _f(c.predicted_ideal),
+            **({"ideal on samples": _f(c.sample_ideal)} if c.kind == "paired" else {}),
+            "seed sd (log)": _f(c.noise_log, 2),
             **({"luck b": _f(c.luck_coefficient, 2)} if c.luck_coefficient is not None else {}),
             "wide/base": f"{_f(c.wide_ratio, 2)} {limited}", "best at end": c.best_at_end,
             "train/noise": _f(c.train_over_noise, 2),
@@ -181,7 +183,10 @@ def build(summary: TheoremSummary, report: Report) -> None:
             "Data scaling per (d, β), paired with the ideal learner on each run's own sample "
             "(these decide): error × (exp(E log ideal(n)) / ideal(n, s))^b, b the share of the "
             "sample's luck the model shares (pooled within-size regression, in [0, 1]); Bayes "
-            "ratio = model / ideal on the same sample",
+            "ratio = model / ideal on the same sample; ideal learner: the sequence model's "
+            "exponent (`bayes_risk` plus the tail, its large-n limit), ideal on samples: the "
+            "posterior mean's on random samples of these sizes (exp(E log ideal(n)) plus the "
+            "tail), the curve a model that keeps a flat ratio follows",
             wrap=("local slopes", "cause or plan"),
         )
     report.table(
