@@ -519,6 +519,14 @@ CASES: dict[str, tuple[list[str], str]] = {
         ["manifold", "combine", "{data_sweep}", "--out", "{data_sweep}"],
         "exists and is not a combined table",
     ),
+    "manifold-select-one": (
+        ["manifold", "select", "{data_sweep}", "--out", "{out}"],
+        "give at least two candidate sweep folders",
+    ),
+    "manifold-select-source": (
+        ["manifold", "select", "{data_sweep}", "{data_sweep}", "--out", "{out}"],
+        "not a manifold sweep folder with runs.csv",
+    ),
     "manifold-sample-d": (["manifold", "sample", "--out", "{out}/x.npz", "--d", "0"], "got d=0"),
     "manifold-sample-ambient": (
         ["manifold", "sample", "--out", "{out}/x.npz", "--d", "4", "--D", "2"],
@@ -887,6 +895,8 @@ FIXES = {
     "manifold-sample-beta": "beta must be in (0, 1]",
     "manifold-combine-source": "give folders made by `scalelab manifold sweep`",
     "manifold-combine-out": "give a new folder",
+    "manifold-select-one": "give at least two candidate sweep folders",
+    "manifold-select-source": "give folders made by `scalelab manifold sweep`",
     "manifold-sample-d": "need d >= 1 and D >= 1",
     "manifold-sample-kind": "choose one of ['sphere', 'subspace', 'swissroll', 'torus']",
     "manifold-sample-n": "use 1 or more points",

@@ -47,6 +47,7 @@ UNCHECKED = {
     "induction construct",
     "induction protocol",
     "manifold combine",  # its inputs are folders; the rules are the sweeps' own configs
+    "manifold select",  # the same
 }
 
 
