@@ -4,6 +4,8 @@ reference ridge solver, a test-point Monte Carlo of its risk, the closed-form av
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,7 +14,7 @@ from sklearn.linear_model import Ridge
 from scalelab.manifold import ideal
 from scalelab.manifold.plan import MANIFOLD_PRESETS, run_rng
 from scalelab.manifold.problem import Problem
-from scalelab.manifold.theorem import luck_coefficient, paired_checks
+from scalelab.manifold.theorem import luck_coefficient, paired_checks, scored
 
 CFG = MANIFOLD_PRESETS["theorem-quick"].replace(n_values=(60, 100, 160, 250, 400))
 
@@ -142,3 +144,8 @@ def test_a_model_as_good_as_the_ideal_learner_has_its_exponent_on_samples(
     assert check.sample_ideal == pytest.approx(by_hand, rel=1e-9)
     assert check.exponent == pytest.approx(by_hand, abs=1e-6)
     assert abs(check.sample_ideal - check.predicted_ideal) > 0.01
+    # the verdict scores it beside the predictions from d, as a source of its own
+    twin = dataclasses.replace(check, d=3, exponent=0.4, sample_ideal=0.45)
+    row = scored([check, twin], only_power_law=False)["scores"]
+    want = np.mean([abs(check.exponent - check.sample_ideal), 0.05])
+    assert row["ideal learner on samples of these sizes"]["mae"] == pytest.approx(want)

@@ -458,6 +458,9 @@ def scored(checks: list[ExponentCheck], *, only_power_law: bool) -> dict[str, An
         "2β/(2β+d̂), inputs' d̂": {c.label: c.predicted_d_hat for c in use},
         "2β/(2β+d̂), hidden states' d̂": {c.label: c.predicted_hidden for c in use},
         "ideal learner on this field": {c.label: c.predicted_ideal for c in use},
+        # not a prediction from d: how far the estimator's exponent is from the one the
+        # posterior mean has on samples of the same sizes (paired curves only)
+        "ideal learner on samples of these sizes": {c.label: c.sample_ideal for c in use},
     }
     if len(observed) < 2:
         return {
