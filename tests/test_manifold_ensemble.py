@@ -84,6 +84,7 @@ def test_theorem_preset_runs_on_any_d(tmp_path: Path, run_cli: Callable) -> None
     res = main("sweep", "--preset", "theorem", "--dims", "5", "--n-values", "16",
                "--seeds", "0", "--ensemble", "2", "--out", tmp_path / "t", "--json")  # fmt: skip
     assert res.returncode == 0, res.stderr
+    assert "curves d=5 β=1; runs: id 1, data 1, wide 1" in res.stderr  # said before it runs
     rows = json.loads(res.stdout)
     assert {r["run"] for r in rows} >= {"id_d5", "data_d5_b1_n16_s0", "wide_d5_b1_w64_s0"}
     assert all(r["bayes_ratio"] > 0 for r in rows if r["task"] == "data")

@@ -156,3 +156,17 @@ def test_the_deep_preset_is_the_theorem_preset_with_four_blocks() -> None:
     diff = {k for k, v in deep.to_dict().items() if base.to_dict()[k] != v}
     assert diff == {"n_layer"} and deep.regressor().n_layer == 4
     assert [s.name for s in specs_for(deep)] == [s.name for s in specs_for(base)]
+
+
+def test_the_plan_line_names_every_curve_and_marks_the_extra_ones() -> None:
+    """`--dims 4 --betas 1` on the theorem preset also runs (4, 0.5), the preset's extra
+    problem at d = 4: the line the sweep prints first says so, with its runs by task."""
+    from scalelab.manifold.plan import MANIFOLD_PRESETS, plan_words
+
+    cfg = MANIFOLD_PRESETS["theorem"].with_dims((4,)).replace(betas=(1.0,))
+    per_curve = len(cfg.n_values) * len(cfg.seeds)  # 13 sizes x 3 seeds
+    assert plan_words(cfg) == (
+        f"curves d=4 β=0.5 (extra_problems), d=4 β=1; runs: id 1, data {2 * per_curve}, wide 2"
+    )
+    alone = cfg.replace(extra_problems=())
+    assert plan_words(alone) == f"curves d=4 β=1; runs: id 1, data {per_curve}, wide 1"

@@ -12,6 +12,7 @@ Five kinds of run (column `task` of runs.csv):
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -405,3 +406,15 @@ def _model_specs(cfg: ManifoldSweepConfig, base: dict) -> list[RunSpec]:
                 name = f"model_d{d}_w{width}_s{seed}"
                 specs.append(RunSpec(name, {**params, "seed": seed, "n_embd": width}))
     return specs
+
+
+def plan_words(cfg: ManifoldSweepConfig) -> str:
+    """One line naming what the sweep runs, said before it starts: its data curves, with
+    those from `extra_problems` marked (a preset's extra pairs stay under `--dims`/`--betas`
+    while their d is chosen), and its runs by task."""
+    params = [s.params for s in specs_for(cfg)]
+    runs = ", ".join(f"{task} {k}" for task, k in Counter(p["task"] for p in params).items())
+    chosen = {(d, b) for d in cfg.dims for b in cfg.betas}
+    curves = sorted({(p["d"], p["beta"]) for p in params if p["task"] == "data"})
+    named = [f"d={d} β={b:g}{'' if (d, b) in chosen else ' (extra_problems)'}" for d, b in curves]
+    return f"curves {', '.join(named) or 'none'}; runs: {runs}"
