@@ -30,7 +30,7 @@ from scalelab.errors import ConfigError, InputError
 from scalelab.io import atomic_write, atomic_write_json, provenance
 from scalelab.manifold.construction_config import ConstructConfig
 from scalelab.manifold.levers import LeverConfig, run_levers
-from scalelab.manifold.plan import MANIFOLD_PRESETS, ManifoldSweepConfig, plan_words
+from scalelab.manifold.plan import MANIFOLD_PRESETS, ManifoldSweepConfig
 from scalelab.manifold.problem import Problem, ProblemConfig
 
 manifold_app = typer.Typer(
@@ -103,8 +103,6 @@ def sweep_command(
     where = backend_from(backend, ray_address, run_cpus, run_gpus)
     from scalelab.manifold.sweep import run_manifold_sweep  # torch: once the options are sound
 
-    if not quiet:
-        typer.echo(f"manifold sweep {out}: {plan_words(cfg)}", err=True)
     table = run_manifold_sweep(cfg, out, workers=workers, backend=where, quiet=quiet)
     rows = table.to_dict("records")
     if json_out:

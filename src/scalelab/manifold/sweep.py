@@ -9,6 +9,7 @@ the capped field it includes the field's tail beyond the cap (`Problem.excess_of
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from scalelab.manifold.plan import (
     MANIFOLD_PRESETS,
     ManifoldSweepConfig,
     config_from_json,
+    plan_words,
     run_rng,
     specs_for,
 )
@@ -309,6 +311,8 @@ def run_manifold_sweep(
     ]  # the full config travels with each run so a spawned worker needs nothing else
     t0 = time.perf_counter()
     with opened_sweep(out_dir, KIND, cfg_json) as sweep_dir:
+        if not quiet:  # once the folder is sound, so bad input stays one line
+            print(f"manifold sweep {sweep_dir}: {plan_words(cfg)}", file=sys.stderr)
         table = run_sweep(
             sweep_dir,
             specs,
